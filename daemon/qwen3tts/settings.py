@@ -1,0 +1,261 @@
+"""The one typed configuration of qwen3tts: a frozen dataclass tree.
+
+Order of precedence: defaults here -> the YAML file (`--config`, default config/qwen3tts.yaml shape)
+-> command-line overrides (`--set key.path=value`) -> secrets read from files (never from YAML).
+Every field carries a docstring with its unit and default; `config/qwen3tts.yaml` is the commented copy.
+Derived runtime facts (the block count actually allocated, compiled shapes) do not live here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from qwen3tts.errors import ConfigError
+
+Priority = Literal["normal", "priority", "emergency"]
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the OpenVINO bundle comes from."""
+
+    bundle: Path = Path("var/bundle-tiny")
+    """Directory of the compiled-from-checkpoint OpenVINO bundle (manifest.json inside). Default var/bundle-tiny."""
+    checkpoint: Path | None = None
+    """Hugging Face release checkpoint to build the bundle from when it is missing. Default none."""
+    weights: Literal["int8", "f16", "f32"] = "int8"
+    """Weight precision policy used by `build` when it has to build the bundle. Default int8."""
+    cache_dir: Path | None = None
+    """OpenVINO compile cache directory ($CACHE_DIRECTORY under systemd). Default none (no cache)."""
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """Which OpenVINO device runs which graph: preference lists, first that compiles wins."""
+
+    talker: tuple[str, ...] = ("GPU", "CPU")
+    """Device preference for the talker (and the code predictor, which follows it). Default GPU, CPU."""
+    codec: tuple[str, ...] = ("NPU", "GPU", "CPU")
+    """Device preference for the speech decoder. Default NPU, GPU, CPU."""
+    inference_precision: Literal["auto", "f32", "bf16", "f16"] = "auto"
+    """INFERENCE_PRECISION_HINT; auto keeps the device default (bf16 on AVX512-BF16 CPUs). Default auto."""
+    num_threads: int = field(default=0, metadata={"min": 0})
+    """CPU inference threads; 0 lets OpenVINO use every core. Default 0."""
+    cpu_pinning: bool = True
+    """Pin CPU inference threads to cores. Default true."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The continuous-batching engine."""
+
+    max_num_seqs: int = field(default=4, metadata={"min": 1, "max": 64})
+    """Most announcements synthesised at once (the batch limit before thermal throttling). Default 4."""
+    max_num_batched_tokens: int = field(default=256, metadata={"min": 16})
+    """Token budget of one engine step; longer prompts are prefilled in chunks. Default 256 tokens."""
+    num_kv_blocks: int = field(default=0, metadata={"min": 0})
+    """Paged KV cache blocks; 0 derives the count from kv_cache_mib. Default 0."""
+    kv_cache_mib: int = field(default=256, metadata={"min": 1})
+    """KV cache memory budget in MiB, used when num_kv_blocks is 0. Default 256 MiB."""
+    kv_cache_precision: Literal["u8", "f16", "bf16", "f32"] = "u8"
+    """Element type of the paged KV cache. Default u8."""
+    max_frames: int = field(default=2048, metadata={"min": 2})
+    """Most 80 ms frames one request may produce (2048 = 164 s). Default 2048 frames."""
+    max_text_chars: int = field(default=2000, metadata={"min": 1})
+    """Longest accepted text, in characters. Default 2000."""
+    first_chunk_frames: int = field(default=4, metadata={"min": 1})
+    """Frames in the first codec chunk of a stream (latency). Default 4 frames = 320 ms."""
+    chunk_frames: int = field(default=12, metadata={"min": 1})
+    """Frames in each later codec chunk (throughput). Default 12 frames = 960 ms."""
+    temperature: float = field(default=0.9, metadata={"min": 0.0})
+    """Talker sampling temperature; 0 means greedy. Default 0.9 (official)."""
+    top_k: int = field(default=50, metadata={"min": 0})
+    """Talker top-k; 0 disables. Default 50 (official)."""
+    top_p: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
+    """Talker nucleus threshold. Default 1.0 (official)."""
+    repetition_penalty: float = field(default=1.05, metadata={"min": 1.0})
+    """Penalty on repeated code-0 tokens. Default 1.05 (official)."""
+    subtalker_temperature: float = field(default=0.9, metadata={"min": 0.0})
+    """Code-predictor sampling temperature; 0 means greedy. Default 0.9 (official)."""
+    subtalker_top_k: int = field(default=50, metadata={"min": 1})
+    """Code-predictor top-k. Default 50 (official)."""
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """What an announcement sounds like when it does not say."""
+
+    voice: str = ""
+    """Default speaker (CustomVoice preset name); empty picks the bundle's first speaker. Default empty."""
+    language: str = "auto"
+    """Default language name (english, chinese, ...) or auto. Default auto."""
+    instruct: str = ""
+    """Default style instruction (VoiceDesign / 1.7B CustomVoice). Default empty."""
+    ref_audio: Path | None = None
+    """Reference WAV whose voice a Base bundle speaks with. Default none."""
+
+
+@dataclass(frozen=True)
+class MqttSettings:
+    """The MQTT broker and topic contract."""
+
+    host: str = "127.0.0.1"
+    """Broker host name or address. Default 127.0.0.1."""
+    port: int = field(default=1883, metadata={"min": 1, "max": 65535})
+    """Broker TCP port (8883 is usual with TLS). Default 1883."""
+    prefix: str = "qwen3tts"
+    """First topic level. Default qwen3tts."""
+    site: str = ""
+    """Second topic level naming this appliance; empty means the host name. Default empty."""
+    client_id: str = ""
+    """MQTT client id; empty derives a stable one from /etc/machine-id. Default empty."""
+    protocol: Literal["5", "3.1.1"] = "5"
+    """Preferred protocol; 5 falls back to 3.1.1 when the broker refuses it. Default 5."""
+    keepalive: int = field(default=30, metadata={"min": 5})
+    """Keepalive interval in seconds. Default 30 s."""
+    username: str = ""
+    """User name; empty for anonymous. Default empty."""
+    password_file: Path | None = None
+    """File holding the password; else $CREDENTIALS_DIRECTORY/mqtt-password when present. Default none."""
+    tls_ca: Path | None = None
+    """CA certificate file; setting it enables TLS. Default none."""
+    tls_cert: Path | None = None
+    """Client certificate file for mutual TLS. Default none."""
+    tls_key: Path | None = None
+    """Client key file for mutual TLS. Default none."""
+    max_queued_messages: int = field(default=1000, metadata={"min": 1})
+    """Bound on outgoing messages buffered while disconnected. Default 1000."""
+    session_expiry: int = field(default=3600, metadata={"min": 0})
+    """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
+    discovery: bool = True
+    """Publish Home Assistant discovery configs. Default true."""
+    discovery_prefix: str = "homeassistant"
+    """Home Assistant discovery prefix. Default homeassistant."""
+    hermes: bool = False
+    """Also serve the Hermes topics hermes/tts/say -> sayFinished. Default false."""
+    hermes_site_id: str = "default"
+    """Hermes siteId this appliance answers to. Default default."""
+
+
+@dataclass(frozen=True)
+class AnnouncementSettings:
+    """Validation limits and the durable queue."""
+
+    spool_dir: Path = Path("var/spool")
+    """Directory of the durable spool ($STATE_DIRECTORY/spool under systemd). Default var/spool."""
+    max_payload_bytes: int = field(default=65536, metadata={"min": 64})
+    """Largest accepted say payload in bytes. Default 64 KiB."""
+    max_queue: int = field(default=100, metadata={"min": 1})
+    """Most announcements waiting; more are rejected. Default 100."""
+    default_ttl: float = field(default=0.0, metadata={"min": 0.0})
+    """Seconds an announcement stays valid when it gives no ttl; 0 means forever. Default 0."""
+    max_repeat: int = field(default=10, metadata={"min": 1})
+    """Largest accepted repeat count. Default 10."""
+    dedup_window: int = field(default=1000, metadata={"min": 1})
+    """How many recent announcement ids are remembered to drop duplicates. Default 1000."""
+    interrupted: Literal["cancel", "resume"] = "resume"
+    """What happens to an announcement a higher priority one barged in on. Default resume."""
+    on_shutdown: Literal["finish", "cancel"] = "finish"
+    """On SIGTERM, finish the announcement playing or cancel it (it stays spooled). Default finish."""
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """Where the sound goes."""
+
+    sink: Literal["auto", "alsa", "wav", "null"] = "auto"
+    """auto uses ALSA when an output device exists, else WAV files. Default auto."""
+    device: str = ""
+    """ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
+    wav_dir: Path = Path("var/wav")
+    """Directory for the wav sink, one file per announcement. Default var/wav."""
+    volume: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
+    """Master volume, 0..1. Default 1.0."""
+    muted: bool = False
+    """Mute everything but emergency announcements. Default false."""
+    lead_in_ms: int = field(default=300, metadata={"min": 0, "max": 5000})
+    """Silence before each announcement so amplifiers wake, in ms. Default 300 ms."""
+    tail_ms: int = field(default=300, metadata={"min": 0, "max": 5000})
+    """Silence after each announcement so the end is not clipped, in ms. Default 300 ms."""
+    fade_ms: int = field(default=10, metadata={"min": 0, "max": 500})
+    """Fade at start, stop and barge-in, in ms. Default 10 ms."""
+    block_ms: int = field(default=40, metadata={"min": 5, "max": 500})
+    """Audio write granularity (barge-in reaction time), in ms. Default 40 ms."""
+    jitter_buffer_ms: int = field(default=300, metadata={"min": 0})
+    """Least audio buffered before playback starts; raised from the measured real-time factor. Default 300."""
+    chime_normal: str = "default"
+    """Chime before normal announcements: default, none, or a WAV path. Default default."""
+    chime_priority: str = "default"
+    """Chime before priority announcements: default, none, or a WAV path. Default default."""
+    chime_emergency: str = "default"
+    """Chime before emergency announcements: default, none, or a WAV path. Default default."""
+
+
+@dataclass(frozen=True)
+class ThermalSettings:
+    """The governor that shrinks the batch when the chip runs hot."""
+
+    enabled: bool = True
+    """Run the thermal governor. Default true."""
+    sysfs_root: Path = Path("/sys")
+    """Root of sysfs (tests point it at a fake tree). Default /sys."""
+    interval_s: float = field(default=1.0, metadata={"min": 0.05})
+    """Sampling interval in seconds. Default 1 s."""
+    ewma_alpha: float = field(default=0.3, metadata={"min": 0.01, "max": 1.0})
+    """Smoothing factor of the temperature EWMA. Default 0.3."""
+    zone_types: tuple[str, ...] = ("x86_pkg_temp", "TCPU")
+    """Thermal zone types that count. Default x86_pkg_temp, TCPU."""
+    t_hot_c: float = field(default=85.0, metadata={"min": 20.0, "max": 150.0})
+    """Step-down temperature in °C when no passive trip point exists. Default 85 °C."""
+    trip_margin_c: float = field(default=5.0, metadata={"min": 0.0})
+    """T_hot = lowest passive trip point minus this, in °C. Default 5 °C."""
+    hysteresis_c: float = field(default=5.0, metadata={"min": 0.0})
+    """Step up only below T_hot minus this, in °C. Default 5 °C."""
+    dwell_s: float = field(default=30.0, metadata={"min": 0.0})
+    """Seconds below T_hot - hysteresis before stepping up one level. Default 30 s."""
+    batch_levels: tuple[int, ...] = (4, 2, 1)
+    """Batch limits from cool to hot. Default 4, 2, 1."""
+
+
+@dataclass(frozen=True)
+class LoggingSettings:
+    """Operator logs."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Log level. Default INFO."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The whole configuration."""
+
+    model: ModelSettings = field(default_factory=ModelSettings)
+    devices: DeviceSettings = field(default_factory=DeviceSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    voice: VoiceSettings = field(default_factory=VoiceSettings)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    announcements: AnnouncementSettings = field(default_factory=AnnouncementSettings)
+    audio: AudioSettings = field(default_factory=AudioSettings)
+    thermal: ThermalSettings = field(default_factory=ThermalSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+
+
+def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None) -> str | None:
+    """The MQTT password from password_file, else from systemd's $CREDENTIALS_DIRECTORY/mqtt-password.
+
+    Secrets never live in the YAML: it is often world-readable and ends up in bug reports.
+    """
+    environ = os.environ if environ is None else environ
+    path = mqtt.password_file
+    if path is None and environ.get("CREDENTIALS_DIRECTORY"):
+        candidate = Path(environ["CREDENTIALS_DIRECTORY"]) / "mqtt-password"
+        path = candidate if candidate.exists() else None
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"mqtt.password_file: cannot read {path}: {exc.strerror}") from exc

@@ -1,0 +1,72 @@
+"""Field docstrings of settings.py, and the commented default YAML rendered from them.
+
+config/qwen3tts.yaml is this rendering, committed; a test keeps the two identical so the file
+shipped to /etc never drifts from the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from functools import cache
+from typing import Any
+
+import yaml
+
+from qwen3tts import settings as settings_module
+from qwen3tts.settings import Settings
+from qwen3tts.settings_loader import settings_to_dict
+
+
+@cache
+def _docs_by_class() -> dict[str, dict[str, str]]:
+    """{class name: {field name: docstring}} from the attribute docstrings in settings.py."""
+    tree = ast.parse(inspect.getsource(settings_module))
+    result: dict[str, dict[str, str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs: dict[str, str] = {}
+        body = node.body
+        for stmt, nxt in zip(body, [*body[1:], None], strict=True):
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                is_doc = (
+                    isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)
+                )
+                if is_doc:
+                    docs[stmt.target.id] = " ".join(nxt.value.value.split())
+        result[node.name] = docs
+    return result
+
+
+def field_doc(cls: type, name: str) -> str | None:
+    """The docstring written under field `name` of settings dataclass `cls`, or None."""
+    return _docs_by_class().get(cls.__name__, {}).get(name)
+
+
+def render_default_yaml() -> str:
+    """The default configuration as YAML with every key commented by its docstring."""
+    defaults = Settings()
+    lines = [
+        "# qwen3tts configuration. Every key is optional; the values shown are the defaults.",
+        "# Override one key on the command line with: qwen3tts --set section.key=value ...",
+        "# Secrets (the MQTT password) are never read from this file: see mqtt.password_file.",
+    ]
+    for section in dataclasses.fields(Settings):
+        value = getattr(defaults, section.name)
+        lines += ["", f"# {inspect.getdoc(type(value))}", f"{section.name}:"]
+        plain = settings_to_dict(value)
+        for item in dataclasses.fields(value):
+            doc = field_doc(type(value), item.name) or ""
+            lines.append(f"  # {doc}")
+            lines.append(f"  {item.name}: {_yaml_scalar(plain[item.name])}")
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip().removesuffix("...").strip()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install everything qwen3tts needs on a fresh Debian machine: system packages, a venv in .venv,
+# and the package (editable, with the test extras). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# mosquitto: the local broker (tests and the embedded demo); libportaudio2: the ALSA sink;
+# alsa-utils: aplay -L diagnostics; systemd: systemd-analyze for the unit tests.
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd >/dev/null
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[dev]"
+echo "qwen3tts installed in $(pwd)/.venv ($(.venv/bin/qwen3tts --version))"

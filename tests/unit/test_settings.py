@@ -1,0 +1,103 @@
+"""Settings: one frozen tree, YAML then --set overrides, errors that name the key path."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from qwen3tts.errors import ConfigError
+from qwen3tts.settings import MqttSettings, Settings, read_mqtt_password
+from qwen3tts.settings_doc import field_doc, render_default_yaml
+from qwen3tts.settings_loader import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_committed_default_config_is_the_rendering_of_the_code():
+    committed = (REPO / "config" / "qwen3tts.yaml").read_text(encoding="utf-8")
+    assert committed == render_default_yaml(), "regenerate config/qwen3tts.yaml with `qwen3tts config --default`"
+
+
+def test_the_committed_default_config_loads_to_the_defaults():
+    assert load_settings(REPO / "config" / "qwen3tts.yaml") == Settings()
+
+
+def test_every_settings_field_has_a_docstring():
+    sections = [f.type for f in dataclasses.fields(Settings)]
+    missing = []
+    for section in dataclasses.fields(Settings()):
+        cls = type(getattr(Settings(), section.name))
+        missing += [f"{section.name}.{f.name}" for f in dataclasses.fields(cls) if not field_doc(cls, f.name)]
+    assert sections and not missing, missing
+
+
+def test_yaml_values_then_overrides_apply_in_order(tmp_path):
+    path = write(tmp_path, "engine:\n  max_num_seqs: 2\nmqtt:\n  port: 1884\n")
+    settings = load_settings(path, ["engine.max_num_seqs=3", "devices.talker=[CPU]"])
+    assert settings.engine.max_num_seqs == 3
+    assert settings.mqtt.port == 1884
+    assert settings.devices.talker == ("CPU",)
+
+
+def test_settings_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Settings().engine.max_num_seqs = 9  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("engine.max_num_seqs=x", "engine.max_num_seqs: expected an integer in 1..64, got 'x'"),
+        ("engine.max_num_seqs=0", "engine.max_num_seqs: expected an integer in 1..64, got 0"),
+        ("audio.volume=1.5", "audio.volume: expected a number in 0.0..1.0, got 1.5"),
+        ("audio.sink=speaker", "audio.sink: expected one of auto, alsa, wav, null, got 'speaker'"),
+        ("mqtt.discovery=maybe", "mqtt.discovery: expected true or false, got 'maybe'"),
+        ("engine.max_num_seq=2", "engine.max_num_seq: unknown key"),
+        ("enigne.max_num_seqs=2", "enigne: unknown key"),
+        ("thermal.batch_levels=[4, two]", "thermal.batch_levels[1]: expected an integer"),
+        ("mqtt.port=70000", "mqtt.port: expected an integer in 1..65535, got 70000"),
+    ],
+)
+def test_bad_values_name_the_key_path_and_the_expectation(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_settings(None, [override])
+    assert message in str(err.value)
+
+
+def test_a_section_given_as_a_scalar_is_rejected_with_its_path(tmp_path):
+    with pytest.raises(ConfigError, match="engine: expected a section"):
+        load_settings(write(tmp_path, "engine: 3\n"))
+
+
+def test_unreadable_and_invalid_yaml_files_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_settings(write(tmp_path, "engine: [unclosed\n"))
+
+
+def test_an_override_without_equals_sign_is_rejected():
+    with pytest.raises(ConfigError, match="expected key.path=value"):
+        load_settings(None, ["engine.max_num_seqs"])
+
+
+def test_the_mqtt_password_comes_from_its_file_or_the_credentials_directory(tmp_path):
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret\n")
+    assert read_mqtt_password(MqttSettings(password_file=secret), environ={}) == "s3cret"
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text("from-systemd")
+    assert read_mqtt_password(MqttSettings(), environ={"CREDENTIALS_DIRECTORY": str(creds)}) == "from-systemd"
+    assert read_mqtt_password(MqttSettings(), environ={}) is None
+
+
+def test_a_password_key_in_yaml_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="mqtt.password: unknown key"):
+        load_settings(write(tmp_path, "mqtt:\n  password: hunter2\n"))
