@@ -1,0 +1,108 @@
+"""The device plan: which OpenVINO device runs which graph, decided once at start and logged.
+
+Preference lists come from settings (talker GPU -> CPU; the code predictor follows the talker;
+codec NPU -> GPU -> CPU). A device is tried only if OpenVINO lists it, and a compile failure on one
+falls through to the next with the reason logged. Everything works on the CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from qwen3tts.errors import DeviceError
+from qwen3tts.settings import DeviceSettings
+
+log = logging.getLogger(__name__)
+
+COMPONENTS = ("talker", "code_predictor", "codec")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one component runs and why."""
+
+    component: str
+    device: str
+    skipped: tuple[str, ...] = ()  # "GPU: not present", "NPU: compile failed: ..."
+
+
+@dataclass
+class DevicePlan:
+    """The chosen device of every component, for logs, `qwen3tts devices` and the MQTT status."""
+
+    placements: dict[str, Placement] = field(default_factory=dict)
+
+    def device(self, component: str) -> str:
+        return self.placements[component].device
+
+    def summary(self) -> dict[str, str]:
+        return {name: p.device for name, p in self.placements.items()}
+
+    def describe(self) -> str:
+        lines = []
+        for name, placement in self.placements.items():
+            why = f" (skipped {'; '.join(placement.skipped)})" if placement.skipped else ""
+            lines.append(f"{name}: {placement.device}{why}")
+        return "\n".join(lines)
+
+
+def base_device(name: str) -> str:
+    """"GPU.1" -> "GPU": preference lists may name a family or one device of it."""
+    return name.split(".", 1)[0].upper()
+
+
+def candidates(preferences: Sequence[str], available: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Devices to try in order, and the reasons the others were left out."""
+    chosen, skipped = [], []
+    for wanted in preferences:
+        matches = [d for d in available if d.upper() == wanted.upper() or base_device(d) == wanted.upper()]
+        if not matches:
+            skipped.append(f"{wanted}: not present")
+        for device in matches:
+            if device not in chosen:
+                chosen.append(device)
+    return chosen, skipped
+
+
+def compile_properties(device: str, settings: DeviceSettings, kv_cache_precision: str | None = None) -> dict:
+    """Compile properties for `device` from settings; CPU-only keys never reach GPU/NPU plugins."""
+    props: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY"}
+    if settings.inference_precision != "auto":
+        props["INFERENCE_PRECISION_HINT"] = settings.inference_precision
+    if base_device(device) == "CPU":
+        if settings.num_threads:
+            props["INFERENCE_NUM_THREADS"] = settings.num_threads
+        props["ENABLE_CPU_PINNING"] = settings.cpu_pinning
+    if kv_cache_precision and base_device(device) in ("CPU", "GPU"):
+        props["KV_CACHE_PRECISION"] = kv_cache_precision
+    return props
+
+
+def place(
+    component: str,
+    preferences: Sequence[str],
+    available: Sequence[str],
+    try_compile: Callable[[str], Any],
+) -> tuple[Placement, Any]:
+    """Compile on the first preferred device that works; returns the placement and the compiled object."""
+    order, skipped = candidates(preferences, available)
+    for device in order:
+        try:
+            compiled = try_compile(device)
+        except Exception as exc:  # a plugin can raise anything; the next device is the recovery
+            reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            log.warning("%s: compiling on %s failed, trying the next device: %s", component, device, reason)
+            skipped.append(f"{device}: compile failed: {reason}")
+            continue
+        placement = Placement(component, device, tuple(skipped))
+        log.info("%s runs on %s%s", component, device, f" (skipped {'; '.join(skipped)})" if skipped else "")
+        return placement, compiled
+    raise DeviceError(f"{component}: no device could compile it ({'; '.join(skipped) or 'no candidates'})")
+
+
+def preference_lists(settings: DeviceSettings) -> dict[str, tuple[str, ...]]:
+    """The code predictor follows the talker: its per-frame hand-off of hidden states stays on one device."""
+    return {"talker": settings.talker, "code_predictor": settings.talker, "codec": settings.codec}
