@@ -1,0 +1,245 @@
+"""Shared OpenVINO opset building blocks for the Qwen3-style decoders (talker and code predictor).
+
+Mirrors the pieces of `qwen_tts/core/models/modeling_qwen3_tts.py`: `Qwen3TTSRMSNorm`, `rotate_half` /
+`apply_rotary_pos_emb`, the q/k-normed GQA self-attention of `Qwen3TTSTalkerAttention` and the SwiGLU
+`Qwen3TTSTalkerTextMLP`. Everything here is pure: functions take graph outputs plus numpy weights and
+return graph outputs; nothing logs, reads config or runs a model.
+
+Conventions (stable API, the code predictor builder imports these):
+- `weights` is a mapping from release key (`talker.model.layers.0.self_attn.q_proj.weight`) to a numpy
+  array. Linear weights are `[out, in]` as in torch and are used with `transpose_b=True`, the layout NNCF
+  weight compression expects. Each weight constant gets the release key as its friendly name.
+- Activations are `[B, S, hidden]` f32; attention heads are `[B, heads, S, head_dim]`.
+- `rope_tables()` returns `(cos, sin)` of shape `[B, 1, S, head_dim]`; `float_attention_mask()` returns an
+  additive mask `[B, 1, S, T]` (0 where allowed, f32 min elsewhere).
+- A `KVUpdate` callable decides where K/V come from: `(layer_index, k_new, v_new) -> (k_all, v_all)`, all
+  `[B, kv_heads, *, head_dim]`. `no_cache` attends only to the new tokens; the talker passes a stateful
+  cache (talker.py) that inserts ReadValue -> Gather(beam_idx) -> Concat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+
+Output = ov.Output | ov.Node
+KVUpdate = Callable[[int, Output, Output], tuple[Output, Output]]
+
+F32_MIN = float(np.finfo(np.float32).min)
+
+
+@dataclass(frozen=True)
+class AttentionDims:
+    """Head layout and norm epsilon of one decoder; built from a TalkerSpec or CodePredictorSpec."""
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+
+    @classmethod
+    def from_spec(cls, spec) -> AttentionDims:
+        """Accepts any spec with num_attention_heads, num_key_value_heads, head_dim, rms_norm_eps."""
+        return cls(spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim, spec.rms_norm_eps)
+
+    @property
+    def kv_groups(self) -> int:
+        return self.num_heads // self.num_kv_heads
+
+
+# ---------------------------------------------------------------- constants
+
+
+def const(value, dtype=np.float32, name: str | None = None) -> ov.Node:
+    """A Constant of `value` converted to `dtype`, optionally with a friendly name."""
+    node = ops.constant(np.asarray(value, dtype=dtype))
+    if name:
+        node.set_friendly_name(name)
+    return node
+
+
+def i64(values) -> ov.Node:
+    """An i64 Constant (axes, shapes, indices)."""
+    return ops.constant(np.asarray(values, dtype=np.int64))
+
+
+def weight(weights: Mapping[str, np.ndarray], key: str) -> ov.Node:
+    """The f32 Constant for release key `key`, named after it (so it is findable after NNCF)."""
+    return const(weights[key], np.float32, name=key)
+
+
+def dim(shape: Output, index: int) -> ov.Node:
+    """Element `index` of a ShapeOf output, as a 1-element i64 tensor (ready for Concat)."""
+    return ops.gather(shape, i64([index]), i64(0))
+
+
+# ---------------------------------------------------------------- elementwise blocks
+
+
+def rms_norm(x: Output, gain: np.ndarray, eps: float, name: str | None = None) -> ov.Node:
+    """x * rsqrt(mean(x^2, -1) + eps) * gain over the last axis (Qwen3TTSRMSNorm, f32 throughout)."""
+    variance = ops.reduce_mean(ops.multiply(x, x), i64([-1]), keep_dims=True)
+    normed = ops.divide(x, ops.sqrt(ops.add(variance, const(eps))))
+    return ops.multiply(normed, const(gain, name=name))
+
+
+def linear(x: Output, weights: Mapping[str, np.ndarray], prefix: str, bias: bool = False) -> ov.Node:
+    """torch `nn.Linear` with weight `{prefix}.weight` [out, in] and optionally `{prefix}.bias` [out]."""
+    y = ops.matmul(x, weight(weights, f"{prefix}.weight"), transpose_a=False, transpose_b=True)
+    if bias:
+        y = ops.add(y, weight(weights, f"{prefix}.bias"))
+    return y
+
+
+def swiglu_mlp(x: Output, weights: Mapping[str, np.ndarray], prefix: str) -> ov.Node:
+    """down(silu(gate(x)) * up(x)) with keys `{prefix}.{gate,up,down}_proj.weight`."""
+    gate = ops.swish(linear(x, weights, f"{prefix}.gate_proj"))
+    up = linear(x, weights, f"{prefix}.up_proj")
+    return linear(ops.multiply(gate, up), weights, f"{prefix}.down_proj")
+
+
+# ---------------------------------------------------------------- positions and masks
+
+
+def inverse_frequencies(head_dim: int, theta: float) -> np.ndarray:
+    """RoPE inverse frequencies [head_dim/2] f32, computed as HF's default rope init does."""
+    exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / head_dim
+    return (1.0 / (theta**exponents)).astype(np.float32)
+
+
+def rope_tables(position_ids: Output, head_dim: int, theta: float) -> tuple[ov.Node, ov.Node]:
+    """cos, sin [B, 1, S, head_dim] from position_ids [B, S] (any leading shape works, see below).
+
+    The paged-attention pass rewrites position_ids to [T] and unsqueezes it to [T, 1]; the same
+    arithmetic then yields [T, 1, 1, head_dim], which broadcasts against its [T, heads, 1, head_dim].
+    """
+    positions = ops.unsqueeze(ops.convert(position_ids, "f32"), i64([-1]))  # [B, S, 1]
+    freqs = ops.multiply(positions, const(inverse_frequencies(head_dim, theta)))  # [B, S, D/2]
+    angles = ops.concat([freqs, freqs], -1)  # [B, S, D]
+    cos = ops.unsqueeze(ops.cos(angles), i64([1]))  # [B, 1, S, D]
+    sin = ops.unsqueeze(ops.sin(angles), i64([1]))  # [B, 1, S, D]
+    return cos, sin
+
+
+def rotate_half(x: Output) -> ov.Node:
+    """concat(-x2, x1) where x1, x2 are the halves of the last axis."""
+    x1, x2 = ops.split(x, i64(-1), 2).outputs()
+    return ops.concat([ops.negative(x2), x1], -1)
+
+
+def apply_rope(x: Output, cos: Output, sin: Output) -> ov.Node:
+    """x * cos + rotate_half(x) * sin, x [B, heads, S, D]."""
+    return ops.add(ops.multiply(x, cos), ops.multiply(rotate_half(x), sin))
+
+
+def float_attention_mask(attention_mask: Output, query_len: Output) -> ov.Node:
+    """Additive mask [B, 1, S, T] from attention_mask [B, T] (1 = real token) and S = query_len.
+
+    Query i sits at absolute position T - S + i and may see keys 0..T-S+i that are not padding.
+    `query_len` is a 0-d i64 output. Nothing else may read attention_mask: the paged pass deletes it
+    and replaces this whole subgraph.
+    """
+    total = ops.gather(ops.shape_of(attention_mask, "i64"), i64(1), i64(0))  # T, 0-d
+    key_pos = ops.range(i64(0), total, i64(1), "i64")  # [T]
+    query_pos = ops.range(ops.subtract(total, query_len), total, i64(1), "i64")  # [S]
+    causal = ops.less_equal(ops.unsqueeze(key_pos, i64([0])), ops.unsqueeze(query_pos, i64([1])))  # [S, T]
+    not_padding = ops.not_equal(ops.unsqueeze(attention_mask, i64([1, 2])), i64(0))  # [B, 1, 1, T]
+    allowed = ops.logical_and(ops.unsqueeze(causal, i64([0, 1])), not_padding)  # [B, 1, S, T]
+    return ops.select(allowed, const(0.0), const(F32_MIN))
+
+
+# ---------------------------------------------------------------- attention
+
+
+def project_heads(
+    h: Output, weights: Mapping[str, np.ndarray], prefix: str, num_heads: int, head_dim: int,
+    norm_key: str | None, eps: float,
+) -> ov.Node:
+    """Linear `{prefix}` -> [B, heads, S, head_dim], with the per-head RMSNorm `norm_key` if given."""
+    t = linear(h, weights, prefix)  # [B, S, h*D]
+    t = ops.reshape(t, i64([0, 0, num_heads, head_dim]), special_zero=True)  # [B, S, h, D]
+    if norm_key is not None:
+        t = rms_norm(t, weights[norm_key], eps, name=norm_key)
+    return ops.transpose(t, i64([0, 2, 1, 3]))  # [B, h, S, D]
+
+
+def repeat_kv(kv: Output, dims: AttentionDims) -> Output:
+    """GQA expansion [B, kvh, T, D] -> [B, heads, T, D] as Unsqueeze -> Broadcast -> Reshape.
+
+    This exact pattern (HF `repeat_kv`) is what paged_attention_transformation reads the KV head count
+    from; a Gather on the head axis would not convert.
+    """
+    if dims.kv_groups == 1:
+        return kv
+    shape = ops.shape_of(kv, "i64")
+    target = ops.concat(
+        [dim(shape, 0), dim(shape, 1), i64([dims.kv_groups]), dim(shape, 2), dim(shape, 3)], 0
+    )  # [B, kvh, groups, T, D]
+    expanded = ops.broadcast(ops.unsqueeze(kv, i64([2])), target)  # [B, kvh, groups, T, D]
+    return ops.reshape(expanded, i64([0, dims.num_heads, -1, dims.head_dim]), special_zero=True)  # [B,h,T,D]
+
+
+def no_cache(layer_index: int, k: Output, v: Output) -> tuple[Output, Output]:
+    """KVUpdate that attends only to the tokens of this call (full recomputation, no state)."""
+    return k, v
+
+
+def self_attention(
+    x: Output, weights: Mapping[str, np.ndarray], prefix: str, dims: AttentionDims,
+    rope: tuple[Output, Output], mask: Output, kv_update: KVUpdate, layer_index: int,
+) -> ov.Node:
+    """Qwen3 attention on normed input x [B, S, hidden]; returns o_proj output [B, S, hidden].
+
+    q/k get per-head RMSNorm (`q_norm`, `k_norm`) then RoPE; SDPA v13 with the explicit float mask and
+    the default 1/sqrt(head_dim) scale.
+    """
+    eps = dims.rms_norm_eps
+    q = project_heads(
+        x, weights, f"{prefix}.q_proj", dims.num_heads, dims.head_dim, f"{prefix}.q_norm.weight", eps
+    )
+    k = project_heads(
+        x, weights, f"{prefix}.k_proj", dims.num_kv_heads, dims.head_dim, f"{prefix}.k_norm.weight", eps
+    )
+    v = project_heads(x, weights, f"{prefix}.v_proj", dims.num_kv_heads, dims.head_dim, None, eps)
+    cos, sin = rope
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    k_all, v_all = kv_update(layer_index, k, v)  # [B, kvh, T, D]
+    attn = ops.scaled_dot_product_attention(
+        q, repeat_kv(k_all, dims), repeat_kv(v_all, dims), mask, causal=False
+    )  # [B, h, S, D]
+    attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, S, h, D]
+    attn = ops.reshape(attn, i64([0, 0, dims.num_heads * dims.head_dim]), special_zero=True)  # [B, S, h*D]
+    return linear(attn, weights, f"{prefix}.o_proj")
+
+
+def decoder_layer(
+    x: Output, weights: Mapping[str, np.ndarray], prefix: str, dims: AttentionDims,
+    rope: tuple[Output, Output], mask: Output, kv_update: KVUpdate, layer_index: int,
+) -> ov.Node:
+    """One pre-norm Qwen3 block `{prefix}` (e.g. `talker.model.layers.3`): x + attn, then x + MLP."""
+    norm_key = f"{prefix}.input_layernorm.weight"
+    h = rms_norm(x, weights[norm_key], dims.rms_norm_eps, name=norm_key)
+    attn = self_attention(h, weights, f"{prefix}.self_attn", dims, rope, mask, kv_update, layer_index)
+    x = ops.add(x, attn)
+    norm_key = f"{prefix}.post_attention_layernorm.weight"
+    h = rms_norm(x, weights[norm_key], dims.rms_norm_eps, name=norm_key)
+    return ops.add(x, swiglu_mlp(h, weights, f"{prefix}.mlp"))
+
+
+def named_result(value: Output, name: str) -> ov.Node:
+    """A Result whose output tensor is called `name` (inputs/outputs are addressed by name)."""
+    result = ops.result(value)
+    result.set_friendly_name(name)
+    result.output(0).get_tensor().set_names({name})
+    return result
+
+
+def named_parameter(shape: list[int], dtype, name: str) -> ov.Node:
+    """A Parameter whose friendly name and tensor name are both `name`."""
+    param = ops.parameter(shape, dtype, name=name)
+    param.output(0).get_tensor().set_names({name})
+    return param
