@@ -34,7 +34,7 @@ class RequestError(Qwen3TTSError):
 
 
 class AudioError(Qwen3TTSError):
-    """The audio sink could not be opened or written."""
+    """An audio file or sink could not be read, opened or written."""
 
 
 class NotAvailableError(Qwen3TTSError):
