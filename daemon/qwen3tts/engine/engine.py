@@ -1,0 +1,394 @@
+"""Engine: submit() -> streaming Handle, cancel(), set_max_batch(), stats(), and the step loop.
+
+One thread runs the loop; every step is schedule -> ONE talker call -> sample code 0 -> ONE code
+predictor call -> codec chunks (qwen3-tts-model.md §4.1). A failure inside one request finishes only
+that request: a batched call that raises is retried one sequence at a time to find the culprit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from qwen3tts.engine.block_manager import BlockManager
+from qwen3tts.engine.config import EngineConfig
+from qwen3tts.engine.runner import Runner, TalkerChunk
+from qwen3tts.engine.sampler import code_predictor_noise, sample_code0, suppressed_mask
+from qwen3tts.engine.scheduler import ScheduledChunk, Scheduler
+from qwen3tts.engine.sequence import (
+    NUM_CODE_GROUPS,
+    Handle,
+    Priority,
+    Prompt,
+    Request,
+    Sequence,
+    SequenceStatus,
+)
+from qwen3tts.errors import RequestError
+
+log = logging.getLogger(__name__)
+
+PromptBuilder = Callable[[Request], Prompt]
+FPS_WINDOW_S = 2.0
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    num_running: int
+    num_waiting: int  # including submitted requests the loop has not picked up yet
+    num_kv_blocks_used: int
+    num_kv_blocks_free: int
+    frames_per_second: float  # frames generated over the last FPS_WINDOW_S seconds, all requests
+    max_batch: int
+    num_preemptions: int
+
+
+@dataclass
+class _Row:
+    """One sequence on its way from talker logits to a frame within a step."""
+
+    seq: Sequence
+    logits: np.ndarray
+    hidden: np.ndarray
+    code0: int = -1
+    noise: np.ndarray | None = None
+
+
+class Engine:
+    """Continuous-batching TTS engine over a Runner. Thread-safe API; one internal step-loop thread."""
+
+    def __init__(self, runner: Runner, prompt_builder: PromptBuilder, config: EngineConfig | None = None):
+        self.runner = runner
+        self.config = config or EngineConfig()
+        self.block_manager = BlockManager(runner.num_kv_blocks, runner.block_size)
+        self.scheduler = Scheduler(
+            self.block_manager, self.config.max_num_seqs, self.config.max_num_batched_tokens
+        )
+        self._prompt_builder = prompt_builder
+        self._suppressed = suppressed_mask(runner.vocab_size, runner.eos_token_id)
+        self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
+        self._inbox: list[Sequence] = []
+        self._live: dict[str, Sequence] = {}  # index of unfinished sequences by request id
+        self._pending_max_batch: int | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._recent_frames: deque[tuple[float, int]] = deque()
+        self._frames_per_second = 0.0
+
+    # ---- public API (any thread) ----
+
+    def submit(self, request: Request) -> Handle:
+        """Validate and queue a request; bad input raises RequestError here, never later."""
+        params, max_frames = self._validate(request)
+        prompt = self._build_prompt(request)
+        seq = Sequence(request, prompt, params, max_frames)
+        with self._lock:
+            if self._stopping:
+                raise RequestError("the engine is stopped")
+            if request.id in self._live:
+                raise RequestError(f"request id {request.id!r} is already in progress")
+            self._live[request.id] = seq
+            self._inbox.append(seq)
+            self._wakeup.notify()
+        log.debug("submitted %r", seq)
+        return Handle(seq, self.cancel)
+
+    def cancel(self, request_id: str) -> bool:
+        """Stop a request at the next step (no further frames); False if unknown or finished."""
+        with self._lock:
+            seq = self._live.get(request_id)
+            if seq is None:
+                return False
+            seq.cancel_requested = True
+            seq.output.put(None)  # wake a consumer blocked on the next chunk right away
+            self._wakeup.notify()
+            return True
+
+    def set_max_batch(self, n: int) -> None:
+        """Live limit on running sequences (clamped to max_num_seqs); emergencies bypass it."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"max batch must be an integer >= 1, got {n!r}")
+        with self._lock:
+            self._pending_max_batch = n
+            self._wakeup.notify()
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            num_running=len(self.scheduler.running),
+            num_waiting=len(self.scheduler.waiting) + len(self._inbox),
+            num_kv_blocks_used=self.block_manager.num_used_blocks,
+            num_kv_blocks_free=self.block_manager.num_free_blocks,
+            frames_per_second=self._frames_per_second,
+            max_batch=self._pending_max_batch or self.scheduler.max_batch,
+            num_preemptions=self.scheduler.num_preemptions,
+        )
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("engine already started")
+        self._thread = threading.Thread(target=self._loop, name="qwen3tts-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Stop the loop after its current step; unfinished requests end as cancelled."""
+        with self._lock:
+            self._stopping = True
+            self._wakeup.notify()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        for seq in list(self._live.values()):
+            self._finish(seq, SequenceStatus.FINISHED_CANCELLED)
+
+    # ---- the step loop (one thread) ----
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._stopping and not (self._inbox or self.scheduler.has_unfinished()):
+                    self._wakeup.wait()
+                if self._stopping:
+                    return
+            try:
+                progressed = self.step()
+            except Exception as exc:  # supervisor boundary: an engine bug must not hang every handle
+                log.exception("engine step failed; failing the running requests")
+                for seq in list(self.scheduler.running):
+                    self._fail(seq, exc)
+                progressed = False
+            if not progressed:
+                time.sleep(0.001)
+
+    def step(self) -> bool:
+        """One scheduling step; returns False when there was nothing to run. Tests call it directly."""
+        self._intake()
+        out = self.scheduler.schedule()
+        for seq in out.aborted:
+            self._finish(seq, SequenceStatus.FINISHED_ERROR, seq.error)
+        if not out.chunks:
+            return bool(out.aborted)
+        rows = self._run_talker(out.chunks)
+        rows = self._sample_code0(rows)
+        rows = self._run_code_predictor(rows)
+        for row, (codes, next_embed) in rows:
+            self._append_frame(row, codes, next_embed)
+        self._count_frames(len(rows))
+        return True
+
+    def _intake(self) -> None:
+        with self._lock:
+            inbox, self._inbox = self._inbox, []
+            if self._pending_max_batch is not None:
+                self.scheduler.set_max_batch(self._pending_max_batch)
+                self._pending_max_batch = None
+            cancelled = [seq for seq in self._live.values() if seq.cancel_requested]
+        for seq in inbox:
+            self.scheduler.add(seq)
+        for seq in cancelled:
+            self._finish(seq, SequenceStatus.FINISHED_CANCELLED)
+
+    def _run_talker(self, chunks: list[ScheduledChunk]) -> list[_Row]:
+        def talker(batch: list[ScheduledChunk]) -> list[tuple[np.ndarray, np.ndarray]]:
+            logits, hidden = self.runner.talker([_talker_chunk(chunk) for chunk in batch])
+            return list(zip(logits, hidden, strict=True))
+
+        rows = []
+        for chunk, (logits, hidden) in self._isolated(talker, chunks, "talker"):
+            chunk.seq.num_computed_tokens += chunk.num_tokens
+            if not chunk.completes:
+                continue  # a prefill chunk in the middle of the prompt: its logits mean nothing
+            if not (np.isfinite(logits).all() and np.isfinite(hidden).all()):
+                self._fail(chunk.seq, RequestError("the talker produced non-finite values"))
+                continue
+            rows.append(_Row(chunk.seq, logits, hidden))
+        return rows
+
+    def _sample_code0(self, rows: list[_Row]) -> list[_Row]:
+        def sample(batch: list[_Row]) -> np.ndarray:
+            seqs = [row.seq for row in batch]
+            return sample_code0(
+                np.stack([row.logits for row in batch]),
+                [seq.code0_history for seq in seqs],
+                [seq.params for seq in seqs],
+                [seq.rng for seq in seqs],
+                self.runner.eos_token_id,
+                self._suppressed,
+            )
+
+        frame_rows = []
+        for row, code0 in self._isolated(sample, rows, "sampler"):
+            row.code0 = int(code0)
+            if row.code0 == self.runner.eos_token_id:
+                self._finish(row.seq, SequenceStatus.FINISHED_STOPPED)
+            else:
+                frame_rows.append(row)
+        if frame_rows:  # drawn once, outside the call, so a per-sequence retry sees the same noise
+            noise = code_predictor_noise(
+                [row.seq.rng for row in frame_rows], [row.seq.params for row in frame_rows],
+                NUM_CODE_GROUPS - 1, self.runner.codebook_size,
+            )  # fmt: skip
+            for row, row_noise in zip(frame_rows, noise, strict=True):
+                row.noise = row_noise
+        return frame_rows
+
+    def _run_code_predictor(self, rows: list[_Row]) -> list[tuple[_Row, tuple[np.ndarray, np.ndarray]]]:
+        def code_predictor(batch: list[_Row]) -> list[tuple[np.ndarray, np.ndarray]]:
+            params = [row.seq.params for row in batch]
+            codes, next_embed = self.runner.code_predictor(
+                np.stack([row.hidden for row in batch]),
+                np.array([row.code0 for row in batch], dtype=np.int64),
+                np.stack([row.noise for row in batch]),
+                np.array([0 if p.subtalker_greedy else p.subtalker_temperature for p in params], np.float32),
+                np.array([p.subtalker_top_k for p in params], dtype=np.int64),
+                np.array([p.subtalker_top_p for p in params], dtype=np.float32),
+            )
+            return list(zip(codes, next_embed, strict=True))
+
+        return self._isolated(code_predictor, rows, "code predictor")
+
+    def _append_frame(self, row: _Row, codes: np.ndarray, next_embed: np.ndarray) -> None:
+        seq = row.seq
+        try:
+            seq.append_frame(np.concatenate([[row.code0], codes]), next_embed)
+            if seq.num_frames >= seq.max_frames - 1:  # the next token would get no frame (§4.1)
+                self._finish(seq, SequenceStatus.FINISHED_LENGTH)
+            else:
+                self._emit_audio(seq, final=False)
+        except Exception as exc:
+            self._fail(seq, exc)
+
+    def _emit_audio(self, seq: Sequence, final: bool) -> None:
+        """Decode due frames: first_chunk_frames first, then chunk_frames; the remainder when final."""
+        if seq.cancel_requested:
+            return
+        while True:
+            pending = seq.num_frames - seq.num_frames_decoded
+            size = self.config.first_chunk_frames if seq.num_frames_decoded == 0 else self.config.chunk_frames
+            if pending < size and not (final and pending > 0):
+                return
+            count = min(pending, size)
+            if not seq.codec_open:
+                self.runner.codec_open(seq.seq_id)
+                seq.codec_open = True
+            start = seq.num_frames_decoded
+            pcm = self.runner.codec_decode(seq.seq_id, seq.frames[start : start + count])
+            seq.output.put(np.asarray(pcm, dtype=np.float32))
+            seq.num_frames_decoded += count
+
+    # ---- per-request isolation and endings ----
+
+    def _isolated(self, fn: Callable[[list], object], items: list, stage: str) -> list[tuple]:
+        """Pair each item with its row of fn(items); if the batched call raises, find who fails it.
+
+        Items are chunks or rows with a `.seq`; the failing ones end with a RequestError, the rest go on.
+        """
+        if not items:
+            return []
+        try:
+            return list(zip(items, fn(items), strict=True))
+        except Exception as exc:
+            if len(items) == 1:
+                self._fail(items[0].seq, exc)
+                return []
+            log.warning("batched %s call failed; retrying %d sequences one by one", stage, len(items))
+        paired = []
+        for item in items:
+            try:
+                paired.append((item, fn([item])[0]))
+            except Exception as exc:
+                self._fail(item.seq, exc)
+        return paired
+
+    def _fail(self, seq: Sequence, exc: Exception) -> None:
+        if seq.is_finished:
+            return
+        log.error("request %r failed: %s: %s", seq.request.id, type(exc).__name__, exc, exc_info=exc)
+        error = exc if isinstance(exc, RequestError) else RequestError(
+            f"request {seq.request.id!r} failed: {type(exc).__name__}: {exc}"
+        )  # fmt: skip
+        if error is not exc:
+            error.__cause__ = exc
+        self._finish(seq, SequenceStatus.FINISHED_ERROR, error)
+
+    def _finish(self, seq: Sequence, status: SequenceStatus, error: Exception | None = None) -> None:
+        """The one exit of every sequence: flush audio, free blocks, close the codec, wake the handle."""
+        if seq.done.is_set():
+            return
+        if status in (SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH):
+            try:
+                self._emit_audio(seq, final=True)
+            except Exception as exc:
+                log.error("request %r failed in the codec: %s", seq.request.id, exc, exc_info=exc)
+                status, error = SequenceStatus.FINISHED_ERROR, RequestError(f"codec failed: {exc}")
+        seq.error = error
+        self.scheduler.finish(seq, status)
+        if seq.codec_open:
+            try:
+                self.runner.codec_close(seq.seq_id)
+            except Exception:
+                log.exception("codec_close failed for request %r", seq.request.id)
+        with self._lock:
+            self._live.pop(seq.request.id, None)
+        seq.output.put(None)
+        seq.done.set()
+        log.debug("finished %r", seq)
+
+    # ---- submit-time validation ----
+
+    def _validate(self, request: Request) -> tuple:
+        if not isinstance(request.id, str) or not request.id:
+            raise RequestError("request id must be a non-empty string")
+        if not isinstance(request.text, str) or not request.text.strip():
+            raise RequestError(f"request {request.id!r}: text must be a non-empty string")
+        if request.priority not in tuple(Priority):
+            raise RequestError(f"{request.id!r}: priority must be 0, 1 or 2, not {request.priority!r}")
+        if request.seed is not None and (not isinstance(request.seed, int) or request.seed < 0):
+            raise RequestError(f"request {request.id!r}: seed must be a non-negative integer or None")
+        max_frames = self.config.max_frames if request.max_frames is None else request.max_frames
+        if not isinstance(max_frames, int) or max_frames < 2:
+            raise RequestError(f"request {request.id!r}: max_frames must be an integer >= 2")
+        params = self.config.sampling.with_overrides(request.sampling)
+        if request.greedy:
+            params = dataclasses.replace(params, greedy=True)
+        return params, max_frames
+
+    def _build_prompt(self, request: Request) -> Prompt:
+        try:
+            prompt = self._prompt_builder(request)
+        except ValueError as exc:
+            raise RequestError(f"request {request.id!r}: {exc}") from exc
+        hidden = self.runner.hidden_size
+        emb, text, pad = prompt.embeddings, prompt.trailing_text, prompt.pad_vector
+        if emb.ndim != 2 or emb.shape[0] < 1 or emb.shape[1] != hidden:
+            raise RequestError(f"request {request.id!r}: prompt embeddings {emb.shape} are not (P, {hidden})")
+        if text.ndim != 2 or text.shape[1] != hidden or pad.shape != (hidden,):
+            raise RequestError(f"request {request.id!r}: text-track vectors do not have width {hidden}")
+        if not (np.isfinite(emb).all() and np.isfinite(text).all() and np.isfinite(pad).all()):
+            raise RequestError(f"request {request.id!r}: prompt contains non-finite values")
+        if self.block_manager.blocks_for(emb.shape[0] + 1) > self.block_manager.num_blocks:
+            raise RequestError(f"request {request.id!r}: prompt of {emb.shape[0]} positions exceeds KV pool")
+        return prompt
+
+    def _count_frames(self, num_frames: int) -> None:
+        now = time.monotonic()
+        self._recent_frames.append((now, num_frames))
+        while self._recent_frames and self._recent_frames[0][0] < now - FPS_WINDOW_S:
+            self._recent_frames.popleft()
+        self._frames_per_second = sum(n for _, n in self._recent_frames) / FPS_WINDOW_S
+
+
+def _talker_chunk(chunk: ScheduledChunk) -> TalkerChunk:
+    seq = chunk.seq
+    return TalkerChunk(
+        seq_id=seq.seq_id,
+        embeddings=seq.token_embeddings(chunk.start, chunk.start + chunk.num_tokens),
+        past_len=chunk.start,
+        block_table=tuple(seq.block_table),
+    )
