@@ -1,0 +1,150 @@
+"""Exact streaming speech decoder: frames of 16 codes in, 24 kHz float32 PCM out.
+
+The codec decoder is strictly causal, so the chunk graphs of `model/graphs/codec.py` carry a small
+state (conv tails, the attention window, the frame position) from one chunk to the next and the
+concatenated output equals one full decode of all frames, bit for bit up to fp32 rounding.
+
+`CodecChunkModels` holds the compiled chunk graphs (one per static chunk size), shared by all
+streams. `StreamingCodec` is one stream: its own state and its not-yet-decoded frames.
+
+Partial chunks: a chunk graph has a static frame count, and running it on padding frames would
+write the padding into the carried state. So `decode()` only ever runs full chunks and keeps the
+remaining frames pending; `flush()` ends the stream: it pads the pending frames up to the smallest
+chunk that holds them, cuts the padding's samples off and discards the (now polluted) state. The
+state is therefore exact after every `decode()`, whatever the call sizes.
+
+Chunk choice: as soon as the smallest chunk size is filled, decode; with a backlog, use the largest
+chunk that fits. With sizes (4, 12) a stream fed one frame per engine step gets audio every 4 frames
+(low latency, first audio after 4 frames); a stream that fell behind catches up in cheaper 12-frame
+chunks. Waiting for 12 frames after a 4-frame start would leave a gap whenever frames arrive at
+about real time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts.model.graphs.codec import AUDIO, CODES, PAST_PREFIX, PRESENT_PREFIX, build_codec_chunk
+from qwen3tts.model.spec import CodecDecoderSpec
+
+logger = logging.getLogger(__name__)
+
+
+class CodecChunkModels:
+    """Compiled codec chunk graphs keyed by chunk size (frames), with one infer request each."""
+
+    def __init__(self, compiled: Mapping[int, ov.CompiledModel], spec: CodecDecoderSpec):
+        if not compiled:
+            raise ValueError("at least one compiled codec chunk model is needed")
+        self.spec = spec
+        self.chunk_sizes = tuple(sorted(compiled))
+        self._requests = {size: compiled[size].create_infer_request() for size in self.chunk_sizes}
+        first = compiled[self.chunk_sizes[0]]
+        # the state layout is the `past.*` inputs; identical for every chunk size by construction
+        self.state_inputs = {
+            port.get_any_name()[len(PAST_PREFIX) :]: (tuple(port.get_shape()), port.get_element_type())
+            for port in first.inputs
+            if port.get_any_name().startswith(PAST_PREFIX)
+        }
+
+    @classmethod
+    def compile(
+        cls,
+        core: ov.Core,
+        spec: CodecDecoderSpec,
+        weights: Mapping[str, np.ndarray],
+        chunk_sizes: tuple[int, ...] = (4, 12),
+        device: str = "CPU",
+        properties: Mapping[str, object] | None = None,
+    ) -> CodecChunkModels:
+        """Build and compile one chunk graph per size on `device` with `properties`."""
+        compiled = {}
+        for size in chunk_sizes:
+            model = build_codec_chunk(spec, weights, size)
+            compiled[size] = core.compile_model(model, device, dict(properties or {}))
+        logger.info("codec chunk graphs %s compiled on %s", list(chunk_sizes), device)
+        return cls(compiled, spec)
+
+    def initial_state(self) -> dict[str, np.ndarray]:
+        """Zeros for every state tensor: a fresh stream (the official zero left padding)."""
+        return {
+            name: np.zeros(shape, np.int64 if kind == ov.Type.i64 else np.float32)
+            for name, (shape, kind) in self.state_inputs.items()
+        }
+
+    def run(
+        self, codes: np.ndarray, state: Mapping[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Decode one full chunk: codes [chunk, Q] -> (pcm [chunk * 1920], next state)."""
+        request = self._requests[codes.shape[0]]
+        feeds = {CODES: codes[None].astype(np.int64, copy=False)}  # [1, chunk, Q]
+        feeds.update({PAST_PREFIX + name: value for name, value in state.items()})
+        request.infer(feeds)
+        pcm = request.get_tensor(AUDIO).data[0].copy()
+        # copies: the request's output buffers are reused by the next stream's chunk
+        next_state = {name: request.get_tensor(PRESENT_PREFIX + name).data.copy() for name in state}
+        return pcm, next_state
+
+
+class StreamingCodec:
+    """One stream of frames -> PCM; exact at any call sizes (see the module docstring)."""
+
+    def __init__(self, models: CodecChunkModels):
+        self.models = models
+        self.samples_per_frame = models.spec.decode_upsample_rate
+        self._state = models.initial_state()
+        self._pending = np.zeros((0, models.spec.num_quantizers), np.int64)
+
+    @property
+    def pending_frames(self) -> int:
+        """Frames received but not decoded yet (fewer than the smallest chunk after `decode()`)."""
+        return self._pending.shape[0]
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Append frames codes [n, Q]; return the PCM of every full chunk now available (maybe empty)."""
+        self._pending = np.concatenate([self._pending, self._validated(codes)], 0)
+        sizes = self.models.chunk_sizes
+        pieces = []
+        while self.pending_frames >= sizes[0]:
+            size = max(s for s in sizes if s <= self.pending_frames)
+            pcm, self._state = self.models.run(self._pending[:size], self._state)
+            pieces.append(pcm)
+            self._pending = self._pending[size:]
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+    def flush(self) -> np.ndarray:
+        """End the stream: decode the pending frames (padded to a chunk, padding cut) and reset."""
+        count = self.pending_frames
+        pcm = np.zeros(0, np.float32)
+        if count:
+            size = min(s for s in self.models.chunk_sizes if s >= count)
+            padded = np.zeros((size, self._pending.shape[1]), np.int64)
+            padded[:count] = self._pending
+            pcm, _ = self.models.run(padded, self._state)  # the padded state is thrown away
+            pcm = pcm[: count * self.samples_per_frame]
+        self.reset()
+        return pcm
+
+    def reset(self) -> None:
+        """Forget all state and pending frames: the next `decode()` starts a new stream."""
+        self._state = self.models.initial_state()
+        self._pending = self._pending[:0]
+
+    def _validated(self, codes: np.ndarray) -> np.ndarray:
+        codes = np.asarray(codes)
+        spec = self.models.spec
+        if (
+            codes.ndim != 2
+            or codes.shape[1] != spec.num_quantizers
+            or not np.issubdtype(codes.dtype, np.integer)
+        ):
+            raise ValueError(
+                f"codes must be integer [n, {spec.num_quantizers}], got {codes.dtype} {codes.shape}"
+            )
+        if codes.size and (codes.min() < 0 or codes.max() >= spec.codebook_size):
+            raise ValueError(f"codes must lie in [0, {spec.codebook_size}), got {codes.min()}..{codes.max()}")
+        return codes.astype(np.int64, copy=False)

@@ -1,0 +1,178 @@
+"""The codec decoder graphs on a tiny random speech tokenizer: streaming equals full, causality, level.
+
+Fidelity against the official implementation comes from the golden fixtures (separate test); here
+the full decode is the reference that every chunking of the same codes must reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from qwen3tts.model.graphs.codec import (
+    AUDIO,
+    CODES,
+    PAST_PREFIX,
+    PRESENT_PREFIX,
+    build_codec_chunk,
+    build_codec_full,
+    initial_state,
+    state_layout,
+)
+from qwen3tts.model.safetensors_io import SafetensorsFile
+from qwen3tts.model.spec_parse import parse_codec_spec
+from qwen3tts.model.tiny_codec import write_speech_tokenizer
+from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
+
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+NUM_FRAMES = 600  # > 8 sliding windows of 72 frames: the attention state is exercised many times over
+SAMPLES_PER_FRAME = 1920
+STREAM_TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def codec(tmp_path_factory):
+    """(spec, decoder weights) of a freshly written tiny speech tokenizer."""
+    out = tmp_path_factory.mktemp("speech_tokenizer")
+    write_speech_tokenizer(out, "tiny", seed=0)
+    spec = parse_codec_spec(json.loads((out / "config.json").read_text()))
+    file = SafetensorsFile(out / "model.safetensors")
+    return spec, {name: np.asarray(file[name]) for name in file if name.startswith("decoder.")}
+
+
+@pytest.fixture(scope="module")
+def full_decoder(codec):
+    spec, weights = codec
+    compiled = ov.Core().compile_model(build_codec_full(spec, weights), "CPU", F32)
+    return lambda codes: compiled({CODES: codes[None]})[AUDIO][0]
+
+
+@pytest.fixture(scope="module")
+def chunk_models(codec):
+    spec, weights = codec
+    return CodecChunkModels.compile(ov.Core(), spec, weights, chunk_sizes=(4, 12), properties=F32)
+
+
+@pytest.fixture(scope="module")
+def codes(codec):
+    spec, _ = codec
+    rng = np.random.default_rng(7)
+    return rng.integers(0, spec.codebook_size, (NUM_FRAMES, spec.num_quantizers), dtype=np.int64)
+
+
+@pytest.fixture(scope="module")
+def full_audio(full_decoder, codes):
+    return full_decoder(codes)
+
+
+def _report(name: str, diff: float) -> None:
+    print(f"{name}: max |diff| = {diff:.3g}")
+
+
+def test_full_decode_has_one_frame_of_audible_unclipped_audio_per_frame(full_audio):
+    assert full_audio.shape == (NUM_FRAMES * SAMPLES_PER_FRAME,)
+    rms = float(np.sqrt(np.mean(full_audio.astype(np.float64) ** 2)))
+    print(f"rms {rms:.4f}, peak {np.abs(full_audio).max():.3f}")
+    assert 0.03 < rms < 0.3
+    assert np.mean(np.abs(full_audio) >= 1.0) < 1e-3
+    # every frame carries signal (no silent stretch, e.g. from a broken state carry)
+    frame_rms = np.sqrt(np.mean(full_audio.reshape(NUM_FRAMES, -1) ** 2, axis=1))
+    assert frame_rms.min() > 0.01
+
+
+def test_chunks_of_4_then_12_with_carried_state_equal_the_full_decode(codec, chunk_models, codes, full_audio):
+    state = chunk_models.initial_state()
+    pieces, start = [], 0
+    for size in [4] + [12] * ((NUM_FRAMES - 4) // 12):
+        pcm, state = chunk_models.run(codes[start : start + size], state)
+        pieces.append(pcm)
+        start += size
+    streamed = np.concatenate(pieces)
+    assert int(state["position"][0]) == start
+    diff = float(np.abs(streamed - full_audio[: streamed.size]).max())
+    _report("chunks 4, 12, 12, ...", diff)
+    assert diff < STREAM_TOLERANCE
+
+
+@pytest.mark.parametrize("call_sizes", [(1,), (3, 7, 11, 13, 1, 25), (600,)])
+def test_streaming_codec_at_any_call_sizes_equals_the_full_decode(
+    chunk_models, codes, full_audio, call_sizes
+):
+    stream = StreamingCodec(chunk_models)
+    pieces, start, turn = [], 0, 0
+    while start < NUM_FRAMES - 5:  # leave a tail shorter than any chunk for flush()
+        size = min(call_sizes[turn % len(call_sizes)], NUM_FRAMES - 5 - start)
+        pieces.append(stream.decode(codes[start : start + size]))
+        start, turn = start + size, turn + 1
+        assert sum(p.size for p in pieces) == (start - stream.pending_frames) * SAMPLES_PER_FRAME
+    pieces.append(stream.decode(codes[start:]))
+    pieces.append(stream.flush())
+    streamed = np.concatenate(pieces)
+    assert streamed.shape == full_audio.shape
+    diff = float(np.abs(streamed - full_audio).max())
+    _report(f"StreamingCodec calls {call_sizes}", diff)
+    assert diff < STREAM_TOLERANCE
+    assert stream.pending_frames == 0
+
+
+def test_flush_resets_the_stream_so_the_next_decode_starts_fresh(chunk_models, codes, full_decoder):
+    stream = StreamingCodec(chunk_models)
+    stream.decode(codes[:6])
+    stream.flush()
+    again = np.concatenate([stream.decode(codes[:9]), stream.flush()])
+    diff = float(np.abs(again - full_decoder(codes[:9])).max())
+    assert diff < STREAM_TOLERANCE
+
+
+def test_changing_one_code_changes_the_audio_only_from_its_frame_on(codes, full_audio, full_decoder):
+    frame = 250
+    changed = codes.copy()
+    changed[frame, 5] = (changed[frame, 5] + 1) % 2048
+    audio = full_decoder(changed)
+    boundary = frame * SAMPLES_PER_FRAME
+    before = float(np.abs(audio[:boundary] - full_audio[:boundary]).max())
+    after = float(
+        np.abs(
+            audio[boundary : boundary + SAMPLES_PER_FRAME]
+            - full_audio[boundary : boundary + SAMPLES_PER_FRAME]
+        ).max()
+    )
+    _report("before the changed frame", before)
+    assert before <= 1e-6
+    assert after > 1e-3
+
+
+def test_chunk_graphs_expose_the_documented_state_layout(codec):
+    spec, weights = codec
+    model = build_codec_chunk(spec, weights, 4)
+    inputs = {p.get_any_name(): tuple(p.get_partial_shape().to_shape()) for p in model.inputs}
+    outputs = {p.get_any_name(): tuple(p.get_partial_shape().to_shape()) for p in model.outputs}
+    assert inputs.pop(CODES) == (1, 4, spec.num_quantizers)
+    assert outputs.pop(AUDIO) == (1, 4 * SAMPLES_PER_FRAME)
+    layout = {s.name: s.shape for s in state_layout(spec)}
+    assert inputs == {PAST_PREFIX + name: shape for name, shape in layout.items()}
+    assert outputs == {PRESENT_PREFIX + name: shape for name, shape in layout.items()}
+    # the attention window: 71 past frames per layer, keys and values
+    key = layout["decoder.pre_transformer.layers.0.self_attn.key"]
+    assert key == (1, spec.num_key_value_heads, spec.sliding_window - 1, spec.head_dim)
+    assert all(not value.any() for value in initial_state(spec).values())
+
+
+def test_streaming_codec_rejects_codes_outside_the_codebook(chunk_models):
+    stream = StreamingCodec(chunk_models)
+    with pytest.raises(ValueError, match="codes must lie in"):
+        stream.decode(np.full((4, 16), 2048))
+    with pytest.raises(ValueError, match="integer"):
+        stream.decode(np.zeros((4, 15), np.int64))
+
+
+def test_write_speech_tokenizer_is_byte_identical_per_seed(tmp_path):
+    names = ("config.json", "preprocessor_config.json", "model.safetensors")
+    for directory, seed in (("a", 0), ("b", 0), ("c", 1)):
+        write_speech_tokenizer(tmp_path / directory, "tiny", seed=seed)
+    same = [(tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in names]
+    assert all(same)
+    assert (tmp_path / "a" / names[2]).read_bytes() != (tmp_path / "c" / names[2]).read_bytes()
