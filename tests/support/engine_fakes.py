@@ -145,7 +145,7 @@ class FakeRunner:
             raise RuntimeError(f"codec stream {seq_id} opened twice")
         self.open_streams[seq_id] = 0
 
-    def codec_decode(self, seq_id: int, frames: np.ndarray) -> np.ndarray:
+    def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
         if seq_id in self.fail_codec:
             raise InjectedError(f"codec failure injected for seq {seq_id}")
         start = self.open_streams[seq_id]  # KeyError: decode on a stream that is not open

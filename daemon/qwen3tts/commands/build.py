@@ -1,16 +1,31 @@
-"""`qwen3tts build`: not available yet (see the open issues)."""
+"""`qwen3tts build --checkpoint DIR --out BUNDLE [--weights int8|f16|f32]`: checkpoint -> OpenVINO bundle."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
 
-from qwen3tts.errors import NotAvailableError
 from qwen3tts.settings import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--checkpoint", type=Path, required=True, help="Hugging Face release checkpoint directory")
+    parser.add_argument("--out", type=Path, help="bundle directory to write (default: model.bundle setting)")
+    parser.add_argument(
+        "--weights",
+        choices=("int8", "f16", "f32"),
+        help="weight precision policy (default: model.weights setting); f32 is for parity checks",
+    )
 
 
 def build(args: argparse.Namespace, settings: Settings) -> int:
-    raise NotAvailableError("this command is being built; track it in the project's issues")
+    from qwen3tts.model.build import build_bundle
+    from qwen3tts.model.bundle import describe_bundle
+
+    out = args.out or settings.model.bundle
+    started = time.perf_counter()
+    build_bundle(args.checkpoint, out, weights=args.weights or settings.model.weights)
+    print(describe_bundle(out))
+    print(f"built in {time.perf_counter() - started:.1f} s")
+    return 0

@@ -1,16 +1,91 @@
-"""`qwen3tts say`: not available yet (see the open issues)."""
+"""`qwen3tts say TEXT`: synthesise one text end to end and report time to first audio and real-time factor."""
 
 from __future__ import annotations
 
 import argparse
+import time
+import uuid
+import wave
+from pathlib import Path
 
-from qwen3tts.errors import NotAvailableError
+import numpy as np
+
 from qwen3tts.settings import Settings
+
+SAMPLE_RATE = 24000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("text", help="what to say")
+    parser.add_argument("--bundle", type=Path, help="bundle directory (default: model.bundle setting)")
+    parser.add_argument("--voice", help="preset speaker (CustomVoice), default: voice.voice setting")
+    parser.add_argument("--language", help="language name or auto (default: voice.language setting)")
+    parser.add_argument("--instruct", help="style instruction (VoiceDesign, 1.7B CustomVoice)")
+    parser.add_argument("--ref-audio", type=Path, help="reference WAV whose voice a Base bundle speaks with")
+    parser.add_argument("--seed", type=int, help="sampling seed: same seed, same audio")
+    parser.add_argument("--greedy", action="store_true", help="argmax instead of sampling")
+    parser.add_argument("--max-frames", type=int, help="cap on 80 ms frames (default: engine.max_frames)")
+    parser.add_argument("--out", type=Path, help="write a 24 kHz 16-bit WAV here instead of playing it")
 
 
 def say(args: argparse.Namespace, settings: Settings) -> int:
-    raise NotAvailableError("this command is being built; track it in the project's issues")
+    from qwen3tts.engine.sequence import Request
+    from qwen3tts.runtime.loader import load_runtime
+
+    runtime = load_runtime(args.bundle or settings.model.bundle, settings)
+    voice = settings.voice
+    request = Request(
+        id=uuid.uuid4().hex[:12],
+        text=args.text,
+        language=args.language or voice.language,
+        speaker=args.voice or voice.voice or _default_speaker(runtime.spec),
+        instruct=args.instruct or voice.instruct or None,
+        seed=args.seed,
+        greedy=args.greedy,
+        max_frames=args.max_frames,
+        ref_audio=str(args.ref_audio) if args.ref_audio else None,
+    )
+    runtime.engine.start()
+    try:
+        started = time.perf_counter()
+        handle = runtime.engine.submit(request)
+        chunks, first_audio = [], None
+        for chunk in handle:
+            if first_audio is None and chunk.size:
+                first_audio = time.perf_counter() - started
+            chunks.append(chunk)
+        elapsed = time.perf_counter() - started
+    finally:
+        runtime.engine.stop()
+    pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+    seconds = pcm.size / SAMPLE_RATE
+    if args.out:
+        write_wav(args.out, pcm)
+    else:
+        _play(pcm, settings)
+    rtf = elapsed / seconds if seconds else float("inf")
+    print(f"{seconds:.2f} s of audio ({handle.frames.shape[0]} frames) in {elapsed:.2f} s: "
+          f"first audio after {first_audio or 0:.3f} s, real-time factor {rtf:.2f}"
+          + (f", wrote {args.out}" if args.out else ""))
+    return 0
+
+
+def _default_speaker(spec) -> str | None:
+    """CustomVoice needs a speaker; take the bundle's first preset when none is configured."""
+    return next(iter(spec.speakers), None) if spec.variant == "custom_voice" else None
+
+
+def write_wav(path: Path, pcm: np.ndarray, rate: int = SAMPLE_RATE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    samples = (np.clip(pcm, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.tobytes())
+
+
+def _play(pcm: np.ndarray, settings: Settings) -> None:
+    from qwen3tts.appliance.audio import play_once
+
+    play_once(pcm, SAMPLE_RATE, settings.audio)

@@ -278,7 +278,8 @@ class Engine:
                 self.runner.codec_open(seq.seq_id)
                 seq.codec_open = True
             start = seq.num_frames_decoded
-            pcm = self.runner.codec_decode(seq.seq_id, seq.frames[start : start + count])
+            last = final and count == pending  # the stream ends: the codec may pad its last chunk
+            pcm = self.runner.codec_decode(seq.seq_id, seq.frames[start : start + count], final=last)
             seq.output.put(np.asarray(pcm, dtype=np.float32))
             seq.num_frames_decoded += count
 

@@ -67,8 +67,11 @@ class Runner(Protocol):
         """Start a streaming decoder state for a new request."""
         ...
 
-    def codec_decode(self, seq_id: int, frames: np.ndarray) -> np.ndarray:
-        """(n, 16) i64 codes that follow the previous call's -> (n * samples_per_frame,) f32 24 kHz PCM."""
+    def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
+        """(n, 16) i64 codes that follow the previous call's -> (n * samples_per_frame,) f32 24 kHz PCM.
+
+        `final` marks the stream's last frames: a codec with static chunk shapes may pad them.
+        """
         ...
 
     def codec_close(self, seq_id: int) -> None:

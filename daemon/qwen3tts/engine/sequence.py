@@ -47,6 +47,10 @@ class Request:
     greedy: bool = False
     max_frames: int | None = None
     """Cap on sampled code-0 tokens (HF max_new_tokens); None uses EngineConfig.max_frames."""
+    ref_audio: str | None = None
+    """Base variant: WAV file whose voice (x-vector) to speak with; None uses the configured voice."""
+    non_streaming: bool | None = None
+    """Prompt layout: whole text up front (True) or streamed text track (False); None = variant default."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,192 @@
+"""`qwen3tts build`: a Qwen3-TTS release checkpoint -> an OpenVINO bundle, with numpy, opset and nncf only.
+
+Stages: read and check the checkpoint; talker (stateful SDPA, converted to PagedAttention at run
+time); batched code predictor; streaming codec chunk graphs; projected text table and codec table;
+speaker encoder (Base); tokenizer files; manifest (written last, so a bundle without one is
+unfinished). Weight precision follows a per-component policy recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts import __version__
+from qwen3tts.errors import BundleError
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
+
+log = logging.getLogger(__name__)
+
+# Weight precision per component for each `--weights` choice. INT8_SYM where it does not hurt
+# (ARCHITECTURE decision 6): the talker's matmuls; embeddings (Gather) stay f16.
+PRECISION_POLICIES: dict[str, dict[str, str]] = {
+    "int8": {"talker": "int8", "code_predictor": "int8", "codec": "f16", "tables": "f16"},
+    "f16": {"talker": "f16", "code_predictor": "f16", "codec": "f16", "tables": "f16"},
+    "f32": {"talker": "f32", "code_predictor": "f32", "codec": "f32", "tables": "f32"},
+}
+DEFAULT_CODEC_CHUNKS = (4, 12)
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
+SOURCE_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    *TOKENIZER_FILES,
+    "speech_tokenizer/config.json",
+    "speech_tokenizer/model.safetensors",
+)
+
+Reporter = Callable[[str], None]
+
+
+def build_bundle(
+    checkpoint_dir: Path,
+    out_dir: Path,
+    weights: str = "int8",
+    codec_chunks: tuple[int, ...] = DEFAULT_CODEC_CHUNKS,
+    report: Reporter | None = None,
+) -> layout.Manifest:
+    """Build the bundle for `checkpoint_dir` into `out_dir` (replaced if it exists); returns its manifest."""
+    if weights not in PRECISION_POLICIES:
+        raise BundleError(f"weights: expected one of {', '.join(PRECISION_POLICIES)}, got {weights!r}")
+    policy = PRECISION_POLICIES[weights]
+    stages = _Stages(report or _print_stage)
+    with stages("reading checkpoint"):
+        checkpoint = load_checkpoint(checkpoint_dir)
+    out_dir = Path(out_dir)
+    work_dir = out_dir.with_name(out_dir.name + ".building")
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True)
+    _build_graphs(checkpoint, work_dir, policy, codec_chunks, stages)
+    with stages("tables and tokenizer"):
+        _write_tables(checkpoint, work_dir, policy["tables"])
+        _copy_tokenizer(checkpoint.path, work_dir / layout.TOKENIZER_DIR)
+    with stages("hashing and manifest"):
+        manifest = layout.write_manifest(
+            work_dir,
+            {
+                "spec": checkpoint.spec,
+                "precision": dict(policy),
+                "codec_chunks": tuple(codec_chunks),
+                "versions": _versions(),
+                "source_files": _source_hashes(checkpoint),
+            },
+        )
+    shutil.rmtree(out_dir, ignore_errors=True)
+    work_dir.rename(out_dir)  # atomic switch: a crash mid-build never leaves a half bundle in place
+    return manifest
+
+
+def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chunks, stages) -> None:
+    from qwen3tts.model.graphs.code_predictor import build_code_predictor
+    from qwen3tts.model.graphs.codec import build_codec_chunk
+    from qwen3tts.model.graphs.talker import build_talker
+
+    spec, weights = checkpoint.spec, checkpoint.weights
+    with stages("talker graph"):
+        _save(build_talker(spec.talker, weights), out / layout.TALKER_XML, policy["talker"])
+    with stages("code predictor graph"):
+        model = build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
+        _save(model, out / layout.CODE_PREDICTOR_XML, policy["code_predictor"])
+    for frames in chunks:
+        with stages(f"codec chunk graph ({frames} frames)"):
+            model = build_codec_chunk(spec.codec, checkpoint.codec_weights, frames)
+            _save(model, out / layout.codec_chunk_xml(frames), policy["codec"])
+    if spec.speaker_encoder is not None:
+        from qwen3tts.model.graphs.speaker_encoder import build_speaker_encoder
+
+        with stages("speaker encoder graph"):
+            model = build_speaker_encoder(spec.speaker_encoder, weights)
+            _save(model, out / layout.SPEAKER_ENCODER_XML, "f32" if policy["tables"] == "f32" else "f16")
+
+
+def _save(model: ov.Model, path: Path, precision: str) -> None:
+    """Compress (int8) and serialise; f16 halves the file, f32 keeps parity builds exact."""
+    if precision == "int8":
+        import nncf
+
+        _make_names_unique(model)
+        model = nncf.compress_weights(
+            model,
+            mode=nncf.CompressWeightsMode.INT8_SYM,
+            ignored_scope=nncf.IgnoredScope(types=["Gather"], validate=False),
+        )
+    ov.save_model(model, path, compress_to_fp16=(precision != "f32"))
+
+
+def _make_names_unique(model: ov.Model) -> None:
+    """nncf addresses nodes by friendly name; builders may reuse a weight's name for several nodes."""
+    seen: dict[str, int] = {}
+    for node in model.get_ordered_ops():
+        name = node.get_friendly_name()
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        if count:
+            node.set_friendly_name(f"{name}.{count}")
+
+
+def _write_tables(checkpoint: Checkpoint, out: Path, precision: str) -> None:
+    """Projected text table and the talker's codec table, looked up on the host when building prompts.
+
+    The projected table (text_vocab x hidden) is smaller than the raw 2048-wide table plus its MLP
+    and turns a per-token MLP into a row read.
+    """
+    from qwen3tts.model.graphs.embeddings import CODEC_TABLE, project_text_table
+
+    dtype = np.float32 if precision == "f32" else np.float16
+    np.save(out / layout.TEXT_TABLE, project_text_table(checkpoint.weights, dtype=dtype))
+    np.save(out / layout.CODEC_EMBEDDING, np.asarray(checkpoint.weights[CODEC_TABLE], dtype=dtype))
+
+
+def _copy_tokenizer(checkpoint_dir: Path, out: Path) -> None:
+    out.mkdir()
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(checkpoint_dir / name, out / name)
+
+
+def _source_hashes(checkpoint: Checkpoint) -> dict[str, str]:
+    return {name: checkpoint.file_sha256(name) for name in SOURCE_FILES}
+
+
+def _versions() -> dict[str, str]:
+    import nncf
+
+    return {"qwen3tts": __version__, "openvino": ov.get_version(), "nncf": nncf.__version__}
+
+
+class _Stages:
+    """Numbered progress lines with timings, so a minutes-long 1.7B build shows where it is."""
+
+    def __init__(self, report: Reporter):
+        self.report = report
+        self.count = 0
+
+    def __call__(self, name: str):
+        self.count += 1
+        return _Stage(self.report, f"[{self.count}] {name}")
+
+
+class _Stage:
+    def __init__(self, report: Reporter, label: str):
+        self.report, self.label = report, label
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+        self.report(f"{self.label} ...")
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        status = "failed" if kind else "done"
+        self.report(f"{self.label} {status} in {time.perf_counter() - self.started:.1f} s")
+        return False
+
+
+def _print_stage(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,134 @@
+"""Open a bundle for synthesis: verify it, compile its graphs on the device plan, wire an Engine.
+
+This is where settings meet the bundle: the engine's limits and sampling defaults, the KV cache
+precision and size, the devices. Everything else reads the resulting Runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from qwen3tts.engine.config import EngineConfig, SamplingParams
+from qwen3tts.engine.engine import Engine
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.graphs.talker import to_paged
+from qwen3tts.model.spec import ModelSpec
+from qwen3tts.model.tokenizer import TextTokenizer
+from qwen3tts.runtime.codec import CodecChunkModels
+from qwen3tts.runtime.devices import DevicePlan, preference_lists
+from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_budget
+from qwen3tts.runtime.parts import PartCompiler
+from qwen3tts.runtime.prompt import PromptBuilder
+from qwen3tts.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    """A loaded bundle: its manifest, the device plan, and an engine ready to start."""
+
+    bundle_dir: Path
+    manifest: layout.Manifest
+    plan: DevicePlan
+    runner: OVRunner
+    prompt_builder: PromptBuilder
+    engine: Engine
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.manifest.spec
+
+
+def engine_config(settings: Settings, codec_chunks: tuple[int, ...]) -> EngineConfig:
+    """Engine limits from settings; PCM chunk sizes from the bundle's compiled codec chunks."""
+    engine = settings.engine
+    sampling = SamplingParams(
+        temperature=engine.temperature,
+        top_k=engine.top_k,
+        top_p=engine.top_p,
+        repetition_penalty=engine.repetition_penalty,
+        subtalker_temperature=engine.subtalker_temperature,
+        subtalker_top_k=engine.subtalker_top_k,
+    )
+    return EngineConfig(
+        max_num_seqs=engine.max_num_seqs,
+        max_num_batched_tokens=engine.max_num_batched_tokens,
+        max_frames=engine.max_frames,
+        first_chunk_frames=min(codec_chunks),
+        chunk_frames=max(codec_chunks),
+        sampling=sampling,
+    )
+
+
+def load_runtime(bundle_dir: Path, settings: Settings, compiler: PartCompiler | None = None) -> Runtime:
+    bundle_dir = Path(bundle_dir)
+    manifest = layout.read_manifest(bundle_dir)
+    spec = manifest.spec
+    compiler = compiler or PartCompiler(settings.devices, settings.model.cache_dir)
+    prefs = preference_lists(settings.devices)
+    plan = DevicePlan()
+
+    # The PagedAttention conversion runs at every start: a converted IR does not load back.
+    talker_model = to_paged(compiler.read(bundle_dir / layout.TALKER_XML))
+    talker, plan.placements["talker"] = compiler.compile(
+        "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
+    )
+    predictor, plan.placements["code_predictor"] = compiler.compile(
+        "code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML), prefs["code_predictor"]
+    )
+    codec = _compile_codec(compiler, bundle_dir, manifest, prefs["codec"], plan)
+    num_blocks = settings.engine.num_kv_blocks or num_blocks_for_budget(talker, settings.engine.kv_cache_mib)
+    runner = OVRunner(spec, talker, predictor, codec, num_blocks)
+    log.info("KV cache: %d blocks of %d positions (%s, %.0f MiB)", num_blocks, runner.block_size,
+             settings.engine.kv_cache_precision, runner.kv_cache_bytes / 2**20)
+    prompt_builder = PromptBuilder(
+        spec,
+        TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR),
+        np.load(bundle_dir / layout.TEXT_TABLE, mmap_mode="r"),
+        np.load(bundle_dir / layout.CODEC_EMBEDDING),
+        _xvector_source(compiler, bundle_dir, spec, settings, plan),
+    )
+    engine = Engine(runner, prompt_builder, engine_config(settings, manifest.codec_chunks))
+    return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine)
+
+
+def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecChunkModels:
+    compiled = {}
+    devices = list(preferences)
+    for frames in manifest.codec_chunks:
+        model = compiler.read(bundle_dir / layout.codec_chunk_xml(frames))
+        compiled[frames], placement = compiler.compile("codec", model, devices)
+        plan.placements["codec"] = placement
+        devices = [placement.device]  # all chunk sizes share one stream state: keep them on one device
+    return CodecChunkModels(compiled, manifest.spec.codec)
+
+
+def _xvector_source(compiler, bundle_dir, spec, settings, plan):
+    """Base bundles: reference WAV path -> x-vector, computed once per path (None -> voice.ref_audio)."""
+    if spec.speaker_encoder is None:
+        return None
+    from qwen3tts.runtime.speaker import SpeakerEncoder
+
+    compiled, plan.placements["speaker_encoder"] = compiler.compile(
+        "speaker_encoder", compiler.read(bundle_dir / layout.SPEAKER_ENCODER_XML), ("CPU",)
+    )
+    encoder = SpeakerEncoder(compiled)
+    cache: dict[str, np.ndarray] = {}
+    lock = threading.Lock()  # submit() may come from several threads; the infer request is not shared
+
+    def xvector(ref_audio: str | None) -> np.ndarray | None:
+        path = ref_audio or (str(settings.voice.ref_audio) if settings.voice.ref_audio else None)
+        if path is None:
+            return None
+        with lock:
+            if path not in cache:
+                cache[path] = encoder.xvector_from_file(path)
+            return cache[path]
+
+    return xvector

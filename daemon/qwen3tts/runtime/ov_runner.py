@@ -1,0 +1,93 @@
+"""OVRunner: the engine's Runner (engine/runner.py) on compiled OpenVINO graphs.
+
+Per engine step: one paged talker infer over every scheduled chunk, one batched code-predictor infer
+over every sequence that gets a frame, and codec chunks per stream. Nothing here schedules: block
+tables come in from the engine's block manager.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts.engine.runner import TalkerChunk
+from qwen3tts.model.graphs import code_predictor as cp_names
+from qwen3tts.model.spec import ModelSpec
+from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
+from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
+
+log = logging.getLogger(__name__)
+
+
+def kv_bytes_per_block(compiled_talker: ov.CompiledModel) -> int:
+    """Bytes one KV block takes across all layers, from the compiled cache shapes (precision-aware)."""
+    total = 0
+    for port in compiled_talker.inputs:
+        if port.get_any_name().startswith((KEY_CACHE, VALUE_CACHE)):
+            dims = [d.get_length() for d in list(port.get_partial_shape())[1:]]
+            total += math.prod(dims) * port.get_element_type().size
+    return total
+
+
+def num_blocks_for_budget(compiled_talker: ov.CompiledModel, budget_mib: int) -> int:
+    return max(1, (budget_mib << 20) // kv_bytes_per_block(compiled_talker))
+
+
+class OVRunner:
+    """Implements engine.runner.Runner."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        talker: ov.CompiledModel,
+        code_predictor: ov.CompiledModel,
+        codec: CodecChunkModels,
+        num_kv_blocks: int,
+    ):
+        self.spec = spec
+        self._talker = PagedTalker(talker, num_kv_blocks)
+        self._code_predictor = code_predictor.create_infer_request()
+        self._codec_models = codec
+        self._streams: dict[int, StreamingCodec] = {}
+        self.block_size = self._talker.block_size
+        self.num_kv_blocks = num_kv_blocks
+        self.kv_cache_bytes = self._talker.cache_bytes
+        self.hidden_size = spec.talker.hidden_size
+        self.vocab_size = spec.talker.vocab_size
+        self.codebook_size = spec.code_predictor.vocab_size
+        self.eos_token_id = spec.codec_ids.eos
+        self.samples_per_frame = spec.codec.decode_upsample_rate
+
+    def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
+        return self._talker.step([(c.embeddings, c.past_len, c.block_table) for c in chunks])
+
+    def code_predictor(self, hidden, code0, noise, temperature, top_k, top_p) -> tuple[np.ndarray, np.ndarray]:
+        feed = {
+            cp_names.PAST_HIDDEN: np.ascontiguousarray(hidden, dtype=np.float32),
+            cp_names.CODE0: np.ascontiguousarray(code0, dtype=np.int64),
+            cp_names.NOISE: np.ascontiguousarray(noise, dtype=np.float32),
+            cp_names.TEMPERATURE: np.ascontiguousarray(temperature, dtype=np.float32),
+            cp_names.TOP_K: np.ascontiguousarray(top_k, dtype=np.int64),
+            cp_names.TOP_P: np.ascontiguousarray(top_p, dtype=np.float32),
+        }
+        result = self._code_predictor.infer(feed)
+        codes = result[cp_names.CODES].astype(np.int64, copy=True)
+        next_embed = np.array(result[cp_names.NEXT_EMBED], dtype=np.float32, copy=True)
+        return codes, next_embed
+
+    def codec_open(self, seq_id: int) -> None:
+        self._streams[seq_id] = StreamingCodec(self._codec_models)
+
+    def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
+        stream = self._streams[seq_id]
+        pcm = stream.decode(np.asarray(frames, dtype=np.int64))
+        if final:  # pad the last partial chunk; the stream ends here, so its state may go
+            pcm = np.concatenate([pcm, stream.flush()])
+        return pcm
+
+    def codec_close(self, seq_id: int) -> None:
+        self._streams.pop(seq_id, None)
