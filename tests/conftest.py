@@ -10,10 +10,44 @@ REPO = Path(__file__).resolve().parents[1]
 # tests/ is not a package; test modules import shared helpers from tests/support/ by module name.
 sys.path.insert(0, str(REPO / "tests" / "support"))
 
+from collections.abc import Callable, Iterator  # noqa: E402
+
 from bundles import TinyModels  # noqa: E402
+from mosquitto_broker import Mosquitto, Recorder  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
     """Tiny release-layout checkpoints and their bundles, each written once per session."""
     return TinyModels(tmp_path_factory.mktemp("tiny-models"))
+
+
+# ---- a real mosquitto on 127.0.0.1 (fails loudly when the binary is missing) ----
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
+    broker = Mosquitto(tmp_path, persistence=False)
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def durable_mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
+    broker = Mosquitto(tmp_path, persistence=True)
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def recorder_factory() -> Iterator[Callable[[Mosquitto, list[str]], Recorder]]:
+    made: list[Recorder] = []
+
+    def make(broker: Mosquitto, topics: list[str]) -> Recorder:
+        made.append(Recorder(broker, topics))
+        return made[-1]
+
+    yield make
+    for recorder in made:
+        recorder.close()

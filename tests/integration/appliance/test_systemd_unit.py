@@ -24,17 +24,25 @@ def unit_with_real_exec(tmp_path):
 
 
 def test_systemd_analyze_verify_accepts_the_unit_without_any_warning(unit_with_real_exec):
-    result = subprocess.run(["systemd-analyze", "verify", str(unit_with_real_exec)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(unit_with_real_exec)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == ""  # unknown keys and values only warn, so warnings are failures
 
 
 def test_the_security_exposure_stays_below_the_agreed_limit(unit_with_real_exec):
     result = subprocess.run(
-        ["systemd-analyze", "security", "--offline=yes", f"--threshold={int(EXPOSURE_LIMIT * 10)}",
-         str(unit_with_real_exec)],
-        capture_output=True, text=True, timeout=60,
+        [
+            "systemd-analyze",
+            "security",
+            "--offline=yes",
+            f"--threshold={int(EXPOSURE_LIMIT * 10)}",
+            str(unit_with_real_exec),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     score = re.search(r"Overall exposure level for \S+: ([0-9.]+)", result.stdout)
     assert score, result.stdout[-500:] + result.stderr
@@ -44,9 +52,20 @@ def test_the_security_exposure_stays_below_the_agreed_limit(unit_with_real_exec)
 
 def test_the_unit_is_a_notify_service_with_a_watchdog_and_keeps_write_execute_memory_for_openvino():
     text = UNIT.read_text(encoding="utf-8")
-    for line in ("Type=notify", "WatchdogSec=30", "Restart=on-failure", "DynamicUser=yes",
-                 "StateDirectory=qwen3tts", "CacheDirectory=qwen3tts", "ConfigurationDirectory=qwen3tts",
-                 "LoadCredential=mqtt-password:", "DevicePolicy=closed", "DeviceAllow=char-alsa rw",
-                 "DeviceAllow=char-drm rw", "DeviceAllow=char-accel rw",
-                 "SupplementaryGroups=audio render video", "MemoryDenyWriteExecute=no"):
+    for line in (
+        "Type=notify",
+        "WatchdogSec=30",
+        "Restart=on-failure",
+        "DynamicUser=yes",
+        "StateDirectory=qwen3tts",
+        "CacheDirectory=qwen3tts",
+        "ConfigurationDirectory=qwen3tts",
+        "LoadCredential=mqtt-password:",
+        "DevicePolicy=closed",
+        "DeviceAllow=char-alsa rw",
+        "DeviceAllow=char-drm rw",
+        "DeviceAllow=char-accel rw",
+        "SupplementaryGroups=audio render video",
+        "MemoryDenyWriteExecute=no",
+    ):
         assert re.search(rf"^{re.escape(line)}", text, flags=re.M), line

@@ -1,0 +1,115 @@
+"""Home Assistant MQTT discovery: pure functions from the appliance's topics to config messages.
+
+One device per appliance with: a notify entity whose `notify.send_message` publishes to `say`,
+a stop button, a volume number, a voice select, sensors for queue depth, temperature and batch
+limit, and a `speaking` binary sensor. Sensor states come from the retained `status` JSON.
+The service publishes `discovery_configs(...)` at start and again whenever Home Assistant's
+`homeassistant/status` says `online` (wire it as `AnnouncementIntake(discovery=...)`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from qwen3tts.appliance.messages import Say, SetVoice, SetVolume, Stop, Topics
+from qwen3tts.appliance.outputs import Availability, DiscoveryConfig, Status
+
+
+def node_id_for(topics: Topics) -> str:
+    """A discovery node id from the base topic (`qwen3tts/kitchen` -> `qwen3tts_kitchen`)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", topics.base)
+
+
+def device_block(topics: Topics, *, name: str, sw_version: str, model: str) -> dict[str, Any]:
+    return {
+        "identifiers": [node_id_for(topics)],
+        "name": name,
+        "manufacturer": "qwen3tts",
+        "model": model,
+        "sw_version": sw_version,
+    }
+
+
+def discovery_configs(
+    topics: Topics,
+    *,
+    voices: Sequence[str] = (),
+    name: str = "",
+    sw_version: str = "",
+    model: str = "Qwen3-TTS voice appliance",
+) -> list[DiscoveryConfig]:
+    """Every entity config for this appliance, retained, with unique ids."""
+    base = topics.base
+    node = node_id_for(topics)
+    status = Status.topic_for(base)
+    common = {
+        "availability_topic": Availability.topic_for(base),
+        "device": device_block(
+            topics, name=name or base.rsplit("/", 1)[-1], sw_version=sw_version, model=model
+        ),
+    }
+
+    def entity(component: str, object_id: str, title: str, **fields: Any) -> DiscoveryConfig:
+        config = {"name": title, "unique_id": f"{node}_{object_id}", "object_id": f"{node}_{object_id}"}
+        config.update(common, **fields)
+        return DiscoveryConfig(component, node, object_id, config, topics.discovery_prefix)
+
+    return [
+        entity("notify", "say", "Announce", command_topic=Say.topic_for(base)),
+        entity("button", "stop", "Stop", command_topic=Stop.topic_for(base), payload_press='{"scope":"all"}'),
+        entity(
+            "number",
+            "volume",
+            "Volume",
+            command_topic=SetVolume.topic_for(base),
+            state_topic=status,
+            value_template="{{ value_json.volume }}",
+            min=0.0,
+            max=1.0,
+            step=0.05,
+            mode="slider",
+        ),
+        entity(
+            "select",
+            "voice",
+            "Voice",
+            command_topic=SetVoice.topic_for(base),
+            state_topic=status,
+            value_template="{{ value_json.voice }}",
+            options=list(voices) or ["default"],
+        ),
+        entity(
+            "sensor",
+            "queue_depth",
+            "Queue depth",
+            state_topic=status,
+            value_template="{{ value_json.queue_depth }}",
+            state_class="measurement",
+        ),
+        entity(
+            "sensor",
+            "temperature",
+            "Temperature",
+            state_topic=status,
+            value_template="{{ value_json.temperature_c }}",
+            device_class="temperature",
+            unit_of_measurement="°C",
+            state_class="measurement",
+        ),
+        entity(
+            "sensor",
+            "batch_limit",
+            "Batch limit",
+            state_topic=status,
+            value_template="{{ value_json.batch_limit }}",
+        ),
+        entity(
+            "binary_sensor",
+            "speaking",
+            "Speaking",
+            state_topic=status,
+            value_template="{{ 'ON' if value_json.state == 'speaking' else 'OFF' }}",
+        ),
+    ]

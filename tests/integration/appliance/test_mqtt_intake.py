@@ -1,0 +1,185 @@
+"""The MQTT front door against a real mosquitto: what is accepted, rejected, ignored, ordered."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from mqtt_intake_runner import IntakeRunner
+
+from qwen3tts.appliance.announcements import AnnouncementPolicy
+from qwen3tts.appliance.messages import Stop
+
+
+@pytest.fixture
+def runner(mosquitto, tmp_path, request):
+    policy = AnnouncementPolicy(voices=("ryan", "vivian"), languages=("english", "german"))
+    site = request.node.name[:40].replace("[", "_").replace("]", "_")
+    made = IntakeRunner(mosquitto.host, mosquitto.port, site, tmp_path / "spool", policy=policy, hermes=True)
+    made.start()
+    yield made
+    made.stop()
+
+
+@pytest.fixture
+def recorder(mosquitto, recorder_factory, runner):
+    return recorder_factory(mosquitto, [f"{runner.base}/event", "replies/#", "hermes/#"])
+
+
+def events(recorder, runner) -> list[dict]:
+    return [json.loads(m.payload) for m in recorder.on(f"{runner.base}/event")]
+
+
+def wait_events(recorder, runner, count: int, timeout: float = 5.0) -> list[dict]:
+    recorder.wait_for(lambda ms: sum(m.topic == f"{runner.base}/event" for m in ms) >= count, timeout)
+    return events(recorder, runner)
+
+
+def test_plain_text_say_is_queued_with_a_generated_id(runner, recorder):
+    recorder.publish(f"{runner.base}/say", "Der Zug fährt ein.")
+    (event,) = wait_events(recorder, runner, 1)
+    assert event["event"] == "queued"
+    ann = runner.queue.pop_next()
+    assert ann.text == "Der Zug fährt ein." and ann.id == event["id"] and ann.priority == "normal"
+
+
+def test_json_say_carries_every_field_into_the_announcement(runner, recorder):
+    body = {
+        "text": "Platform change",
+        "id": "a1",
+        "lang": "English",
+        "voice": "vivian",
+        "instruct": "calm",
+        "priority": "priority",
+        "volume": 0.4,
+        "chime": "none",
+        "repeat": 2,
+        "repeat_interval": 3,
+        "ttl": 60,
+    }
+    recorder.publish(f"{runner.base}/say", json.dumps(body))
+    (event,) = wait_events(recorder, runner, 1)
+    assert (event["event"], event["id"]) == ("queued", "a1")
+    ann = runner.queue.pop_next()
+    assert (ann.id, ann.lang, ann.voice, ann.instruct, ann.priority) == (
+        "a1",
+        "English",
+        "vivian",
+        "calm",
+        "priority",
+    )
+    assert (ann.volume, ann.chime, ann.repeat, ann.repeat_interval) == (0.4, "none", 2, 3.0)
+    assert ann.interrupt is True  # priority barges in unless told otherwise
+    assert ann.expires_at == pytest.approx(time.time() + 60, abs=5)
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b'{"text": "unterminated', "malformed JSON"),
+        (b"\xff\xfe not utf-8", "not valid UTF-8"),
+        (b"x" * 1_000_000, "payload too large"),
+        (b'{"text": "hi", "volume": "loud"}', "field 'volume' must be a number"),
+        (b'{"text": "hi", "repeat": 1.5}', "field 'repeat' must be an integer"),
+        (b'{"text": ["a"]}', "field 'text' must be a string"),
+        (b'{"text": "hi", "voice": "darth"}', "unknown voice 'darth'"),
+        (b'{"text": "hi", "lang": "klingon"}', "unknown language 'klingon'"),
+        (b'{"text": "hi", "priority": "urgent"}', "unknown priority 'urgent'"),
+        (b'{"text": "hi", "volume": 1.5}', "volume must be between 0 and 1"),
+        (b'{"text": "   "}', "empty text"),
+        (b'{"id": "no-text"}', "missing field 'text'"),
+    ],
+)
+def test_invalid_say_becomes_a_rejected_event_and_the_client_keeps_serving(runner, recorder, payload, reason):
+    recorder.publish(f"{runner.base}/say", payload)
+    recorder.publish(f"{runner.base}/say", '{"text": "still here", "id": "after"}')
+    rejected, queued = wait_events(recorder, runner, 2)
+    assert rejected["event"] == "rejected" and reason in rejected["reason"]
+    assert queued == {**queued, "event": "queued", "id": "after"}
+    assert runner.queue.ids() == ["after"]
+
+
+def test_duplicate_ids_are_dropped(runner, recorder):
+    for text in ("first", "second copy"):
+        recorder.publish(f"{runner.base}/say", json.dumps({"text": text, "id": "same"}))
+    recorder.publish(f"{runner.base}/say", json.dumps({"text": "other", "id": "other"}))
+    wait_events(recorder, runner, 2)
+    time.sleep(0.2)  # room for a wrong third event
+    assert [(e["event"], e["id"]) for e in events(recorder, runner)] == [
+        ("queued", "same"),
+        ("queued", "other"),
+    ]
+    assert runner.queue.pop_next().text == "first"
+
+
+def test_priority_order_is_emergency_then_priority_then_normal_fifo(runner, recorder):
+    for ident, priority in [("n1", "normal"), ("p1", "priority"), ("n2", "normal"), ("e1", "emergency")]:
+        recorder.publish(f"{runner.base}/say", json.dumps({"text": ident, "id": ident, "priority": priority}))
+    wait_events(recorder, runner, 4)
+    assert [runner.queue.pop_next().id for _ in range(4)] == ["e1", "p1", "n1", "n2"]
+
+
+def test_ttl_expiry_drops_the_announcement_and_past_deadlines_are_expired_at_once(runner, recorder):
+    recorder.publish(f"{runner.base}/say", json.dumps({"text": "soon stale", "id": "t1", "ttl": 0.3}))
+    recorder.publish(f"{runner.base}/say", json.dumps({"text": "too late", "id": "t2", "expires_at": 1000.0}))
+    first, second = wait_events(recorder, runner, 2)
+    assert (first["event"], second["event"], second["id"]) == ("queued", "expired", "t2")
+    time.sleep(0.4)
+    assert runner.queue.pop_next() is None
+    assert [a.id for a in runner.queue.expire()] == ["t1"]
+    assert list(runner.queue.spool.directory.glob("*.json")) == []
+
+
+def test_mqtt5_message_expiry_sets_the_deadline(runner, recorder):
+    recorder.publish(f"{runner.base}/say", "doorbell", MessageExpiryInterval=30)
+    wait_events(recorder, runner, 1)
+    assert runner.queue.pop_next().expires_at == pytest.approx(time.time() + 30, abs=3)
+
+
+def test_response_topic_gets_the_events_with_the_correlation_data(runner, recorder):
+    recorder.publish(
+        f"{runner.base}/say",
+        '{"text":"hi","id":"r1"}',
+        ResponseTopic="replies/me",
+        CorrelationData=b"\x01corr",
+    )
+    recorder.wait_for(lambda ms: any(m.topic == "replies/me" for m in ms))
+    (reply,) = recorder.on("replies/me")
+    assert json.loads(reply.payload)["event"] == "queued"
+    assert reply.properties.CorrelationData == b"\x01corr"
+    (event,) = recorder.on(f"{runner.base}/event")
+    assert event.properties.CorrelationData == b"\x01corr"
+
+
+def test_stop_all_cancels_waiting_announcements_and_tells_the_player(runner, recorder):
+    for ident in ("s1", "s2"):
+        recorder.publish(f"{runner.base}/say", json.dumps({"text": ident, "id": ident}))
+    recorder.publish(f"{runner.base}/stop", '{"scope": "all"}')
+    got = wait_events(recorder, runner, 4)
+    assert [(e["event"], e["id"]) for e in got[2:]] == [("cancelled", "s1"), ("cancelled", "s2")]
+    assert runner.queue.ids() == [] and runner.commands == [Stop(scope="all")]
+
+
+def test_hermes_say_for_our_site_is_queued_and_other_sites_are_ignored(runner, recorder):
+    recorder.publish("hermes/tts/say", json.dumps({"text": "elsewhere", "siteId": "garage", "id": "h0"}))
+    recorder.publish("hermes/tts/say", json.dumps({"text": "hallo", "siteId": "default", "id": "h1"}))
+    (event,) = wait_events(recorder, runner, 1)
+    assert event["id"] == "h1"
+    ann = runner.queue.pop_next()
+    assert ann.hermes_site_id == "default" and runner.queue.pop_next() is None
+
+
+def test_home_assistant_birth_republishes_discovery(runner, mosquitto, recorder_factory):
+    watcher = recorder_factory(mosquitto, ["homeassistant/+/+/+/config"])
+    watcher.publish("homeassistant/status", "online", qos=0)
+    got = watcher.wait_for(lambda ms: len(ms) >= 8)
+    assert {m.topic.split("/")[1] for m in got} == {
+        "notify",
+        "button",
+        "number",
+        "select",
+        "sensor",
+        "binary_sensor",
+    }
+    assert all(json.loads(m.payload)["availability_topic"] == f"{runner.base}/availability" for m in got)

@@ -1,0 +1,59 @@
+"""Home Assistant discovery configs: valid JSON, unique ids, wired to the appliance's real topics."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from qwen3tts.appliance.discovery import discovery_configs, node_id_for
+from qwen3tts.appliance.messages import Say, SetVoice, SetVolume, Stop, Topics
+from qwen3tts.appliance.outputs import Availability, Status
+
+TOPICS = Topics(base="qwen3tts/front-desk.1")
+
+
+def configs():
+    return discovery_configs(TOPICS, voices=("ryan", "vivian"), sw_version="0.1.0")
+
+
+def test_every_payload_is_valid_json_with_a_unique_id_and_topic():
+    found = configs()
+    bodies = [json.loads(c.payload()) for c in found]
+    ids = [b["unique_id"] for b in bodies]
+    assert len(ids) == len(set(ids)) == 8
+    assert len({c.topic(TOPICS.base) for c in found}) == 8
+    assert all(c.retain for c in found)
+
+
+def test_the_entities_are_the_agreed_set():
+    kinds = Counter(c.component for c in configs())
+    assert kinds == Counter(
+        {"notify": 1, "button": 1, "number": 1, "select": 1, "sensor": 3, "binary_sensor": 1}
+    )
+
+
+def test_commands_go_to_the_appliance_topics_and_states_come_from_status():
+    by_id = {c.object_id: json.loads(c.payload()) for c in configs()}
+    base = TOPICS.base
+    assert by_id["say"]["command_topic"] == Say.topic_for(base)
+    assert by_id["stop"]["command_topic"] == Stop.topic_for(base)
+    assert by_id["volume"]["command_topic"] == SetVolume.topic_for(base)
+    assert by_id["voice"]["command_topic"] == SetVoice.topic_for(base)
+    assert by_id["voice"]["options"] == ["ryan", "vivian"]
+    for object_id in ("volume", "voice", "queue_depth", "temperature", "batch_limit", "speaking"):
+        assert by_id[object_id]["state_topic"] == Status.topic_for(base)
+    assert {b["availability_topic"] for b in by_id.values()} == {Availability.topic_for(base)}
+
+
+def test_value_templates_name_real_status_fields():
+    status_fields = set(Status.__dataclass_fields__)
+    for body in (json.loads(c.payload()) for c in configs()):
+        if "value_template" in body:
+            field = body["value_template"].split("value_json.")[1].split()[0]
+            assert field in status_fields, body["value_template"]
+
+
+def test_topics_follow_the_discovery_layout_with_a_safe_node_id():
+    assert node_id_for(TOPICS) == "qwen3tts_front-desk_1"
+    assert configs()[0].topic(TOPICS.base) == "homeassistant/notify/qwen3tts_front-desk_1/say/config"
+    assert len({json.dumps(json.loads(c.payload())["device"]) for c in configs()}) == 1
