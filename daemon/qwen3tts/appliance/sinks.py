@@ -1,0 +1,194 @@
+"""Where played samples go, minus the sound card: the `Sink` contract, the WAV and null sinks, resampling.
+
+Every sink takes 24 kHz float32 mono blocks (the model's rate) and converts to its own rate itself,
+so the playback pipeline never knows the device rate. The ALSA sink lives in `audio.py`, the only
+module that imports sounddevice.
+
+Lifecycle, driven by the audio thread: `begin(id)` -> `write(block)`... -> `end()` per announcement,
+`recover()` while idle, `close()` once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import wave
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import soxr
+
+from qwen3tts.errors import AudioError
+
+log = logging.getLogger(__name__)
+
+MODEL_RATE = 24000
+"""Sample rate of everything the engine produces and the playback pipeline handles, in Hz."""
+
+
+class Sink(Protocol):
+    """An audio output fed by blocking writes from one thread."""
+
+    name: str
+    """Short description for logs and status, e.g. 'alsa:ttsfile@44100'."""
+    paced: bool
+    """True when write() blocks in real time (a sound card); False when it returns at once (files)."""
+    state: str
+    """'ok', 'lost' (device gone, reopening with backoff) or 'closed'; for the MQTT status."""
+
+    def begin(self, item_id: str) -> None:
+        """Start of one announcement; raises AudioError when the output cannot be used now."""
+
+    def write(self, block: np.ndarray) -> bool:
+        """Queue 24 kHz float32 mono samples; True if the output underflowed since the last write."""
+
+    def latency(self) -> float:
+        """Seconds between a write returning and its last sample being heard."""
+
+    def end(self) -> None:
+        """End of one announcement: flush the resampler and block until everything written has played."""
+
+    def recover(self) -> bool:
+        """Try to get a lost output back (respecting a backoff); True when the sink is usable."""
+
+    def close(self) -> None:
+        """Release the output for good."""
+
+
+class Resampler:
+    """Chunked 24 kHz -> `out_rate` with soxr; the concatenated output equals a one-shot resample."""
+
+    def __init__(self, out_rate: int, in_rate: int = MODEL_RATE, quality: str = "HQ"):
+        self.in_rate = in_rate
+        self.out_rate = out_rate
+        self._stream = (
+            None if out_rate == in_rate else soxr.ResampleStream(in_rate, out_rate, 1, "float32", quality)
+        )
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        block = np.ascontiguousarray(block, dtype=np.float32)
+        return block if self._stream is None else self._stream.resample_chunk(block)
+
+    def flush(self) -> np.ndarray:
+        """The samples still inside the filter; afterwards the resampler starts afresh."""
+        if self._stream is None:
+            return np.zeros(0, dtype=np.float32)
+        tail = self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        self._stream.clear()
+        return tail
+
+
+class NullSink:
+    """Discards audio but counts it; for machines without output and for tests."""
+
+    paced = False
+    state = "ok"
+
+    def __init__(self) -> None:
+        self.name = "null"
+        self.samples_written = 0
+        self.items: list[str] = []
+
+    def begin(self, item_id: str) -> None:
+        self.items.append(item_id)
+
+    def write(self, block: np.ndarray) -> bool:
+        self.samples_written += len(block)
+        return False
+
+    def latency(self) -> float:
+        return 0.0
+
+    def end(self) -> None:
+        pass
+
+    def recover(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def _safe_stem(item_id: str) -> str:
+    """An announcement id made safe as a file name (ids come from MQTT publishers)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", item_id)[:64].lstrip(".") or "announcement"
+
+
+class WavSink:
+    """One 16-bit mono WAV file per announcement, `<dir>/<nnnnnn>-<id>.wav`, written whole or not at all.
+
+    The file is written as `.part` and renamed at `end()`, so a kiosk watching the directory never
+    picks up half an announcement. The counter prefix keeps repeats and equal ids apart.
+    """
+
+    paced = False
+    state = "ok"
+
+    def __init__(self, directory: Path, rate: int = MODEL_RATE):
+        self.directory = Path(directory)
+        self.rate = rate
+        self.name = f"wav:{self.directory}@{rate}"
+        self.paths: list[Path] = []
+        self._resampler = Resampler(rate)
+        self._wave: wave.Wave_write | None = None
+        self._part: Path | None = None
+        self._count = 0
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AudioError(f"wav sink: cannot create {self.directory}: {exc.strerror}") from exc
+
+    def begin(self, item_id: str) -> None:
+        self._abandon()
+        self._count += 1
+        self._part = self.directory / f"{self._count:06d}-{_safe_stem(item_id)}.wav.part"
+        try:
+            self._wave = wave.open(str(self._part), "wb")  # noqa: SIM115 - open across begin()..end()
+        except OSError as exc:
+            raise AudioError(f"wav sink: cannot write {self._part}: {exc.strerror}") from exc
+        self._wave.setnchannels(1)
+        self._wave.setsampwidth(2)
+        self._wave.setframerate(self.rate)
+
+    def write(self, block: np.ndarray) -> bool:
+        self._write_pcm(self._resampler.process(block))
+        return False
+
+    def latency(self) -> float:
+        return 0.0
+
+    def end(self) -> None:
+        if self._wave is None or self._part is None:
+            return
+        self._write_pcm(self._resampler.flush())
+        self._wave.close()
+        final = self._part.with_suffix("")  # drop ".part"
+        os.replace(self._part, final)
+        self.paths.append(final)
+        log.info("wrote %s", final)
+        self._wave, self._part = None, None
+
+    def recover(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._abandon()
+
+    def _write_pcm(self, samples: np.ndarray) -> None:
+        if self._wave is None:
+            raise AudioError("wav sink: write outside begin()/end()")
+        pcm = np.round(np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2")
+        try:
+            self._wave.writeframes(pcm.tobytes())
+        except OSError as exc:
+            raise AudioError(f"wav sink: cannot write {self._part}: {exc.strerror}") from exc
+
+    def _abandon(self) -> None:
+        """Drop a half-written file (an announcement that failed before end())."""
+        if self._wave is not None and self._part is not None:
+            self._wave.close()
+            self._part.unlink(missing_ok=True)
+            self._resampler.flush()
+        self._wave, self._part = None, None
