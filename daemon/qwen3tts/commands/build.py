@@ -10,7 +10,7 @@ from qwen3tts.settings import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", type=Path, required=True, help="Hugging Face release checkpoint directory")
+    parser.add_argument("--checkpoint", type=Path, required=True, help="release checkpoint directory")
     parser.add_argument("--out", type=Path, help="bundle directory to write (default: model.bundle setting)")
     parser.add_argument(
         "--weights",

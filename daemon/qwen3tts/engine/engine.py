@@ -64,8 +64,15 @@ class _Row:
 class Engine:
     """Continuous-batching TTS engine over a Runner. Thread-safe API; one internal step-loop thread."""
 
-    def __init__(self, runner: Runner, prompt_builder: PromptBuilder, config: EngineConfig | None = None):
+    def __init__(
+        self,
+        runner: Runner,
+        prompt_builder: PromptBuilder,
+        config: EngineConfig | None = None,
+        heartbeat: Callable[[], None] | None = None,
+    ):
         self.runner = runner
+        self._heartbeat = heartbeat or (lambda: None)
         self.config = config or EngineConfig()
         self.block_manager = BlockManager(runner.num_kv_blocks, runner.block_size)
         self.scheduler = Scheduler(
@@ -151,11 +158,15 @@ class Engine:
 
     def _loop(self) -> None:
         while True:
+            self._heartbeat()
             with self._lock:
-                while not self._stopping and not (self._inbox or self.scheduler.has_unfinished()):
-                    self._wakeup.wait()
+                # Wake at least twice a second even when idle: the heartbeat proves the loop is alive.
+                if not self._stopping and not (self._inbox or self.scheduler.has_unfinished()):
+                    self._wakeup.wait(timeout=0.5)
                 if self._stopping:
                     return
+                if not (self._inbox or self.scheduler.has_unfinished()):
+                    continue
             try:
                 progressed = self.step()
             except Exception as exc:  # supervisor boundary: an engine bug must not hang every handle

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,13 @@ def engine_config(settings: Settings, codec_chunks: tuple[int, ...]) -> EngineCo
     )
 
 
-def load_runtime(bundle_dir: Path, settings: Settings, compiler: PartCompiler | None = None) -> Runtime:
+def load_runtime(
+    bundle_dir: Path,
+    settings: Settings,
+    compiler: PartCompiler | None = None,
+    heartbeat: Callable[[], None] | None = None,
+) -> Runtime:
+    """Verify, compile and wire; `heartbeat` is called by the engine loop at least twice a second."""
     bundle_dir = Path(bundle_dir)
     manifest = layout.read_manifest(bundle_dir)
     spec = manifest.spec
@@ -94,7 +101,7 @@ def load_runtime(bundle_dir: Path, settings: Settings, compiler: PartCompiler | 
         np.load(bundle_dir / layout.CODEC_EMBEDDING),
         _xvector_source(compiler, bundle_dir, spec, settings, plan),
     )
-    engine = Engine(runner, prompt_builder, engine_config(settings, manifest.codec_chunks))
+    engine = Engine(runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat)
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine)
 
 
