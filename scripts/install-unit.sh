@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install qwen3tts as a systemd service: code + venv in /opt/qwen3tts, config in /etc/qwen3tts,
+# state (spool, bundle) in /var/lib/qwen3tts, OpenVINO compile cache in /var/cache/qwen3tts.
+# Run as root from a checkout. It does not start the service and never overwrites an existing config.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX=/opt/qwen3tts
+
+apt-get install -y -qq python3-venv libportaudio2 >/dev/null
+mkdir -p "$PREFIX"
+tar --exclude=./.venv --exclude=./var --exclude=./.git -cf - . | tar -C "$PREFIX" -xf -
+python3 -m venv "$PREFIX/.venv"
+"$PREFIX/.venv/bin/pip" install -q "$PREFIX"
+
+mkdir -p /etc/qwen3tts
+if [ ! -f /etc/qwen3tts/config.yaml ]; then
+    sed -e 's#^  bundle: .*#  bundle: /var/lib/qwen3tts/bundle#' \
+        -e 's#^  cache_dir: .*#  cache_dir: /var/cache/qwen3tts#' \
+        -e 's#^  spool_dir: .*#  spool_dir: /var/lib/qwen3tts/spool#' \
+        -e 's#^  wav_dir: .*#  wav_dir: /var/lib/qwen3tts/wav#' \
+        config/qwen3tts.yaml >/etc/qwen3tts/config.yaml
+fi
+[ -f /etc/qwen3tts/mqtt.pass ] || install -m 0600 /dev/null /etc/qwen3tts/mqtt.pass
+install -m 0644 systemd/qwen3tts.service /etc/systemd/system/qwen3tts.service
+systemctl daemon-reload 2>/dev/null || true
+cat <<MSG
+installed. Next:
+  $PREFIX/.venv/bin/qwen3tts build --checkpoint /path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice --out /var/lib/qwen3tts/bundle
+  edit /etc/qwen3tts/config.yaml (mqtt.host, voice), put the MQTT password in /etc/qwen3tts/mqtt.pass
+  systemctl enable --now qwen3tts
+MSG
