@@ -1,0 +1,285 @@
+"""The code predictor as one OpenVINO graph per frame for a whole batch (ARCHITECTURE decision 4).
+
+Mirrors `Qwen3TTSTalkerCodePredictorModelForConditionalGeneration.generate` as called from
+`Qwen3TTSTalkerForConditionalGeneration.forward` (qwen_tts/core/models/modeling_qwen3_tts.py): the
+15 codebook steps are unrolled with an in-graph KV of `num_code_groups` (16) positions and the
+sampling runs inside the graph, so a frame costs one infer call instead of 15 nested `generate()`s.
+
+KV positions: 0 = past_hidden, 1 = talker.codec_embedding(code0), 1+j = codec_embedding[j-1](c_j);
+each goes through `small_to_mtp_projection` when the checkpoint has one (1.7B style).
+Step j (0..14) runs lm_head[j] on the last position and samples c_{j+1}.
+
+Sampling (HF processor order temperature -> top-k -> top-p, then multinomial), per row and per step:
+    scaled[v] = logits[v] / temperature
+    keep      = the top_k largest logits (top_k <= 0 or >= V keeps all), then HF top-p on
+                softmax(scaled over keep): a token stays while the probability mass of the tokens ranked
+                strictly above it is < top_p (top_p >= 1 keeps all, exactly like HF's skipped processor)
+    u         = clamp(noise[b, j, v], NOISE_MIN, NOISE_MAX)      # noise is indexed by TOKEN ID v
+    code      = argmax over v in keep of  scaled[v] - log(-log(u))   (Gumbel-max == softmax sampling)
+A row with temperature == 0 takes argmax(logits) instead (greedy). Ties in top-k and argmax go to the
+lower token id (stable TopK), like numpy/torch argmax; HF's top-k would also keep every logit tied with
+the k-th (a measure-zero difference). The arithmetic is f32 in graph order: a host reference in
+float64 agrees except where two Gumbel scores tie to ~1e-6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+
+from qwen3tts.errors import CheckpointError
+from qwen3tts.model.graphs import layers
+from qwen3tts.model.graphs.layers import i64
+from qwen3tts.model.spec import CodePredictorSpec
+
+# Input names.
+PAST_HIDDEN = "past_hidden"  # [B, H_talker] f32: talker final hidden state (after its norm) at the last step
+CODE0 = "code0"  # [B] i64: code 0 of the frame, sampled from the talker
+NOISE = "noise"  # [B, num_code_groups - 1, V] f32: uniform(0, 1) from the host, indexed by token id
+TEMPERATURE = "temperature"  # [B] f32: <= 0 = greedy (argmax)
+TOP_K = "top_k"  # [B] i64: <= 0 or >= V means no top-k filter
+TOP_P = "top_p"  # [B] f32: >= 1 means no top-p filter (the official default)
+INPUT_NAMES = (PAST_HIDDEN, CODE0, NOISE, TEMPERATURE, TOP_K, TOP_P)
+
+# Output names.
+CODES = "codes"  # [B, num_code_groups - 1] i64: codes 1..15 of the frame
+NEXT_EMBED = "next_embed"  # [B, H_talker] f32: summed codec embeddings = next talker input minus text track
+LOGITS = "logits"  # [B, num_code_groups - 1, V] f32: raw lm_head logits of each step (pre-temperature)
+OUTPUT_NAMES = (CODES, NEXT_EMBED, LOGITS)
+
+# The uniform noise is clamped into this range so the Gumbel term is always finite.
+NOISE_MIN = float(np.finfo(np.float32).tiny)
+NOISE_MAX = float(np.float32(1.0) - np.float32(2.0**-24))
+
+PREFIX = "talker.code_predictor"
+TALKER_CODEC_EMBEDDING = "talker.model.codec_embedding.weight"
+NORM = f"{PREFIX}.model.norm.weight"
+
+
+def build_code_predictor(
+    spec: CodePredictorSpec, talker_hidden: int, weights: Mapping[str, np.ndarray]
+) -> ov.Model:
+    """Build the batched, unrolled code predictor with in-graph sampling.
+
+    Mirrors `Qwen3TTSTalkerCodePredictorModelForConditionalGeneration` (+ `small_to_mtp_projection`)
+    driven by `generate(max_new_tokens=15)`, plus the talker's next-input sum of codec embeddings.
+    Weights use the release names and are trusted to have the shapes checkpoint.py checked.
+    """
+    if talker_hidden != spec.input_size:
+        raise CheckpointError(
+            f"code predictor input_size {spec.input_size} != talker hidden_size {talker_hidden}"
+        )
+    params = _parameters(spec, talker_hidden)
+    shared = _SharedWeights(weights)
+    sampler = _GumbelTopKSampler(params, spec.vocab_size)
+    num_steps = spec.num_code_groups - 1
+    noise_steps = ops.split(params[NOISE], i64(1), num_steps).outputs()  # num_steps x [B, 1, V]
+
+    first_embed = ops.gather(shared[TALKER_CODEC_EMBEDDING], params[CODE0], i64(0))  # [B, Ht]
+    step_input = ops.concat([_unsqueeze(params[PAST_HIDDEN], 1), _unsqueeze(first_embed, 1)], 1)  # [B, 2, Ht]
+    embed_sum = first_embed
+    kv_cache = _GrowingKV()
+    codes, logits = [], []
+    for step in range(num_steps):
+        projected = _project_input(spec, shared, step_input)  # [B, S, H]
+        last = ops.gather(_decoder_forward(spec, shared, projected, kv_cache), i64(-1), i64(1))  # [B, H]
+        last = layers.rms_norm(last, shared.array(NORM), spec.rms_norm_eps)  # [B, H]
+        step_logits = _linear(last, shared[f"{PREFIX}.lm_head.{step}.weight"])  # [B, V]
+        code = sampler.sample(step_logits, ops.squeeze(noise_steps[step], i64([1])))  # [B]
+        codes.append(code)
+        logits.append(step_logits)
+        table = shared[f"{PREFIX}.model.codec_embedding.{step}.weight"]
+        code_embed = ops.gather(table, code, i64(0))  # [B, Ht]
+        embed_sum = ops.add(embed_sum, code_embed)
+        step_input = _unsqueeze(code_embed, 1)  # [B, 1, Ht]
+
+    results = [
+        layers.named_result(ops.concat([_unsqueeze(c, 1) for c in codes], 1), CODES),  # [B, steps]
+        layers.named_result(embed_sum, NEXT_EMBED),  # [B, Ht]
+        layers.named_result(ops.concat([_unsqueeze(x, 1) for x in logits], 1), LOGITS),  # [B, steps, V]
+    ]
+    return ov.Model(results, [params[name] for name in INPUT_NAMES], "code_predictor")
+
+
+def _parameters(spec: CodePredictorSpec, talker_hidden: int) -> dict[str, ov.Node]:
+    shapes_and_types = {
+        PAST_HIDDEN: ([-1, talker_hidden], np.float32),
+        CODE0: ([-1], np.int64),
+        NOISE: ([-1, spec.num_code_groups - 1, spec.vocab_size], np.float32),
+        TEMPERATURE: ([-1], np.float32),
+        TOP_K: ([-1], np.int64),
+        TOP_P: ([-1], np.float32),
+    }
+    return {
+        name: layers.named_parameter(shape, dtype, name) for name, (shape, dtype) in shapes_and_types.items()
+    }
+
+
+class _SharedWeights:
+    """One Constant per release tensor, reused by all 15 unrolled steps.
+
+    layers.linear / layers.decoder_layer create a fresh Constant on every call; unrolled 15 times that
+    would hold 15 copies of every matrix in the graph (4.7 GB f32 at the real size), so the matrices are
+    made once here and multiplied with `_linear`.
+    """
+
+    def __init__(self, weights: Mapping[str, np.ndarray]):
+        self._weights = weights
+        self._nodes: dict[str, ov.Node] = {}
+
+    def __getitem__(self, key: str) -> ov.Node:
+        if key not in self._nodes:
+            if key not in self._weights:
+                raise CheckpointError(f"model.safetensors: tensor {key} missing")
+            self._nodes[key] = layers.weight(self._weights, key)
+        return self._nodes[key]
+
+    def array(self, key: str) -> np.ndarray:
+        if key not in self._weights:
+            raise CheckpointError(f"model.safetensors: tensor {key} missing")
+        return self._weights[key]
+
+
+class _GrowingKV:
+    """The in-graph KV cache: per layer, K and V [B, kvh, T, hd] grow by the positions of each step."""
+
+    def __init__(self):
+        self.length = 0  # positions already cached (static: the steps are unrolled)
+        self._past: dict[int, tuple[ov.Node, ov.Node]] = {}
+
+    def update(self, layer_index: int, k: ov.Node, v: ov.Node) -> tuple[ov.Node, ov.Node]:
+        if layer_index in self._past:
+            past_k, past_v = self._past[layer_index]
+            k, v = ops.concat([past_k, k], 2), ops.concat([past_v, v], 2)  # [B, kvh, T, hd]
+        self._past[layer_index] = (k, v)
+        return k, v
+
+
+def _project_input(spec: CodePredictorSpec, shared: _SharedWeights, x: ov.Node) -> ov.Node:
+    """small_to_mtp_projection: Linear(talker hidden -> hidden) with bias on 1.7B, Identity on 0.6B."""
+    if not spec.has_input_projection:
+        return x
+    key = f"{PREFIX}.small_to_mtp_projection"
+    return ops.add(_linear(x, shared[f"{key}.weight"]), shared[f"{key}.bias"])
+
+
+def _decoder_forward(
+    spec: CodePredictorSpec, shared: _SharedWeights, x: ov.Node, kv_cache: _GrowingKV
+) -> ov.Node:
+    """The decoder layers (before the final norm) on the S new positions x [B, S, H]."""
+    num_new = x.get_output_partial_shape(0)[1].get_length()
+    positions = np.arange(kv_cache.length, kv_cache.length + num_new)
+    position_ids = layers.const([positions], np.int64)  # [1, S]
+    rope = layers.rope_tables(position_ids, spec.head_dim, spec.rope_theta)  # 2 x [1, 1, S, hd]
+    # A single new position sees every cached one; the first step's two positions need a causal mask.
+    mask = None if num_new == 1 else layers.const(np.tril(np.ones((num_new, num_new), bool)), bool)  # [S, T]
+    for i in range(spec.num_hidden_layers):
+        prefix = f"{PREFIX}.model.layers.{i}"
+        key = f"{prefix}.input_layernorm.weight"
+        h = layers.rms_norm(x, shared.array(key), spec.rms_norm_eps)
+        x = ops.add(x, _self_attention(spec, shared, h, prefix, rope, mask, kv_cache, i))
+        key = f"{prefix}.post_attention_layernorm.weight"
+        h = layers.rms_norm(x, shared.array(key), spec.rms_norm_eps)
+        gate = ops.swish(_linear(h, shared[f"{prefix}.mlp.gate_proj.weight"]))  # SwiGLU
+        up = _linear(h, shared[f"{prefix}.mlp.up_proj.weight"])
+        x = ops.add(x, _linear(ops.multiply(gate, up), shared[f"{prefix}.mlp.down_proj.weight"]))
+    kv_cache.length += num_new
+    return x
+
+
+def _self_attention(
+    spec: CodePredictorSpec,
+    shared: _SharedWeights,
+    h: ov.Node,
+    prefix: str,
+    rope: tuple[ov.Node, ov.Node],
+    mask: ov.Node | None,
+    kv_cache: _GrowingKV,
+    layer_index: int,
+) -> ov.Node:
+    """Qwen3 attention (q/k RMSNorm per head, RoPE, GQA): layers.self_attention with shared weights.
+
+    Differs only in taking shared Constants (see _SharedWeights) and an optional mask: a single query
+    needs none, which spares 14 of 15 steps the mask input.
+    """
+    dims = layers.AttentionDims.from_spec(spec)
+    attn_prefix = f"{prefix}.self_attn"
+    q = _heads(spec, shared, h, f"{attn_prefix}.q_proj", dims.num_heads, f"{attn_prefix}.q_norm.weight")
+    k = _heads(spec, shared, h, f"{attn_prefix}.k_proj", dims.num_kv_heads, f"{attn_prefix}.k_norm.weight")
+    v = _heads(spec, shared, h, f"{attn_prefix}.v_proj", dims.num_kv_heads, None)  # [B, kvh, S, hd]
+    q, k = layers.apply_rope(q, *rope), layers.apply_rope(k, *rope)
+    k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]
+    k_all, v_all = layers.repeat_kv(k_all, dims), layers.repeat_kv(v_all, dims)  # [B, nh, T, hd]
+    if mask is None:
+        attn = ops.scaled_dot_product_attention(q, k_all, v_all, causal=False)  # [B, nh, S, hd]
+    else:
+        attn = ops.scaled_dot_product_attention(q, k_all, v_all, mask, causal=False)  # [B, nh, S, hd]
+    attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, S, nh, hd]
+    attn = ops.reshape(attn, i64([0, 0, dims.num_heads * dims.head_dim]), special_zero=True)  # [B, S, nh*hd]
+    return _linear(attn, shared[f"{attn_prefix}.o_proj.weight"])
+
+
+def _heads(
+    spec: CodePredictorSpec,
+    shared: _SharedWeights,
+    h: ov.Node,
+    key: str,
+    num_heads: int,
+    norm_key: str | None,
+) -> ov.Node:
+    """Linear `key` -> [B, heads, S, hd], with the per-head RMSNorm `norm_key` if given."""
+    t = _linear(h, shared[f"{key}.weight"])  # [B, S, n*hd]
+    t = ops.reshape(t, i64([0, 0, num_heads, spec.head_dim]), special_zero=True)  # [B, S, n, hd]
+    if norm_key is not None:
+        t = layers.rms_norm(t, shared.array(norm_key), spec.rms_norm_eps)  # [B, S, n, hd]
+    return ops.transpose(t, i64([0, 2, 1, 3]))  # [B, n, S, hd]
+
+
+def _linear(x: ov.Node, weight: ov.Node) -> ov.Node:
+    """x @ weight.T for a shared torch-layout [out, in] Constant."""
+    return ops.matmul(x, weight, transpose_a=False, transpose_b=True)
+
+
+def _unsqueeze(x: ov.Node, axis: int) -> ov.Node:
+    return ops.unsqueeze(x, i64([axis]))
+
+
+class _GumbelTopKSampler:
+    """In-graph temperature / top-k / top-p sampling by Gumbel-max (see the module docstring)."""
+
+    def __init__(self, params: dict[str, ov.Node], vocab_size: int):
+        top_k = params[TOP_K]
+        no_filter = ops.logical_or(ops.less_equal(top_k, i64(0)), ops.greater(top_k, i64(vocab_size)))
+        self.top_k = ops.select(no_filter, i64(vocab_size), top_k)  # [B] in 1..V
+        self.max_k = ops.reduce_max(self.top_k, i64(0), keep_dims=False)  # scalar: TopK width for the batch
+        temperature = params[TEMPERATURE]
+        self.greedy = ops.less_equal(temperature, layers.const(0.0))  # [B]
+        self.temperature = _unsqueeze(ops.select(self.greedy, layers.const(1.0), temperature), 1)  # [B, 1]
+        self.top_p = _unsqueeze(params[TOP_P], 1)  # [B, 1]
+        self.top_p_off = ops.greater_equal(self.top_p, layers.const(1.0))  # [B, 1]
+
+    def sample(self, logits: ov.Node, noise: ov.Node) -> ov.Node:
+        """logits [B, V], noise [B, V] -> codes [B] i64."""
+        topk = ops.topk(logits, self.max_k, -1, "max", "value", "i64", stable=True)
+        values, token_ids = topk.output(0), topk.output(1)  # [B, K], [B, K]; descending, ties by lower id
+        rank = ops.range(i64(0), self.max_k, i64(1), "i64")  # [K]
+        keep = ops.less(_unsqueeze(rank, 0), _unsqueeze(self.top_k, 1))  # [B, K]
+        scaled = ops.divide(values, self.temperature)  # [B, K]
+        keep = ops.logical_and(keep, self._top_p_keep(scaled, keep, rank))
+        uniform = ops.clamp(ops.gather_elements(noise, token_ids, 1), NOISE_MIN, NOISE_MAX)  # [B, K]
+        gumbel = ops.negative(ops.log(ops.negative(ops.log(uniform))))
+        scores = ops.select(keep, ops.add(scaled, gumbel), layers.const(-np.inf))  # [B, K]
+        pick = ops.topk(scores, i64(1), -1, "max", "value", "i64", stable=True).output(1)  # [B, 1]
+        sampled = ops.squeeze(ops.gather_elements(token_ids, pick, 1), i64([1]))  # [B]
+        greedy = ops.squeeze(ops.gather(token_ids, i64([0]), i64(1)), i64([1]))  # [B]
+        return ops.select(self.greedy, greedy, sampled)
+
+    def _top_p_keep(self, scaled: ov.Node, keep: ov.Node, rank: ov.Node) -> ov.Node:
+        """HF TopPLogitsWarper: keep a token while the mass ranked strictly above it is < top_p."""
+        probs = ops.softmax(ops.select(keep, scaled, layers.const(-np.inf)), -1)  # [B, K]
+        mass_above = ops.cumsum(probs, i64(1), exclusive=True)  # [B, K]
+        keep_p = ops.logical_or(ops.less(mass_above, self.top_p), self.top_p_off)
+        return ops.logical_or(keep_p, ops.equal(_unsqueeze(rank, 0), i64(0)))  # never drop the best token
