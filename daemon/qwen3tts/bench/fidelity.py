@@ -1,0 +1,178 @@
+"""How far the fast precisions drift from the official f32 outputs: INT8 weights and a u8 KV cache.
+
+Measured on the golden fixtures (tests/fixtures/golden, official PyTorch f32): max |Δlogit| of the
+teacher-forced talker and code predictor, and how many greedy frames stay identical end to end.
+`python -m qwen3tts.bench.fidelity` writes docs/fidelity.md; the test suite prints the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts.engine.sequence import Request
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.build import build_bundle
+from qwen3tts.model.graphs import code_predictor as cp
+from qwen3tts.model.graphs.talker import to_paged
+from qwen3tts.model.tiny import write_checkpoint
+from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.runtime.paged_talker import PagedTalker
+from qwen3tts.settings_loader import load_settings
+
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+@dataclass(frozen=True)
+class Drift:
+    case: str
+    weights: str
+    kv_cache: str
+    talker_logit_drift: float  # max |Δ| over prefill + teacher-forced decode logits
+    predictor_logit_drift: float  # max |Δ| of the code predictor's logits up to its first differing code
+    logit_scale: float  # max |logit| of the golden talker logits, for scale
+    frames_identical: int  # greedy frames equal to the official ones before the first difference
+    frames_total: int
+
+
+def teacher_forced_logits(core: ov.Core, bundle: Path, golden: dict, kv_cache: str) -> np.ndarray:
+    """Prefill + decode logits of the paged talker fed the golden inputs ([1 + N, V])."""
+    model = core.compile_model(to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU",
+                               {**F32, "KV_CACHE_PRECISION": kv_cache})
+    talker = PagedTalker(model, num_blocks=4)
+    embeds, table = golden["prompt_embeds"], [0, 1, 2, 3]
+    rows = [talker.step([(embeds, 0, table)])[0][0]]
+    for t, step in enumerate(golden["decode_inputs"]):
+        rows.append(talker.step([(step[None], embeds.shape[0] + t, table)])[0][0])
+    return np.array(rows)
+
+
+def predictor_drift(core: ov.Core, bundle: Path, golden: dict) -> float:
+    """Max |Δlogit| of the code predictor over the steps before its first greedy code differs.
+
+    The graph feeds back its own codes, so after a differing code its logits answer a different
+    question than the teacher-forced golden ones; those steps are not drift.
+    """
+    model = core.compile_model(core.read_model(bundle / layout.CODE_PREDICTOR_XML), "CPU", F32)
+    frames = golden["predictor_codes"]
+    batch, vocab = frames.shape[0], golden["predictor_logits"].shape[-1]
+    out = model({
+        cp.PAST_HIDDEN: golden["predictor_hidden"], cp.CODE0: frames[:, 0].astype(np.int64),
+        cp.NOISE: np.full((batch, 15, vocab), 0.5, np.float32), cp.TEMPERATURE: np.zeros(batch, np.float32),
+        cp.TOP_K: np.full(batch, 50, np.int64), cp.TOP_P: np.ones(batch, np.float32),
+    })
+    drift = 0.0
+    for row in range(batch):
+        differs = np.flatnonzero(out[cp.CODES][row] != frames[row, 1:])
+        steps = int(differs[0]) + 1 if differs.size else 15  # the differing step's logits still count
+        delta = out[cp.LOGITS][row, :steps] - golden["predictor_logits"][row, :steps]
+        drift = max(drift, float(np.abs(delta).max()))
+    return drift
+
+
+def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str) -> np.ndarray:
+    settings = load_settings(None, ["devices.inference_precision=f32", f"engine.kv_cache_precision={kv_cache}"])
+    runtime = load_runtime(bundle, settings)
+    if "xvector" in golden:
+        runtime.prompt_builder.xvectors = lambda _path: golden["xvector"]
+    handle = runtime.engine.submit(Request(
+        id=case["name"], text=case["text"], language=case["language"], speaker=case["speaker"],
+        instruct=case["instruct"] if case["instruct_in_prompt"] else None, greedy=True,
+        max_frames=golden["greedy_codes"].shape[0] + 1, non_streaming=case["non_streaming"],
+    ))
+    while runtime.engine.step():
+        pass
+    return handle.frames
+
+
+def measure(case: dict, golden: dict, bundle: Path, weights: str, kv_cache: str, core: ov.Core) -> Drift:
+    expected_logits = np.concatenate([golden["prefill_logits"][None], golden["decode_logits"]])
+    talker = np.abs(teacher_forced_logits(core, bundle, golden, kv_cache) - expected_logits).max()
+    predictor = predictor_drift(core, bundle, golden)
+    ours, theirs = greedy_frames(bundle, case, golden, kv_cache), golden["greedy_codes"]
+    n = min(len(ours), len(theirs))
+    differs = np.flatnonzero((ours[:n] != theirs[:n]).any(axis=1))
+    identical = int(differs[0]) if differs.size else n
+    return Drift(case["name"], weights, kv_cache, float(talker), float(predictor),
+                 float(np.abs(expected_logits).max()), identical, len(theirs))
+
+
+def measure_case(case: dict, golden: dict, work: Path, core: ov.Core) -> list[Drift]:
+    checkpoint = work / f"ckpt-{case['checkpoint']}"
+    if not checkpoint.exists():
+        write_checkpoint(checkpoint, variant=case["variant"], shape=case["shape"], seed=case["seed"])
+    results = []
+    for weights, kv_cache in (("f32", "f32"), ("f32", "u8"), ("int8", "f32"), ("int8", "u8")):
+        bundle = work / f"bundle-{case['checkpoint']}-{weights}"
+        if not bundle.exists():
+            build_bundle(checkpoint, bundle, weights=weights, report=lambda line: None)
+        results.append(measure(case, golden, bundle, weights, kv_cache, core))
+    return results
+
+
+def markdown(results: list[Drift], command: str) -> str:
+    lines = [
+        "# Fidelity: fast precisions against the official implementation",
+        "",
+        "Golden outputs come from the official PyTorch implementation in f32 on tiny random checkpoints",
+        "(tests/fixtures/golden, scripts/reference/). Our graphs run with INFERENCE_PRECISION_HINT=f32, so",
+        "the rows below isolate what INT8 weights (nncf INT8_SYM, the `int8` build policy: talker and code",
+        "predictor matmuls, embeddings kept) and a u8 paged KV cache change. f32/f32 is the parity baseline.",
+        "Random weights give small top-1 margins, so greedy agreement here is a pessimistic bound for a",
+        "trained model.",
+        "",
+        f"Command: `{command}`",
+        "",
+        "| case | weights | KV cache | max abs dlogit talker | max abs dlogit code predictor | logit scale"
+        " | greedy frames identical |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(f"| {r.case} | {r.weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
+                     f"{r.predictor_logit_drift:.2e} | {r.logit_scale:.1f} | {r.frames_identical}/{r.frames_total} |")
+    lines += [
+        "",
+        "Reading the table:",
+        "",
+        "- f32 weights with an f32 cache reproduce the official logits to ~1e-5 and every greedy frame:",
+        "  the graphs are the model (the parity tests enforce 1e-4 and identical codes).",
+        "- A u8 KV cache moves logits by ~1e-2 (under 0.1 % of their scale); greedy codes mostly survive.",
+        "- INT8 weights move logits by ~1-2 % of their scale. With random weights the top-1 margins are",
+        "  tiny (golden `min_top1_gap` 3e-4..1e-1), so greedy paths fork within a few frames; a trained",
+        "  model's margins are far larger. The default `int8` policy keeps INT8 on the talker and the code",
+        "  predictor (the code predictor reads the most weight bytes per frame, docs/benchmarks.md) and",
+        "  the codec and embedding tables in f16; `--weights f16` is the fallback if a real checkpoint",
+        "  shows audible drift, and this command measures it the same way once golden outputs exist.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--golden", type=Path, default=Path("tests/fixtures/golden"))
+    parser.add_argument("--out", type=Path, default=Path("docs/fidelity.md"))
+    parser.add_argument("--cases", default="cv-tiny-preset-english,cv-1.7b-instruct,vd-1.7b-instruct")
+    args = parser.parse_args(argv)
+    index = json.loads((args.golden / "index.json").read_text())
+    wanted = args.cases.split(",")
+    core, results = ov.Core(), []
+    with tempfile.TemporaryDirectory() as work:
+        for case in (c for c in index["cases"] if c["name"] in wanted):
+            with np.load(args.golden / case["file"]) as data:
+                golden = {name: data[name] for name in data.files}
+            results += measure_case(case, golden, Path(work), core)
+    command = "python -m qwen3tts.bench.fidelity" + (f" --cases {args.cases}" if argv else "")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(markdown(results, command))
+    print(markdown(results, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
