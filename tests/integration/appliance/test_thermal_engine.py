@@ -1,18 +1,19 @@
 """The thermal monitor throttles a live engine: four running streams, a hot chip, nothing dropped.
 
-`make_engine()` is the one place that knows which runner is underneath. It uses the FakeRunner for now;
-once qwen3tts.runtime.loader.load_runtime(bundle_dir, settings) exists it should return the engine of
-a tiny bundle (same assertions: they only use the Engine API, never the runner's internals).
+The engine is the real one on a tiny OpenVINO bundle (f32 for exact reproducibility); the assertions
+only use the Engine API.
 """
 
-from engine_fakes import FakeRunner, fake_prompt_builder
+import pytest
+from bundles import PARITY_OVERRIDES
 from fake_sysfs import laptop
 
 from qwen3tts.appliance.thermal import ThermalMonitor
-from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Request, SequenceStatus
+from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings import ThermalSettings
+from qwen3tts.settings_loader import load_settings
 
 TEXTS = {
     "a": "the next train to the airport leaves from platform four",
@@ -21,15 +22,25 @@ TEXTS = {
     "d": "doors closing",
 }
 MAX_STEPS = 3000
+FRAMES = {"a": 24, "b": 14, "c": 18, "d": 10}  # the random tiny model never says EOS: cap each stream
 
 
-def make_engine() -> Engine:
-    runner = FakeRunner()
-    return Engine(runner, fake_prompt_builder(runner.hidden_size), EngineConfig(max_num_seqs=4))
+@pytest.fixture(scope="module")
+def bundle(tiny_models):
+    return tiny_models.bundle("custom_voice", "tiny", "f32")
+
+
+@pytest.fixture
+def make_engine(bundle):
+    def make() -> Engine:
+        return load_runtime(bundle, load_settings(None, [*PARITY_OVERRIDES, "engine.max_num_seqs=4"])).engine
+
+    return make
 
 
 def submit_all(engine: Engine) -> dict:
-    return {name: engine.submit(Request(name, text, seed=11)) for name, text in TEXTS.items()}
+    return {name: engine.submit(Request(name, text, seed=11, max_frames=FRAMES[name]))
+            for name, text in TEXTS.items()}
 
 
 def run_to_completion(engine: Engine, handles: dict, steps_so_far: int = 0) -> dict[str, int]:
@@ -43,7 +54,9 @@ def run_to_completion(engine: Engine, handles: dict, steps_so_far: int = 0) -> d
     raise AssertionError(f"requests did not finish: {sorted(set(handles) - set(finished))}")
 
 
-def test_four_running_streams_honour_a_thermal_cut_to_one_at_the_next_step_and_all_finish(tmp_path):
+def test_four_running_streams_honour_a_thermal_cut_to_one_at_the_next_step_and_all_finish(
+    tmp_path, make_engine
+):
     reference = make_engine()
     unthrottled = submit_all(reference)
     unthrottled_at = run_to_completion(reference, unthrottled)
@@ -81,7 +94,7 @@ def test_four_running_streams_honour_a_thermal_cut_to_one_at_the_next_step_and_a
     assert engine.block_manager.num_used_blocks == 0
 
 
-def test_cooling_down_lets_the_batch_grow_back_after_the_dwell(tmp_path):
+def test_cooling_down_lets_the_batch_grow_back_after_the_dwell(tmp_path, make_engine):
     fake = laptop(tmp_path, package_c=95.0)
     engine = make_engine()
     now = [0.0]
