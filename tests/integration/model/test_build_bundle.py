@@ -1,0 +1,75 @@
+"""`qwen3tts build`: every variant and size style becomes a bundle whose manifest vouches for it."""
+
+import json
+import shutil
+
+import pytest
+
+from qwen3tts.errors import BundleError, CheckpointError
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.build import SOURCE_FILES, build_bundle
+
+VARIANTS_AND_STYLES = [
+    ("custom_voice", "tiny"), ("custom_voice", "tiny-1.7b"),
+    ("voice_design", "tiny"), ("voice_design", "tiny-1.7b"),
+    ("base", "tiny"), ("base", "tiny-1.7b"),
+]
+
+
+@pytest.mark.parametrize(("variant", "shape"), VARIANTS_AND_STYLES)
+def test_every_variant_and_size_style_builds_a_verified_int8_bundle(tiny_models, tmp_path, variant, shape):
+    checkpoint = tiny_models.checkpoint(variant, shape)
+    stages = []
+    manifest = build_bundle(checkpoint, tmp_path / "bundle", weights="int8", report=stages.append)
+    assert any("talker graph done" in line for line in stages)  # progress per stage
+    assert manifest.spec.variant == variant
+    assert manifest.precision["talker"] == "int8" and manifest.precision["codec"] == "f16"
+    names = set(manifest.files)
+    assert {layout.TALKER_XML, layout.CODE_PREDICTOR_XML, layout.TEXT_TABLE, layout.CODEC_EMBEDDING} <= names
+    assert {layout.codec_chunk_xml(n) for n in manifest.codec_chunks} <= names
+    assert (layout.SPEAKER_ENCODER_XML in names) == (variant == "base")
+    for name in SOURCE_FILES:
+        assert manifest.source_files[name] == layout.sha256_file(checkpoint / name)
+    assert layout.read_manifest(tmp_path / "bundle") == manifest
+    assert manifest.versions["openvino"] and manifest.versions["nncf"]
+
+
+@pytest.fixture
+def built(tiny_models, tmp_path):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_models.bundle("custom_voice", "tiny", "f32"), bundle)
+    return bundle
+
+
+def test_a_changed_bundle_file_is_named_when_loading(built):
+    with open(built / layout.CODE_PREDICTOR_XML, "a") as handle:
+        handle.write("<!-- tampered -->")
+    (built / layout.TEXT_TABLE).unlink()
+    with pytest.raises(BundleError) as err:
+        layout.read_manifest(built)
+    assert "code_predictor.xml: sha256 differs" in str(err.value)
+    assert "text_table.npy: missing" in str(err.value)
+
+
+def test_a_bundle_from_another_format_version_asks_for_a_rebuild(built):
+    manifest = json.loads((built / layout.MANIFEST).read_text())
+    manifest["format_version"] = 999
+    (built / layout.MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="format_version 999.*rebuild the bundle"):
+        layout.read_manifest(built)
+
+
+def test_a_directory_without_manifest_is_not_a_bundle(tmp_path):
+    with pytest.raises(BundleError, match="no manifest.json"):
+        layout.read_manifest(tmp_path)
+
+
+def test_a_checkpoint_the_builder_does_not_understand_is_refused_naming_the_field(tiny_models, tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(tiny_models.checkpoint("custom_voice", "tiny"), checkpoint)
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["tts_model_type"] = "singing_voice"
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="tts_model_type"):
+        build_bundle(checkpoint, tmp_path / "bundle", report=lambda line: None)
+    assert not (tmp_path / "bundle").exists()
