@@ -81,7 +81,7 @@ class Service:
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         log.info("ready: %s %s bundle, devices %s, sink %s", spec.size, spec.variant,
                  self.runtime.plan.summary(), self.sink.name)
-        self._start_mqtt()
+        self._start_mqtt(replay_spool=True)
         self.player.start()
         if self.thermal is not None:
             self.thermal.start()
@@ -89,7 +89,8 @@ class Service:
         self.watchdog.start()
         threading.Thread(target=self._status_loop, name="status", daemon=True).start()
 
-    def _start_mqtt(self) -> None:
+    def _start_mqtt(self, replay_spool: bool) -> None:
+        """Connect with the current MQTT settings; the spool is replayed once per process, not per reload."""
         spec, settings = self.runtime.spec, self.settings
         inbound: queue.Queue = queue.Queue()
         self.mqtt = MqttClient(settings.mqtt, on_inbound=inbound.put)
@@ -98,14 +99,18 @@ class Service:
             settings.announcements, max_text_chars=settings.engine.max_text_chars,
             voices=tuple(spec.speakers), languages=tuple(spec.languages),
         )
+        previous = getattr(self, "intake", None)
         self.intake = AnnouncementIntake(
             self.announcements, policy, topics, ack=self.mqtt.ack,
             hermes_site_id=settings.mqtt.hermes_site_id,
             discovery=self._discovery if settings.mqtt.discovery else None,
             dedup_window=settings.announcements.dedup_window,
         )
-        for message in self.intake.replay():
-            self.mqtt.publish(message)
+        if previous is not None:
+            self.intake.recent = previous.recent  # duplicate ids stay dropped across a reload
+        if replay_spool:
+            for message in self.intake.replay():
+                self.mqtt.publish(message)
         self._intake_stop = threading.Event()
         threading.Thread(target=self._intake_loop, args=(inbound, self._intake_stop), name="intake",
                          daemon=True).start()
@@ -217,7 +222,7 @@ class Service:
             log.info("reload: MQTT settings changed, reconnecting")
             self._intake_stop.set()
             self.mqtt.stop()
-            self._start_mqtt()
+            self._start_mqtt(replay_spool=False)
         log.info("reloaded voice, volume and MQTT settings")
         self._status_dirty.set()
 
