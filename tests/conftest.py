@@ -24,6 +24,7 @@ def tiny_models(tmp_path_factory) -> TinyModels:
 
 # ---- a real mosquitto on 127.0.0.1 (fails loudly when the binary is missing) ----
 
+
 @pytest.fixture
 def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
     broker = Mosquitto(tmp_path, persistence=False)

@@ -14,7 +14,7 @@ class ConfigError(Qwen3TTSError):
 
 
 class CheckpointError(Qwen3TTSError):
-    """A model checkpoint is missing a file or tensor or has a wrong shape; the message names file and tensor."""
+    """A checkpoint lacks a file or tensor or has a wrong shape; the message names file and tensor."""
 
 
 class TokenizerError(Qwen3TTSError):

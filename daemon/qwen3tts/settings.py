@@ -23,7 +23,7 @@ class ModelSettings:
     """Where the OpenVINO bundle comes from."""
 
     bundle: Path = Path("var/bundle-tiny")
-    """Directory of the compiled-from-checkpoint OpenVINO bundle (manifest.json inside). Default var/bundle-tiny."""
+    """Directory of the OpenVINO bundle (manifest.json inside). Default var/bundle-tiny."""
     checkpoint: Path | None = None
     """Hugging Face release checkpoint to build the bundle from when it is missing. Default none."""
     weights: Literal["int8", "f16", "f32"] = "int8"

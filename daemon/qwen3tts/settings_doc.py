@@ -69,4 +69,6 @@ def render_default_yaml() -> str:
 def _yaml_scalar(value: Any) -> str:
     if value is None:
         return "null"
-    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip().removesuffix("...").strip()
+    return (
+        yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip().removesuffix("...").strip()
+    )

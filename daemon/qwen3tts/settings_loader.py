@@ -41,7 +41,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}"
+        )
     return data
 
 

@@ -50,24 +50,36 @@ class CaseOutcomeError(RuntimeError):
 
 def write_checkpoint(product_python: Path, root: Path, checkpoint: cases.Checkpoint) -> Path:
     """Run the product's write_checkpoint in the product venv; return the checkpoint directory."""
-    command = [str(product_python), "-c", WRITE_CHECKPOINT, str(root / checkpoint.name),
-               checkpoint.variant, checkpoint.shape, str(checkpoint.seed)]
+    command = [
+        str(product_python),
+        "-c",
+        WRITE_CHECKPOINT,
+        str(root / checkpoint.name),
+        checkpoint.variant,
+        checkpoint.shape,
+        str(checkpoint.seed),
+    ]
     result = subprocess.run(command, check=True, capture_output=True, text=True)
     return Path(result.stdout.strip().splitlines()[-1])
 
 
 def file_hashes(directory: Path) -> dict[str, str]:
     """sha256 of every file under `directory`, keyed by its POSIX path relative to it."""
-    return {path.relative_to(directory).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
+    return {
+        path.relative_to(directory).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
 
 
 def load_official(directory: Path):
-    tts = Qwen3TTSModel.from_pretrained(str(directory), device_map="cpu", dtype=torch.float32,
-                                        attn_implementation="eager")
+    tts = Qwen3TTSModel.from_pretrained(
+        str(directory), device_map="cpu", dtype=torch.float32, attn_implementation="eager"
+    )
     official_checks.check_weights_loaded(tts.model, directory / "model.safetensors")
-    official_checks.check_weights_loaded(tts.model.speech_tokenizer.model,
-                                         directory / "speech_tokenizer" / "model.safetensors")
+    official_checks.check_weights_loaded(
+        tts.model.speech_tokenizer.model, directory / "speech_tokenizer" / "model.safetensors"
+    )
     return tts
 
 
@@ -93,21 +105,35 @@ class FixtureWriter:
     def add(self, name: str, kind: str, checkpoint: cases.Checkpoint, arrays: dict, **facts) -> None:
         arrays = {key: np.ascontiguousarray(value) for key, value in arrays.items()}
         write_npz(self.out / f"{name}.npz", arrays)
-        self.records.append({
-            "name": name, "kind": kind, "file": f"{name}.npz", "checkpoint": checkpoint.name,
-            "variant": checkpoint.variant, "shape": checkpoint.shape, "seed": checkpoint.seed, **facts,
-            "arrays": {key: {"shape": list(value.shape), "dtype": str(value.dtype)}
-                       for key, value in arrays.items()},
-        })
+        self.records.append(
+            {
+                "name": name,
+                "kind": kind,
+                "file": f"{name}.npz",
+                "checkpoint": checkpoint.name,
+                "variant": checkpoint.variant,
+                "shape": checkpoint.shape,
+                "seed": checkpoint.seed,
+                **facts,
+                "arrays": {
+                    key: {"shape": list(value.shape), "dtype": str(value.dtype)}
+                    for key, value in arrays.items()
+                },
+            }
+        )
         log.info("wrote %s (%d bytes)", name, (self.out / f"{name}.npz").stat().st_size)
 
     def finish(self, checkpoints: dict[str, dict]) -> None:
         index = {
             "format_version": cases.FORMAT_VERSION,
             "generator": "scripts/reference/make_golden.py",
-            "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                         "transformers": transformers.__version__, "numpy": np.__version__,
-                         "qwen_tts": _qwen_tts_version()},
+            "versions": {
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "numpy": np.__version__,
+                "qwen_tts": _qwen_tts_version(),
+            },
             "greedy": cases.GREEDY,
             "checkpoints": checkpoints,
             "cases": self.records,
@@ -151,8 +177,15 @@ def reference_audio() -> np.ndarray:
 def speaker_case(tts) -> dict:
     audio = reference_audio()
     mel = modeling_qwen3_tts.mel_spectrogram(
-        torch.from_numpy(audio).unsqueeze(0), n_fft=1024, num_mels=128, sampling_rate=cases.SAMPLE_RATE,
-        hop_size=256, win_size=1024, fmin=0, fmax=12000).transpose(1, 2)  # (1, T, 128)
+        torch.from_numpy(audio).unsqueeze(0),
+        n_fft=1024,
+        num_mels=128,
+        sampling_rate=cases.SAMPLE_RATE,
+        hop_size=256,
+        win_size=1024,
+        fmin=0,
+        fmax=12000,
+    ).transpose(1, 2)  # (1, T, 128)
     xvector = tts.model.extract_speaker_embedding(audio=audio, sr=cases.SAMPLE_RATE)
     direct = tts.model.speaker_encoder(mel)[0]
     if not torch.allclose(direct, xvector, atol=1e-5):
@@ -176,16 +209,23 @@ def official_call(tts, case: cases.TalkerCase, xvector: np.ndarray | None):
     common = dict(cases.GREEDY, non_streaming_mode=case.non_streaming)
     variant = tts.model.tts_model_type
     if variant == "custom_voice":
-        return lambda: tts.generate_custom_voice(text=case.text, speaker=case.speaker, language=case.language,
-                                                 instruct=case.instruct, **common)
+        return lambda: tts.generate_custom_voice(
+            text=case.text, speaker=case.speaker, language=case.language, instruct=case.instruct, **common
+        )
     if variant == "voice_design":
-        return lambda: tts.generate_voice_design(text=case.text, instruct=case.instruct,
-                                                 language=case.language, **common)
+        return lambda: tts.generate_voice_design(
+            text=case.text, instruct=case.instruct, language=case.language, **common
+        )
     # x-vector only (no ICL): a ready prompt, so the Mimi encoder is not involved
-    prompt = {"ref_code": [None], "ref_spk_embedding": [torch.from_numpy(xvector)],
-              "x_vector_only_mode": [True], "icl_mode": [False]}
-    return lambda: tts.generate_voice_clone(text=case.text, language=case.language, voice_clone_prompt=prompt,
-                                            **common)
+    prompt = {
+        "ref_code": [None],
+        "ref_spk_embedding": [torch.from_numpy(xvector)],
+        "x_vector_only_mode": [True],
+        "icl_mode": [False],
+    }
+    return lambda: tts.generate_voice_clone(
+        text=case.text, language=case.language, voice_clone_prompt=prompt, **common
+    )
 
 
 def codec_track_ids(tts, case: cases.TalkerCase) -> dict:
@@ -211,9 +251,11 @@ def talker_case(tts, case: cases.TalkerCase, xvector: np.ndarray | None) -> tupl
         raise CaseOutcomeError(
             f"{case.name}: {num_frames} frames, stopped by EOS: {stopped_by_eos}, "
             f"expected EOS: {case.expect_eos}; "
-            f"the checkpoint weights changed, pick another text or instruct in cases.py")
-    replayed, margins = talker_probe.greedy_replay(tts.model, run, max_new_tokens,
-                                                   cases.GREEDY["repetition_penalty"])
+            f"the checkpoint weights changed, pick another text or instruct in cases.py"
+        )
+    replayed, margins = talker_probe.greedy_replay(
+        tts.model, run, max_new_tokens, cases.GREEDY["repetition_penalty"]
+    )
     if not torch.equal(replayed, run.codes):
         raise talker_probe.ReplayMismatchError(f"{case.name}: hand-written greedy loop != official generate")
     # an EOS run replays every step, up to the one whose logits choose EOS
@@ -235,9 +277,14 @@ def talker_case(tts, case: cases.TalkerCase, xvector: np.ndarray | None) -> tupl
     if xvector is not None:
         arrays["xvector"] = xvector
     facts = {
-        "text": case.text, "language": case.language, "speaker": case.speaker, "instruct": case.instruct,
-        "non_streaming": case.non_streaming, "instruct_in_prompt": run.instruct_ids is not None,
-        **codec_track_ids(tts, case), "num_frames": num_frames,
+        "text": case.text,
+        "language": case.language,
+        "speaker": case.speaker,
+        "instruct": case.instruct,
+        "non_streaming": case.non_streaming,
+        "instruct_in_prompt": run.instruct_ids is not None,
+        **codec_track_ids(tts, case),
+        "num_frames": num_frames,
         "stopped_by_eos": stopped_by_eos,
         "min_top1_gap": margins,
     }
@@ -262,28 +309,45 @@ def generate(root: Path | None, product_python: Path, out: Path, scratch: Path) 
         tts = load_official(directory)
         decoder = tts.model.speech_tokenizer.model.decoder
         index_checkpoints[checkpoint.name] = {
-            "variant": checkpoint.variant, "shape": checkpoint.shape, "seed": checkpoint.seed,
+            "variant": checkpoint.variant,
+            "shape": checkpoint.shape,
+            "seed": checkpoint.seed,
             "files": hashes,
             **official_checks.check_talker_style(tts.model, checkpoint.shape),
             "codec_check": official_checks.check_codec_not_degenerate(decoder, decoder.config.codebook_size),
         }
         if _same_files(hashes, TOKENIZER_FILES) not in tokenizers_done:
             tokenizers_done.add(_same_files(hashes, TOKENIZER_FILES))
-            writer.add(f"tokenizer-{checkpoint.name}", "tokenizer", checkpoint, tokenizer_case(tts),
-                       texts=list(cases.TOKENIZER_TEXTS))
+            writer.add(
+                f"tokenizer-{checkpoint.name}",
+                "tokenizer",
+                checkpoint,
+                tokenizer_case(tts),
+                texts=list(cases.TOKENIZER_TEXTS),
+            )
         if _same_files(hashes, CODEC_FILES) not in codecs_done:
             # the long decode once: all tiny shapes share one codec
             lengths = (cases.CODEC_SHORT_FRAMES,) + (() if codecs_done else (cases.CODEC_LONG_FRAMES,))
             codecs_done.add(_same_files(hashes, CODEC_FILES))
             for frames in lengths:
-                writer.add(f"codec-{checkpoint.name}-{frames}", "codec", checkpoint,
-                           codec_case(tts, frames, cases.CODEC_SEED + frames), num_frames=frames)
+                writer.add(
+                    f"codec-{checkpoint.name}-{frames}",
+                    "codec",
+                    checkpoint,
+                    codec_case(tts, frames, cases.CODEC_SEED + frames),
+                    num_frames=frames,
+                )
         xvector = None
         if checkpoint.variant == "base":
             speaker = speaker_case(tts)
             xvector = speaker["xvector"]
-            writer.add(f"speaker-{checkpoint.name}", "speaker_encoder", checkpoint, speaker,
-                       sample_rate=cases.SAMPLE_RATE)
+            writer.add(
+                f"speaker-{checkpoint.name}",
+                "speaker_encoder",
+                checkpoint,
+                speaker,
+                sample_rate=cases.SAMPLE_RATE,
+            )
         for case in cases.TALKER_CASES:
             if case.checkpoint == checkpoint.name:
                 arrays, facts = talker_case(tts, case, xvector)
@@ -295,10 +359,17 @@ def generate(root: Path | None, product_python: Path, out: Path, scratch: Path) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "golden")
-    parser.add_argument("--product-python", type=Path, default=REPO / ".venv" / "bin" / "python",
-                        help="python of the product venv, used to run qwen3tts.model.tiny.write_checkpoint")
-    parser.add_argument("--checkpoint-root", type=Path,
-                        help="use checkpoints already written as ROOT/<checkpoint name>/ (development only)")
+    parser.add_argument(
+        "--product-python",
+        type=Path,
+        default=REPO / ".venv" / "bin" / "python",
+        help="python of the product venv, used to run qwen3tts.model.tiny.write_checkpoint",
+    )
+    parser.add_argument(
+        "--checkpoint-root",
+        type=Path,
+        help="use checkpoints already written as ROOT/<checkpoint name>/ (development only)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     torch.manual_seed(0)

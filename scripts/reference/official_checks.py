@@ -62,7 +62,7 @@ def check_codec_not_degenerate(decoder, codebook_size: int) -> dict:
     stats = {
         "rms": float(wave.pow(2).mean().sqrt()),
         "clipped_fraction": float((wave.abs() >= 1).float().mean()),
-        "change_after": float(moved[..., 6 * samples:].max()),
+        "change_after": float(moved[..., 6 * samples :].max()),
         "change_before": float(moved[..., : 6 * samples].max()),
     }
     if not (0.01 < stats["rms"] < 0.5) or stats["clipped_fraction"] > 0.01:

@@ -86,8 +86,9 @@ class TalkerReplay:
         """(1, L, H) prompt -> (cache, hidden (L, H) after the final norm, code-0 logits (V,))."""
         cache = DynamicCache()
         positions = self._positions(0, prompt_embeds.shape[1])
-        out = self.talker.model(inputs_embeds=prompt_embeds, position_ids=positions,
-                                past_key_values=cache, use_cache=True)
+        out = self.talker.model(
+            inputs_embeds=prompt_embeds, position_ids=positions, past_key_values=cache, use_cache=True
+        )
         hidden = out.last_hidden_state[0]  # (L, H)
         return cache, hidden, self.talker.codec_head(hidden[-1])
 
@@ -96,13 +97,17 @@ class TalkerReplay:
         embed = self.talker.get_input_embeddings()(frame[:1].view(1, 1))
         tables = self.talker.code_predictor.get_input_embeddings()
         for j in range(self.config.num_code_groups - 1):
-            embed = embed + tables[j](frame[j + 1:j + 2].view(1, 1))
+            embed = embed + tables[j](frame[j + 1 : j + 2].view(1, 1))
         return embed + text_vector.view(1, 1, -1)  # (1, 1, H)
 
     def decode_step(self, cache, position: int, step_input: torch.Tensor):
         """One talker step at `position`: (1, 1, H) input -> (hidden (H,), code-0 logits (V,))."""
-        out = self.talker.model(inputs_embeds=step_input, position_ids=self._positions(position, 1),
-                                past_key_values=cache, use_cache=True)
+        out = self.talker.model(
+            inputs_embeds=step_input,
+            position_ids=self._positions(position, 1),
+            past_key_values=cache,
+            use_cache=True,
+        )
         hidden = out.last_hidden_state[0, -1]
         return hidden, self.talker.codec_head(hidden)
 
@@ -123,8 +128,11 @@ class TalkerReplay:
         step_input = torch.cat([hidden.view(1, 1, -1), code0_embed], 1)  # (1, 2, H)
         codes, logits = [int(frame[0])], []
         for j in range(self.config.num_code_groups - 1):
-            out = predictor.model(inputs_embeds=predictor.small_to_mtp_projection(step_input),
-                                  past_key_values=cache, use_cache=True)
+            out = predictor.model(
+                inputs_embeds=predictor.small_to_mtp_projection(step_input),
+                past_key_values=cache,
+                use_cache=True,
+            )
             step_logits = predictor.lm_head[j](out.last_hidden_state[0, -1])  # (codebook,)
             logits.append(step_logits)
             code = int(frame[j + 1]) if pick is None else pick(step_logits)
@@ -205,8 +213,9 @@ def teacher_forced(model, run: OfficialRun, num_decode_steps: int, num_predictor
         logits.append(step_logits)
     # the hidden state that produced frame f's code 0: prefill for f = 0, decode step f-1 after that
     producing = torch.stack([prefill_hidden[-1], *hiddens])[:num_predictor_frames]
-    predictor_logits = torch.stack([replay.code_predictor(producing[f], frames[f])[0]
-                                    for f in range(num_predictor_frames)])
+    predictor_logits = torch.stack(
+        [replay.code_predictor(producing[f], frames[f])[0] for f in range(num_predictor_frames)]
+    )
     arrays = {
         "prefill_hidden": prefill_hidden,
         "prefill_logits": prefill_logits,

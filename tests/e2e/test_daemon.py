@@ -32,9 +32,17 @@ def config_file(tmp_path: Path, bundle: Path, broker, **audio) -> Path:
         "model": {"bundle": str(bundle)},
         "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False},
         "announcements": {"spool_dir": str(tmp_path / "spool"), "interrupted": "resume"},
-        "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "lead_in_ms": LEAD_IN_MS,
-                  "tail_ms": TAIL_MS, "chime_normal": "none", "chime_priority": "none",
-                  "chime_emergency": "none", "jitter_buffer_ms": 0, **audio},
+        "audio": {
+            "sink": "wav",
+            "wav_dir": str(tmp_path / "wav"),
+            "lead_in_ms": LEAD_IN_MS,
+            "tail_ms": TAIL_MS,
+            "chime_normal": "none",
+            "chime_priority": "none",
+            "chime_emergency": "none",
+            "jitter_buffer_ms": 0,
+            **audio,
+        },
         "thermal": {"enabled": False},
         "devices": {"inference_precision": "f32"},
     }
@@ -51,7 +59,9 @@ class Daemon:
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(config), "run"],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
             )
 
     def terminate(self, timeout: float = 60) -> int:
@@ -78,8 +88,9 @@ def wait_event(recorder, ann_id, kind, timeout=90.0) -> dict:
 
 
 def wait_online(recorder, timeout=120.0) -> None:
-    recorder.wait_for(lambda msgs: any(m.topic.endswith("/availability") and m.payload == b"online"
-                                       for m in msgs), timeout)
+    recorder.wait_for(
+        lambda msgs: any(m.topic.endswith("/availability") and m.payload == b"online" for m in msgs), timeout
+    )
 
 
 def say(recorder, ann_id, text, **fields) -> None:
@@ -124,7 +135,9 @@ def test_an_announcement_goes_from_mqtt_to_a_wav_with_lead_in_and_tail_and_every
     finished = wait_event(recorder, "hello-1", "finished")
     kinds = [e["event"] for e in events(recorder, "hello-1")]
     assert kinds == ["queued", "started", "first_audio", "finished"], kinds
-    assert finished["t_queued"] <= finished["t_started"] <= finished["t_first_audio"] <= finished["t_finished"]
+    assert (
+        finished["t_queued"] <= finished["t_started"] <= finished["t_first_audio"] <= finished["t_finished"]
+    )
     [wav] = sorted((tmp_path / "wav").glob("*hello-1*.wav"))
     audio = read_wav(wav)
     lead, tail = RATE * LEAD_IN_MS // 1000, RATE * TAIL_MS // 1000
@@ -135,7 +148,9 @@ def test_an_announcement_goes_from_mqtt_to_a_wav_with_lead_in_and_tail_and_every
     assert daemon.terminate() == 0
 
 
-def test_sigterm_drains_publishes_offline_and_exits_zero(tmp_path, bundle, mosquitto, recorder, daemon_factory):
+def test_sigterm_drains_publishes_offline_and_exits_zero(
+    tmp_path, bundle, mosquitto, recorder, daemon_factory
+):
     daemon = daemon_factory(config_file(tmp_path, bundle, mosquitto))
     wait_online(recorder)
     say(recorder, "drain-1", "This announcement is still playing when the stop arrives.")
@@ -169,8 +184,10 @@ def test_the_real_alsa_path_captures_the_announcement_through_a_file_pcm(
 ):
     capture = tmp_path / "capture.raw"
     conf = tmp_path / "asound.conf"
-    conf.write_text(f'</usr/share/alsa/alsa.conf>\npcm.ttsfile {{ type file; slave.pcm "null"; '
-                    f'file "{capture}"; format "raw" }}\n')
+    conf.write_text(
+        f'</usr/share/alsa/alsa.conf>\npcm.ttsfile {{ type file; slave.pcm "null"; '
+        f'file "{capture}"; format "raw" }}\n'
+    )
     config = config_file(tmp_path, bundle, mosquitto, sink="alsa", device="ttsfile")
     daemon = daemon_factory(config, env={"ALSA_CONFIG_PATH": str(conf)})
     wait_online(recorder)
@@ -182,18 +199,22 @@ def test_the_real_alsa_path_captures_the_announcement_through_a_file_pcm(
     assert np.abs(captured).max() > 0.01 and np.isfinite(captured).all()
 
 
-def test_systemd_notify_sends_ready_status_and_watchdog(tmp_path, bundle, mosquitto, recorder, daemon_factory):
+def test_systemd_notify_sends_ready_status_and_watchdog(
+    tmp_path, bundle, mosquitto, recorder, daemon_factory
+):
     path = str(tmp_path / "notify.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     server.bind(path)
     server.settimeout(120)
     try:
-        daemon = daemon_factory(config_file(tmp_path, bundle, mosquitto),
-                                env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "2000000"})
+        daemon = daemon_factory(
+            config_file(tmp_path, bundle, mosquitto), env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "2000000"}
+        )
         received = []
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not ("WATCHDOG=1" in received and any(
-                r.startswith("READY=1") for r in received)):
+        while time.monotonic() < deadline and not (
+            "WATCHDOG=1" in received and any(r.startswith("READY=1") for r in received)
+        ):
             received.append(server.recv(4096).decode())
         assert any(r.startswith("READY=1") for r in received), received
         assert any("STATUS=" in r for r in received)
@@ -245,15 +266,30 @@ def test_sighup_reloads_voice_volume_and_topics_without_dropping_the_queue(
     sections["mqtt"]["site"] = "reloaded"
     config.write_text(json.dumps(sections))
     daemon.process.send_signal(signal.SIGHUP)
-    recorder.wait_for(lambda msgs: any(m.topic == "qwen3tts/reloaded/availability" and m.payload == b"online"
-                                       for m in msgs), 60)
-    finished = lambda msgs: any(m.topic == "qwen3tts/reloaded/event" and  # noqa: E731
-                                json.loads(m.payload).get("id") == "second" and
-                                json.loads(m.payload)["event"] == "finished" for m in msgs)
-    recorder.wait_for(finished, 120)  # queued before the reload, spoken after it
+    recorder.wait_for(
+        lambda msgs: any(
+            m.topic == "qwen3tts/reloaded/availability" and m.payload == b"online" for m in msgs
+        ),
+        60,
+    )
+
+    def second_finished(msgs):
+        return any(
+            m.topic == "qwen3tts/reloaded/event"
+            and json.loads(m.payload).get("id") == "second"
+            and json.loads(m.payload)["event"] == "finished"
+            for m in msgs
+        )
+
+    recorder.wait_for(second_finished, 120)  # queued before the reload, spoken after it
     time.sleep(2)  # a duplicate from a second spool replay would have started by now
-    done = [m for m in recorder.messages if m.topic.endswith("/event")
-            and json.loads(m.payload)["event"] == "started" and json.loads(m.payload).get("id") == "second"]
+    done = [
+        m
+        for m in recorder.messages
+        if m.topic.endswith("/event")
+        and json.loads(m.payload)["event"] == "started"
+        and json.loads(m.payload).get("id") == "second"
+    ]
     assert len(done) == 1, "the reload must not replay the spool a second time"
     status = json.loads(recorder.on("qwen3tts/reloaded/status")[-1].payload)
     assert status["volume"] == 0.25 and status["voice"] == "ryan"

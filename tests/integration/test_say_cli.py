@@ -12,9 +12,25 @@ FRAMES = 12  # max_frames: N sampled tokens give N-1 frames of 1920 samples
 
 def say(bundle, out, *extra):
     return subprocess.run(
-        [sys.executable, "-m", "qwen3tts", "say", "Hello there, this is a test.", "--bundle", str(bundle),
-         "--out", str(out), "--max-frames", str(FRAMES), "--seed", "3", *extra],
-        capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "qwen3tts",
+            "say",
+            "Hello there, this is a test.",
+            "--bundle",
+            str(bundle),
+            "--out",
+            str(out),
+            "--max-frames",
+            str(FRAMES),
+            "--seed",
+            "3",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -32,7 +48,9 @@ def read(path):
         ("base", "tiny", []),
     ],
 )
-def test_say_writes_a_wav_and_reports_latency_and_real_time_factor(tiny_models, tmp_path, variant, shape, extra):
+def test_say_writes_a_wav_and_reports_latency_and_real_time_factor(
+    tiny_models, tmp_path, variant, shape, extra
+):
     bundle = tiny_models.bundle(variant, shape, "int8")
     result = say(bundle, tmp_path / "out.wav", *extra)
     assert result.returncode == 0, result.stderr[-2000:]

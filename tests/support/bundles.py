@@ -31,10 +31,14 @@ class TinyModels:
             self._checkpoints[key] = path
         return self._checkpoints[key]
 
-    def bundle(self, variant: str = "custom_voice", shape: str = "tiny", weights: str = "f32", seed: int = 0) -> Path:
+    def bundle(
+        self, variant: str = "custom_voice", shape: str = "tiny", weights: str = "f32", seed: int = 0
+    ) -> Path:
         key = (variant, shape, weights, seed)
         if key not in self._bundles:
             path = self.root / f"bundle-{variant}-{shape}-{weights}-{seed}"
-            build_bundle(self.checkpoint(variant, shape, seed), path, weights=weights, report=lambda line: None)
+            build_bundle(
+                self.checkpoint(variant, shape, seed), path, weights=weights, report=lambda line: None
+            )
             self._bundles[key] = path
         return self._bundles[key]

@@ -10,7 +10,9 @@ from qwen3tts.cli import COMMANDS, EXIT_ERROR, main
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "qwen3tts", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "qwen3tts", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_help_lists_every_subcommand():

@@ -36,12 +36,19 @@ def test_the_product_never_imports_torch_or_the_reference_package():
 
 
 def test_the_engine_is_pure_python_and_numpy():
-    assert offenders(files_under("engine"), ("openvino", "qwen3tts.runtime", "qwen3tts.appliance",
-                                             "qwen3tts.model", "paho", "sounddevice")) == []
+    assert (
+        offenders(
+            files_under("engine"),
+            ("openvino", "qwen3tts.runtime", "qwen3tts.appliance", "qwen3tts.model", "paho", "sounddevice"),
+        )
+        == []
+    )
 
 
 def test_the_model_layer_knows_nothing_of_run_time_layers():
-    assert offenders(files_under("model"), ("qwen3tts.runtime", "qwen3tts.engine", "qwen3tts.appliance")) == []
+    assert (
+        offenders(files_under("model"), ("qwen3tts.runtime", "qwen3tts.engine", "qwen3tts.appliance")) == []
+    )
 
 
 def test_the_runtime_does_not_reach_up_into_the_appliance():

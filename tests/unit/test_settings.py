@@ -21,7 +21,9 @@ def write(tmp_path, text):
 
 def test_the_committed_default_config_is_the_rendering_of_the_code():
     committed = (REPO / "config" / "qwen3tts.yaml").read_text(encoding="utf-8")
-    assert committed == render_default_yaml(), "regenerate config/qwen3tts.yaml with `qwen3tts config --default`"
+    assert committed == render_default_yaml(), (
+        "regenerate config/qwen3tts.yaml with `qwen3tts config --default`"
+    )
 
 
 def test_the_committed_default_config_loads_to_the_defaults():
@@ -83,7 +85,7 @@ def test_unreadable_and_invalid_yaml_files_are_config_errors(tmp_path):
 
 
 def test_an_override_without_equals_sign_is_rejected():
-    with pytest.raises(ConfigError, match="expected key.path=value"):
+    with pytest.raises(ConfigError, match=r"expected key\.path=value"):
         load_settings(None, ["engine.max_num_seqs"])
 
 
@@ -99,5 +101,5 @@ def test_the_mqtt_password_comes_from_its_file_or_the_credentials_directory(tmp_
 
 
 def test_a_password_key_in_yaml_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="mqtt.password: unknown key"):
+    with pytest.raises(ConfigError, match=r"mqtt\.password: unknown key"):
         load_settings(write(tmp_path, "mqtt:\n  password: hunter2\n"))

@@ -40,7 +40,9 @@ class LocalBroker:
     def start(self) -> None:
         binary = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin")
         if binary is None:
-            raise ConfigError("mqtt: no broker listens and mosquitto is not installed (apt-get install mosquitto)")
+            raise ConfigError(
+                "mqtt: no broker listens and mosquitto is not installed (apt-get install mosquitto)"
+            )
         self.state_dir.mkdir(parents=True, exist_ok=True)
         conf = self.state_dir / "mosquitto.conf"
         conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
@@ -50,8 +52,10 @@ class LocalBroker:
         deadline = time.monotonic() + 5
         while not broker_listening("127.0.0.1", self.port, 0.2):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise ConfigError(f"mqtt: could not start mosquitto on 127.0.0.1:{self.port} "
-                                  f"(see {self.state_dir / 'mosquitto.log'})")
+                raise ConfigError(
+                    f"mqtt: could not start mosquitto on 127.0.0.1:{self.port} "
+                    f"(see {self.state_dir / 'mosquitto.log'})"
+                )
             time.sleep(0.05)
         log.info("started mosquitto on 127.0.0.1:%d (pid %d)", self.port, self.process.pid)
 

@@ -64,23 +64,43 @@ class Service:
         spec = self.runtime.spec
         self.sink = open_sink(settings.audio, on_state=self._on_sink_state)
         self.playback_events: queue.Queue = queue.Queue()
-        self.playback = Playback(self.sink, settings.audio, ChimeSet.from_settings(settings.audio),
-                                 on_event=self.playback_events.put, clock=time.time)
+        self.playback = Playback(
+            self.sink,
+            settings.audio,
+            ChimeSet.from_settings(settings.audio),
+            on_event=self.playback_events.put,
+            clock=time.time,
+        )
         self.audio = AudioWorker(self.playback, heartbeat=self._beat("audio"))
-        self.announcements = AnnouncementQueue(settings.announcements.spool_dir,
-                                               max_queue=settings.announcements.max_queue)
-        self.player = Player(settings, self.announcements, self.runtime.engine, self.audio, self._publish,
-                             self._voice_from(settings), self.playback_events, heartbeat=self._beat("player"),
-                             on_change=self._status_dirty.set)
+        self.announcements = AnnouncementQueue(
+            settings.announcements.spool_dir, max_queue=settings.announcements.max_queue
+        )
+        self.player = Player(
+            settings,
+            self.announcements,
+            self.runtime.engine,
+            self.audio,
+            self._publish,
+            self._voice_from(settings),
+            self.playback_events,
+            heartbeat=self._beat("player"),
+            on_change=self._status_dirty.set,
+        )
         self.thermal = None
         if settings.thermal.enabled:
-            self.thermal = ThermalMonitor(settings.thermal, self.runtime.engine, self._on_thermal,
-                                          heartbeat=self._beat("thermal"))
+            self.thermal = ThermalMonitor(
+                settings.thermal, self.runtime.engine, self._on_thermal, heartbeat=self._beat("thermal")
+            )
         self.runtime.engine.start()
         self.audio.start()
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
-        log.info("ready: %s %s bundle, devices %s, sink %s", spec.size, spec.variant,
-                 self.runtime.plan.summary(), self.sink.name)
+        log.info(
+            "ready: %s %s bundle, devices %s, sink %s",
+            spec.size,
+            spec.variant,
+            self.runtime.plan.summary(),
+            self.sink.name,
+        )
         self._start_mqtt(replay_spool=True)
         self.player.start()
         if self.thermal is not None:
@@ -96,12 +116,17 @@ class Service:
         self.mqtt = MqttClient(settings.mqtt, on_inbound=inbound.put)
         topics = self.mqtt.topics
         policy = AnnouncementPolicy.from_settings(
-            settings.announcements, max_text_chars=settings.engine.max_text_chars,
-            voices=tuple(spec.speakers), languages=tuple(spec.languages),
+            settings.announcements,
+            max_text_chars=settings.engine.max_text_chars,
+            voices=tuple(spec.speakers),
+            languages=tuple(spec.languages),
         )
         previous = getattr(self, "intake", None)
         self.intake = AnnouncementIntake(
-            self.announcements, policy, topics, ack=self.mqtt.ack,
+            self.announcements,
+            policy,
+            topics,
+            ack=self.mqtt.ack,
             hermes_site_id=settings.mqtt.hermes_site_id,
             discovery=self._discovery if settings.mqtt.discovery else None,
             dedup_window=settings.announcements.dedup_window,
@@ -112,17 +137,21 @@ class Service:
             for message in self.intake.replay():
                 self.mqtt.publish(message)
         self._intake_stop = threading.Event()
-        threading.Thread(target=self._intake_loop, args=(inbound, self._intake_stop), name="intake",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._intake_loop, args=(inbound, self._intake_stop), name="intake", daemon=True
+        ).start()
         self.mqtt.start()
-        for message in [Voices(voices=tuple(spec.speakers), languages=tuple(spec.languages)),
-                        *(self._discovery() if settings.mqtt.discovery else [])]:
+        for message in [
+            Voices(voices=tuple(spec.speakers), languages=tuple(spec.languages)),
+            *(self._discovery() if settings.mqtt.discovery else []),
+        ]:
             self.mqtt.publish(message)
         self._status_dirty.set()
 
     def _discovery(self):
-        return discovery_configs(self.mqtt.topics, voices=tuple(self.runtime.spec.speakers),
-                                 sw_version=__version__)
+        return discovery_configs(
+            self.mqtt.topics, voices=tuple(self.runtime.spec.speakers), sw_version=__version__
+        )
 
     # ---- threads ----
 
@@ -285,4 +314,3 @@ class _ExtendStartTimeout:
     def __exit__(self, *exc) -> bool:
         self._done.set()
         return False
-

@@ -159,7 +159,6 @@ def read_coretemp(sysfs_root: Path) -> list[HwmonTemp]:
     return temps
 
 
-
 # ---- Intel iGPU: i915 and xe ----
 
 

@@ -24,14 +24,22 @@ def inspect(args: argparse.Namespace, settings: Settings) -> int:
     spec = checkpoint.spec
     talker, predictor, codec = spec.talker, spec.code_predictor, spec.codec
     print(f"checkpoint {args.path}: {spec.variant}, size {spec.size}")
-    print(f"  talker: {talker.num_hidden_layers} layers, hidden {talker.hidden_size}, "
-          f"heads {talker.num_attention_heads}/{talker.num_key_value_heads}, codec vocab {talker.vocab_size}")
-    print(f"  code predictor: {predictor.num_hidden_layers} layers, hidden {predictor.hidden_size}, "
-          f"input projection {'yes' if predictor.has_input_projection else 'no'}")
-    print(f"  codec: {codec.num_quantizers} codebooks x {codec.codebook_size}, {codec.sample_rate} Hz, "
-          f"{codec.decode_upsample_rate} samples/frame")
+    print(
+        f"  talker: {talker.num_hidden_layers} layers, hidden {talker.hidden_size}, "
+        f"heads {talker.num_attention_heads}/{talker.num_key_value_heads}, codec vocab {talker.vocab_size}"
+    )
+    print(
+        f"  code predictor: {predictor.num_hidden_layers} layers, hidden {predictor.hidden_size}, "
+        f"input projection {'yes' if predictor.has_input_projection else 'no'}"
+    )
+    print(
+        f"  codec: {codec.num_quantizers} codebooks x {codec.codebook_size}, {codec.sample_rate} Hz, "
+        f"{codec.decode_upsample_rate} samples/frame"
+    )
     print(f"  speakers: {', '.join(spec.speakers) or '-'}")
     print(f"  languages: {', '.join(spec.languages) or '-'}")
-    print(f"  instruct: {'yes' if spec.supports_instruct else 'no'}; "
-          f"speaker encoder: {'yes' if spec.speaker_encoder else 'no'}")
+    print(
+        f"  instruct: {'yes' if spec.supports_instruct else 'no'}; "
+        f"speaker encoder: {'yes' if spec.speaker_encoder else 'no'}"
+    )
     return 0

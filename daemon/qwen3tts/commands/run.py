@@ -37,8 +37,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         service.start()
         site = settings.mqtt.site or socket.gethostname()
-        print(f"qwen3tts is listening. Try:\n  mosquitto_pub -h {settings.mqtt.host} -p {settings.mqtt.port} "
-              f"-t {settings.mqtt.prefix}/{site}/say -m 'Hello from qwen3tts.'", flush=True)
+        print(
+            f"qwen3tts is listening. Try:\n  mosquitto_pub -h {settings.mqtt.host} -p {settings.mqtt.port} "
+            f"-t {settings.mqtt.prefix}/{site}/say -m 'Hello from qwen3tts.'",
+            flush=True,
+        )
         while not service.wait(1.0):
             pass
     finally:

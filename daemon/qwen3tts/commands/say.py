@@ -64,9 +64,11 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _play(pcm, settings)
     rtf = elapsed / seconds if seconds else float("inf")
-    print(f"{seconds:.2f} s of audio ({handle.frames.shape[0]} frames) in {elapsed:.2f} s: "
-          f"first audio after {first_audio or 0:.3f} s, real-time factor {rtf:.2f}"
-          + (f", wrote {args.out}" if args.out else ""))
+    print(
+        f"{seconds:.2f} s of audio ({handle.frames.shape[0]} frames) in {elapsed:.2f} s: "
+        f"first audio after {first_audio or 0:.3f} s, real-time factor {rtf:.2f}"
+        + (f", wrote {args.out}" if args.out else "")
+    )
     return 0
 
 

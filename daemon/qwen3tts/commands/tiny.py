@@ -30,6 +30,8 @@ def tiny(args: argparse.Namespace, settings: Settings) -> int:
     started = time.perf_counter()
     path = write_checkpoint(args.out, variant=args.variant, shape=args.shape, seed=args.seed)
     size = sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
-    print(f"wrote {args.variant} {args.shape} checkpoint to {path} ({size / 1e6:.1f} MB, "
-          f"{time.perf_counter() - started:.1f} s)")
+    print(
+        f"wrote {args.variant} {args.shape} checkpoint to {path} ({size / 1e6:.1f} MB, "
+        f"{time.perf_counter() - started:.1f} s)"
+    )
     return 0

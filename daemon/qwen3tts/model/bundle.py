@@ -67,7 +67,9 @@ def write_manifest(bundle_dir: Path, manifest_fields: dict[str, Any]) -> Manifes
     }
     manifest = Manifest(files=files, **manifest_fields)
     document = {"format": FORMAT, "format_version": FORMAT_VERSION, **_to_plain(manifest)}
-    (bundle_dir / MANIFEST).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (bundle_dir / MANIFEST).write_text(
+        json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return manifest
 
 
@@ -114,7 +116,8 @@ def describe_bundle(bundle_dir: Path) -> str:
     spec = manifest.spec
     size = sum((Path(bundle_dir) / name).stat().st_size for name in manifest.files)
     lines = [
-        f"bundle {bundle_dir}: {spec.variant}, size {spec.size}, {len(manifest.files)} files, {size / 1e6:.1f} MB",
+        f"bundle {bundle_dir}: {spec.variant}, size {spec.size}, "
+        f"{len(manifest.files)} files, {size / 1e6:.1f} MB",
         f"  precision: {', '.join(f'{k} {v}' for k, v in sorted(manifest.precision.items()))}",
         f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames",
         f"  built with: {', '.join(f'{k} {v}' for k, v in sorted(manifest.versions.items()))}",

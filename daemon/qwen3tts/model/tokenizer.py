@@ -89,8 +89,13 @@ class TextTokenizer:
         added = _read_added_tokens(directory / CONFIG_FILE)
         tokenizer = _build_tokenizer(vocab, merges, directory / MERGES_FILE)
         special_ids = _add_tokens(tokenizer, added, directory / CONFIG_FILE)
-        logger.debug("loaded tokenizer from %s: %d base tokens, %d merges, %d added tokens",
-                     directory, len(vocab), len(merges), len(added))
+        logger.debug(
+            "loaded tokenizer from %s: %d base tokens, %d merges, %d added tokens",
+            directory,
+            len(vocab),
+            len(merges),
+            len(added),
+        )
         return cls(tokenizer, special_ids)
 
     @property
@@ -117,8 +122,9 @@ class TextTokenizer:
         """Ids of the framed target text, split into role and text ids as the official slicing does."""
         ids = self.encode(assistant_text(text))
         self._check_framing(ids, self.encode(assistant_text("")), ROLE_LENGTH, TARGET_TAIL_LENGTH, text)
-        return TargetIds(ids=tuple(ids), role=tuple(ids[:ROLE_LENGTH]),
-                         text=tuple(ids[ROLE_LENGTH:-TARGET_TAIL_LENGTH]))
+        return TargetIds(
+            ids=tuple(ids), role=tuple(ids[:ROLE_LENGTH]), text=tuple(ids[ROLE_LENGTH:-TARGET_TAIL_LENGTH])
+        )
 
     def encode_ref_text(self, text: str) -> tuple[int, ...]:
         """Ids of a Base ICL reference transcript without its framing (the official `ref_id[:, 3:-2]`)."""
@@ -196,9 +202,16 @@ def _read_added_tokens(path: Path) -> list[tuple[int, dict]]:
 
 def _build_tokenizer(vocab: dict[str, int], merges: list[tuple[str, str]], merges_path: Path) -> Tokenizer:
     try:
-        model = models.BPE(vocab=vocab, merges=merges, dropout=None, unk_token=None,
-                           continuing_subword_prefix="", end_of_word_suffix="",
-                           fuse_unk=False, byte_fallback=False)
+        model = models.BPE(
+            vocab=vocab,
+            merges=merges,
+            dropout=None,
+            unk_token=None,
+            continuing_subword_prefix="",
+            end_of_word_suffix="",
+            fuse_unk=False,
+            byte_fallback=False,
+        )
     except Exception as exc:  # the Rust side raises a bare Exception for merges outside the vocabulary
         raise TokenizerError(f"tokenizer file {merges_path} does not fit the vocabulary: {exc}") from exc
     tokenizer = Tokenizer(model)

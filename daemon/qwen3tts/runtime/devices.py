@@ -50,7 +50,7 @@ class DevicePlan:
 
 
 def base_device(name: str) -> str:
-    """"GPU.1" -> "GPU": preference lists may name a family or one device of it."""
+    """ "GPU.1" -> "GPU": preference lists may name a family or one device of it."""
     return name.split(".", 1)[0].upper()
 
 

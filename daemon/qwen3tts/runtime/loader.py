@@ -92,8 +92,13 @@ def load_runtime(
     codec = _compile_codec(compiler, bundle_dir, manifest, prefs["codec"], plan)
     num_blocks = settings.engine.num_kv_blocks or num_blocks_for_budget(talker, settings.engine.kv_cache_mib)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
-    log.info("KV cache: %d blocks of %d positions (%s, %.0f MiB)", num_blocks, runner.block_size,
-             settings.engine.kv_cache_precision, runner.kv_cache_bytes / 2**20)
+    log.info(
+        "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
+        num_blocks,
+        runner.block_size,
+        settings.engine.kv_cache_precision,
+        runner.kv_cache_bytes / 2**20,
+    )
     prompt_builder = PromptBuilder(
         spec,
         TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR),
@@ -101,7 +106,9 @@ def load_runtime(
         np.load(bundle_dir / layout.CODEC_EMBEDDING),
         _xvector_source(compiler, bundle_dir, spec, settings, plan),
     )
-    engine = Engine(runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat)
+    engine = Engine(
+        runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
+    )
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine)
 
 

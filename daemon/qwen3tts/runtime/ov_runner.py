@@ -65,7 +65,9 @@ class OVRunner:
     def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
         return self._talker.step([(c.embeddings, c.past_len, c.block_table) for c in chunks])
 
-    def code_predictor(self, hidden, code0, noise, temperature, top_k, top_p) -> tuple[np.ndarray, np.ndarray]:
+    def code_predictor(
+        self, hidden, code0, noise, temperature, top_k, top_p
+    ) -> tuple[np.ndarray, np.ndarray]:
         feed = {
             cp_names.PAST_HIDDEN: np.ascontiguousarray(hidden, dtype=np.float32),
             cp_names.CODE0: np.ascontiguousarray(code0, dtype=np.int64),

@@ -22,8 +22,13 @@ log = logging.getLogger(__name__)
 class PartCompiler:
     """Reads IR files and compiles them on the first device of a preference list that works."""
 
-    def __init__(self, settings: DeviceSettings, cache_dir: Path | None = None, core: ov.Core | None = None,
-                 available: Sequence[str] | None = None):
+    def __init__(
+        self,
+        settings: DeviceSettings,
+        cache_dir: Path | None = None,
+        core: ov.Core | None = None,
+        available: Sequence[str] | None = None,
+    ):
         self.core = core or ov.Core()
         self.settings = settings
         self.cache_dir = cache_dir

@@ -22,8 +22,9 @@ from qwen3tts.settings import AudioSettings
 def main() -> int:
     device, signals_path, wav_dir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     signals = np.load(signals_path)
-    settings = AudioSettings(sink="alsa", device=device, lead_in_ms=100, tail_ms=100, fade_ms=0, block_ms=40,
-                             jitter_buffer_ms=0)
+    settings = AudioSettings(
+        sink="alsa", device=device, lead_in_ms=100, tail_ms=100, fade_ms=0, block_ms=40, jitter_buffer_ms=0
+    )
     states: list[list[str]] = []
     sink = AlsaSink(device, block_ms=settings.block_ms, on_state=lambda s, d: states.append([s, d])).open()
     events = []
@@ -33,8 +34,13 @@ def main() -> int:
         pcm = (speech[i : i + 1000] for i in range(0, len(speech), 1000))
         playback.play(Utterance(name, pcm))
     report = {
-        "rate": sink.rate, "channels": sink.channels, "name": sink.name, "latency": sink.latency(),
-        "events": events, "states": states, "underflows": playback.underflows,
+        "rate": sink.rate,
+        "channels": sink.channels,
+        "name": sink.name,
+        "latency": sink.latency(),
+        "events": events,
+        "states": states,
+        "underflows": playback.underflows,
         "devices": [d["name"] for d in list_output_devices()],
     }
     sink.close()

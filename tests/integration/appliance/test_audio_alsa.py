@@ -45,13 +45,18 @@ def known_signals() -> dict[str, np.ndarray]:
 
 def run_child(tmp_path: Path, signals: dict[str, np.ndarray]) -> dict:
     if ctypes.util.find_library("portaudio") is None:
-        pytest.fail("libportaudio2 is not installed (apt-get install libportaudio2); ALSA output needs it",
-                    pytrace=False)
+        pytest.fail(
+            "libportaudio2 is not installed (apt-get install libportaudio2); ALSA output needs it",
+            pytrace=False,
+        )
     np.savez(tmp_path / "signals.npz", **signals)
     env = {**os.environ, "ALSA_CONFIG_PATH": str(asound_conf(tmp_path))}
     proc = subprocess.run(
         [sys.executable, str(CHILD), "ttsfile", str(tmp_path / "signals.npz"), str(tmp_path / "wav")],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, f"child failed:\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -96,8 +101,12 @@ def test_the_captured_audio_is_the_resampled_announcements_sample_for_sample(pla
 def test_each_announcement_is_reported_finished_in_order(played):
     report, _, _ = played
     assert report["events"] == [
-        ["started", "first", None], ["first_audio", "first", None], ["finished", "first", None],
-        ["started", "second", None], ["first_audio", "second", None], ["finished", "second", None],
+        ["started", "first", None],
+        ["first_audio", "first", None],
+        ["finished", "first", None],
+        ["started", "second", None],
+        ["first_audio", "second", None],
+        ["finished", "second", None],
     ]
     assert report["underflows"] == 0
 

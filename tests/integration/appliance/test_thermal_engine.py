@@ -39,8 +39,10 @@ def make_engine(bundle):
 
 
 def submit_all(engine: Engine) -> dict:
-    return {name: engine.submit(Request(name, text, seed=11, max_frames=FRAMES[name]))
-            for name, text in TEXTS.items()}
+    return {
+        name: engine.submit(Request(name, text, seed=11, max_frames=FRAMES[name]))
+        for name, text in TEXTS.items()
+    }
 
 
 def run_to_completion(engine: Engine, handles: dict, steps_so_far: int = 0) -> dict[str, int]:

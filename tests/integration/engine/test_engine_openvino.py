@@ -30,8 +30,15 @@ def runtime_for(bundle, *overrides):
 
 
 def request(i, **kw):
-    return Request(id=f"r{i}", text=TEXTS[i], language="english", speaker="vivian", greedy=True,
-                   max_frames=FRAMES[i], **kw)
+    return Request(
+        id=f"r{i}",
+        text=TEXTS[i],
+        language="english",
+        speaker="vivian",
+        greedy=True,
+        max_frames=FRAMES[i],
+        **kw,
+    )
 
 
 def drive(engine, handles, submit_at=None, max_steps=400):
@@ -113,7 +120,9 @@ def test_an_exception_in_one_sequence_leaves_the_others_outputs_unchanged(bundle
 
     runner.talker = failing_talker
     handles = {f"r{i}": engine.submit(request(i)) for i in (0, 1, 3)}
-    handles["bad"] = engine.submit(Request(id="bad", text=TEXTS[2], speaker="vivian", greedy=True, max_frames=30))
+    handles["bad"] = engine.submit(
+        Request(id="bad", text=TEXTS[2], speaker="vivian", greedy=True, max_frames=30)
+    )
     victim["id"] = handles["bad"].seq_id
     drive(engine, handles)
     assert handles["bad"].status is SequenceStatus.FINISHED_ERROR
@@ -130,7 +139,9 @@ def test_streamed_pcm_chunks_concatenate_to_the_full_decode_of_the_same_codes(bu
     streamed = handle.result(timeout=1)
     checkpoint = load_checkpoint(tiny_models.checkpoint("custom_voice", "tiny"))
     full_model = ov.Core().compile_model(
-        build_codec_full(checkpoint.spec.codec, checkpoint.codec_weights), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+        build_codec_full(checkpoint.spec.codec, checkpoint.codec_weights),
+        "CPU",
+        {"INFERENCE_PRECISION_HINT": "f32"},
     )
     full = full_model({CODES: handle.frames[None].astype(np.int64)})[AUDIO][0]
     assert streamed.shape == full.shape == (handle.frames.shape[0] * 1920,)

@@ -97,8 +97,13 @@ def numpy_talker_forward(
     spec: TalkerSpec, w: dict[str, np.ndarray], embeds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """embeds [S, hidden] at positions 0..S-1 -> (logits [S, vocab], last_hidden_state [S, hidden])."""
-    s, nh, nkv, d, eps = (embeds.shape[0], spec.num_attention_heads, spec.num_key_value_heads,
-                          spec.head_dim, spec.rms_norm_eps)
+    s, nh, nkv, d, eps = (
+        embeds.shape[0],
+        spec.num_attention_heads,
+        spec.num_key_value_heads,
+        spec.head_dim,
+        spec.rms_norm_eps,
+    )
     positions = np.arange(s, dtype=np.float64)
     allowed = np.tril(np.ones((s, s), dtype=bool))
     x = embeds.astype(np.float32)

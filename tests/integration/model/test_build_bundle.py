@@ -10,9 +10,12 @@ from qwen3tts.model import bundle as layout
 from qwen3tts.model.build import SOURCE_FILES, build_bundle
 
 VARIANTS_AND_STYLES = [
-    ("custom_voice", "tiny"), ("custom_voice", "tiny-1.7b"),
-    ("voice_design", "tiny"), ("voice_design", "tiny-1.7b"),
-    ("base", "tiny"), ("base", "tiny-1.7b"),
+    ("custom_voice", "tiny"),
+    ("custom_voice", "tiny-1.7b"),
+    ("voice_design", "tiny"),
+    ("voice_design", "tiny-1.7b"),
+    ("base", "tiny"),
+    ("base", "tiny-1.7b"),
 ]
 
 
@@ -55,12 +58,12 @@ def test_a_bundle_from_another_format_version_asks_for_a_rebuild(built):
     manifest = json.loads((built / layout.MANIFEST).read_text())
     manifest["format_version"] = 999
     (built / layout.MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(BundleError, match="format_version 999.*rebuild the bundle"):
+    with pytest.raises(BundleError, match=r"format_version 999.*rebuild the bundle"):
         layout.read_manifest(built)
 
 
 def test_a_directory_without_manifest_is_not_a_bundle(tmp_path):
-    with pytest.raises(BundleError, match="no manifest.json"):
+    with pytest.raises(BundleError, match=r"no manifest\.json"):
         layout.read_manifest(tmp_path)
 
 

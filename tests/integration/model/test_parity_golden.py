@@ -114,13 +114,25 @@ def run_stateful_talker(core, bundle: Path, golden) -> tuple[np.ndarray, np.ndar
     request.reset_state()
     embeds = golden["prompt_embeds"]
     length = embeds.shape[0]
-    out = request.infer({"inputs_embeds": embeds[None], "attention_mask": np.ones((1, length), np.int64),
-                         "position_ids": np.arange(length)[None], "beam_idx": np.zeros(1, np.int32)})
+    out = request.infer(
+        {
+            "inputs_embeds": embeds[None],
+            "attention_mask": np.ones((1, length), np.int64),
+            "position_ids": np.arange(length)[None],
+            "beam_idx": np.zeros(1, np.int32),
+        }
+    )
     prefill_hidden, prefill_logits = out["last_hidden_state"][0], out["logits"][0, -1]
     hidden, logits = [], []
     for t, step in enumerate(golden["decode_inputs"]):
-        out = request.infer({"inputs_embeds": step[None, None], "attention_mask": np.ones((1, length + t + 1),
-                             np.int64), "position_ids": np.array([[length + t]]), "beam_idx": np.zeros(1, np.int32)})
+        out = request.infer(
+            {
+                "inputs_embeds": step[None, None],
+                "attention_mask": np.ones((1, length + t + 1), np.int64),
+                "position_ids": np.array([[length + t]]),
+                "beam_idx": np.zeros(1, np.int32),
+            }
+        )
         hidden.append(out["last_hidden_state"][0, 0])
         logits.append(out["logits"][0, 0])
     return prefill_hidden, prefill_logits, np.array(hidden), np.array(logits)
@@ -141,8 +153,9 @@ def test_the_paged_talker_equals_the_stateful_one_with_an_f32_cache(case, bundle
     golden = arrays(case)
     bundle = bundles(case)
     stateful = run_stateful_talker(core, bundle, golden)
-    paged_model = core.compile_model(to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU",
-                                     {**F32, "KV_CACHE_PRECISION": "f32"})
+    paged_model = core.compile_model(
+        to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU", {**F32, "KV_CACHE_PRECISION": "f32"}
+    )
     talker = PagedTalker(paged_model, num_blocks=8)
     table = [5, 2, 7]  # scrambled physical blocks
     embeds = golden["prompt_embeds"]
@@ -152,8 +165,12 @@ def test_the_paged_talker_equals_the_stateful_one_with_an_f32_cache(case, bundle
         logits, hidden = talker.step([(step[None], embeds.shape[0] + t, table)])
         steps_logits.append(logits[0])
         steps_hidden.append(hidden[0])
-    report(f"{case['name']} paged vs stateful logits", np.array(steps_logits),
-           np.concatenate([stateful[1][None], stateful[3]]), TALKER_TOL)
+    report(
+        f"{case['name']} paged vs stateful logits",
+        np.array(steps_logits),
+        np.concatenate([stateful[1][None], stateful[3]]),
+        TALKER_TOL,
+    )
     report(f"{case['name']} paged vs stateful hidden", np.array(steps_hidden[1:]), stateful[2], TALKER_TOL)
 
 
@@ -163,14 +180,16 @@ def test_code_predictor_logits_and_greedy_codes_match_the_official_predictor(cas
     model = core.compile_model(core.read_model(bundles(case) / layout.CODE_PREDICTOR_XML), "CPU", F32)
     frames = golden["predictor_codes"]
     batch = frames.shape[0]
-    out = model({
-        cp.PAST_HIDDEN: golden["predictor_hidden"].astype(np.float32),
-        cp.CODE0: frames[:, 0].astype(np.int64),
-        cp.NOISE: np.full((batch, 15, golden["predictor_logits"].shape[-1]), 0.5, np.float32),
-        cp.TEMPERATURE: np.zeros(batch, np.float32),
-        cp.TOP_K: np.full(batch, 50, np.int64),
-        cp.TOP_P: np.ones(batch, np.float32),
-    })
+    out = model(
+        {
+            cp.PAST_HIDDEN: golden["predictor_hidden"].astype(np.float32),
+            cp.CODE0: frames[:, 0].astype(np.int64),
+            cp.NOISE: np.full((batch, 15, golden["predictor_logits"].shape[-1]), 0.5, np.float32),
+            cp.TEMPERATURE: np.zeros(batch, np.float32),
+            cp.TOP_K: np.full(batch, 50, np.int64),
+            cp.TOP_P: np.ones(batch, np.float32),
+        }
+    )
     np.testing.assert_array_equal(out[cp.CODES], frames[:, 1:])
     report(f"{case['name']} code predictor logits", out[cp.LOGITS], golden["predictor_logits"], TALKER_TOL)
 
@@ -200,8 +219,9 @@ def test_codec_waveform_matches_the_official_decode_both_full_and_streamed(case,
     waveform = full({CODES: golden["codes"][None].astype(np.int64)})[AUDIO][0]
     report(f"{case['name']} full decode", waveform, golden["waveform"], CODEC_TOL)
     stream = StreamingCodec(CodecChunkModels.compile(core, spec, weights, (4, 12), properties=F32))
-    streamed = np.concatenate([stream.decode(golden["codes"][:7]), stream.decode(golden["codes"][7:]),
-                               stream.flush()])
+    streamed = np.concatenate(
+        [stream.decode(golden["codes"][:7]), stream.decode(golden["codes"][7:]), stream.flush()]
+    )
     report(f"{case['name']} streamed decode", streamed, golden["waveform"], CODEC_TOL)
 
 

@@ -60,12 +60,14 @@ def run_stateful(compiled, chunks: list[np.ndarray]) -> tuple[np.ndarray, np.nda
     logits, hidden, past = [], [], 0
     for chunk in chunks:
         n = chunk.shape[0]
-        out = request.infer({
-            "inputs_embeds": chunk[None],
-            "attention_mask": np.ones((1, past + n), np.int64),
-            "position_ids": np.arange(past, past + n, dtype=np.int64)[None],
-            "beam_idx": np.zeros(1, np.int32),
-        })
+        out = request.infer(
+            {
+                "inputs_embeds": chunk[None],
+                "attention_mask": np.ones((1, past + n), np.int64),
+                "position_ids": np.arange(past, past + n, dtype=np.int64)[None],
+                "beam_idx": np.zeros(1, np.int32),
+            }
+        )
         logits.append(out["logits"][0])
         hidden.append(out["last_hidden_state"][0])
         past += n
@@ -97,8 +99,14 @@ def test_stateful_talker_batches_left_padded_sequences(stateful_compiled, weight
     positions = np.array([[0, 0, 0, 0, 1, 2], list(range(6))], np.int64)
     request = stateful_compiled.create_infer_request()
     request.reset_state()
-    out = request.infer({"inputs_embeds": batch, "attention_mask": mask, "position_ids": positions,
-                         "beam_idx": np.arange(2, dtype=np.int32)})
+    out = request.infer(
+        {
+            "inputs_embeds": batch,
+            "attention_mask": mask,
+            "position_ids": positions,
+            "beam_idx": np.arange(2, dtype=np.int32),
+        }
+    )
     assert max_diff(out["logits"][0, 3:], numpy_talker_forward(TINY_TALKER, weights, a)[0]) < TOL
     assert max_diff(out["logits"][1], numpy_talker_forward(TINY_TALKER, weights, b)[0]) < TOL
 

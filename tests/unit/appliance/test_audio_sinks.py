@@ -144,8 +144,9 @@ def test_default_chimes_differ_by_priority_start_and_end_silent_and_do_not_clip(
 def test_chime_settings_resolve_default_none_and_paths_and_name_the_key_on_a_bad_file(tmp_path):
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"not a wav")
-    chimes = ChimeSet.from_settings(AudioSettings(chime_normal="none", chime_emergency=str(DEFAULT_SOUNDS_DIR
-                                                                                          / "normal.wav")))
+    chimes = ChimeSet.from_settings(
+        AudioSettings(chime_normal="none", chime_emergency=str(DEFAULT_SOUNDS_DIR / "normal.wav"))
+    )
     assert chimes.for_announcement("normal") is None
     assert len(chimes.for_announcement("priority")) == len(synthesize_chime("priority"))
     assert len(chimes.for_announcement("emergency")) == len(synthesize_chime("normal"))

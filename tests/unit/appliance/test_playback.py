@@ -144,8 +144,14 @@ def test_finished_comes_stream_latency_after_the_last_write_once_the_sink_draine
 
 @pytest.mark.parametrize(
     ("jitter_ms", "duration", "rtf", "expected_ms"),
-    [(300, None, None, 300), (300, 10.0, None, 300), (300, 10.0, 0.5, 300), (300, 10.0, 2.0, 5000),
-     (0, 1.0, 4.0, 750), (100, 0.05, 3.0, 100)],
+    [
+        (300, None, None, 300),
+        (300, 10.0, None, 300),
+        (300, 10.0, 0.5, 300),
+        (300, 10.0, 2.0, 5000),
+        (0, 1.0, 4.0, 750),
+        (100, 0.05, 3.0, 100),
+    ],
 )
 def test_jitter_threshold_is_the_larger_of_the_floor_and_the_predicted_shortfall(
     jitter_ms, duration, rtf, expected_ms

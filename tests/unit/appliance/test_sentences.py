@@ -4,8 +4,12 @@ from qwen3tts.appliance.sentences import split_sentences
 
 
 def test_latin_text_splits_after_sentence_punctuation_and_keeps_it():
-    assert split_sentences("The train to Berlin leaves now. Please mind the gap! Is that all? Yes, it is.") == [
-        "The train to Berlin leaves now.", "Please mind the gap!", "Is that all? Yes, it is.",
+    assert split_sentences(
+        "The train to Berlin leaves now. Please mind the gap! Is that all? Yes, it is."
+    ) == [
+        "The train to Berlin leaves now.",
+        "Please mind the gap!",
+        "Is that all? Yes, it is.",
     ]
 
 
@@ -16,7 +20,10 @@ def test_short_fragments_join_the_next_sentence():
 
 
 def test_cjk_text_splits_after_full_width_punctuation_without_adding_spaces():
-    assert split_sentences("欢迎光临本店。请注意脚下安全！谢谢。") == ["欢迎光临本店。", "请注意脚下安全！谢谢。"]
+    assert split_sentences("欢迎光临本店。请注意脚下安全！谢谢。") == [
+        "欢迎光临本店。",
+        "请注意脚下安全！谢谢。",
+    ]
 
 
 def test_a_very_long_sentence_is_cut_at_commas_within_the_limit():
@@ -28,6 +35,7 @@ def test_a_very_long_sentence_is_cut_at_commas_within_the_limit():
 
 def test_line_breaks_end_sentences_and_blank_text_gives_nothing():
     assert split_sentences("First line of the notice\nSecond line of the notice") == [
-        "First line of the notice", "Second line of the notice",
+        "First line of the notice",
+        "Second line of the notice",
     ]
     assert split_sentences("   \n ") == []

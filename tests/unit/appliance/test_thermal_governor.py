@@ -135,7 +135,7 @@ def test_random_noise_at_the_threshold_never_steps_up_sooner_than_a_dwell_after_
     ups = [i for i in range(1, len(changes)) if changes[i][1] > changes[i - 1][1]]
     assert len(ups) >= 5, "the input should have made the governor step up and down repeatedly"
     for i in ups:
-        assert changes[i][0] - changes[i - 1][0] >= 10, f"stepped up {changes[i - 1:i + 1]}"
+        assert changes[i][0] - changes[i - 1][0] >= 10, f"stepped up {changes[i - 1 : i + 1]}"
 
 
 def test_without_a_temperature_reading_the_level_holds_and_never_steps_up():
@@ -207,8 +207,12 @@ def test_an_i915_or_xe_throttle_bit_in_sysfs_steps_the_engine_down_at_the_next_s
 
 def test_broken_sensor_files_never_crash_the_monitor(tmp_path, monkeypatch):
     fake, engine, clock = laptop(tmp_path), RecordingEngine(), FakeClock()
-    for path in ("class/thermal/thermal_zone1/temp", "class/thermal/thermal_zone1/type",
-                 "class/hwmon/hwmon3/temp1_input", "class/drm/card1/gt/gt0/throttle_reason_status"):
+    for path in (
+        "class/thermal/thermal_zone1/temp",
+        "class/thermal/thermal_zone1/type",
+        "class/hwmon/hwmon3/temp1_input",
+        "class/drm/card1/gt/gt0/throttle_reason_status",
+    ):
         fake.fail(path, errno.EIO)  # fmt: skip
     fake.write("class/hwmon/hwmon3/temp2_input", "garbage")
     fake.install(monkeypatch)
@@ -291,8 +295,11 @@ def test_every_sample_beats_the_heartbeat_and_a_lost_sensor_is_logged_once(tmp_p
     beat = lambda: beats.append(0)  # noqa: E731
     monitor = ThermalMonitor(settings, RecordingEngine(), clock=FakeClock(), heartbeat=beat)
     monitor.sample_once()
-    for path in ("class/thermal/thermal_zone1/temp", "class/hwmon/hwmon3/temp1_input",
-                 "class/hwmon/hwmon3/temp2_input"):
+    for path in (
+        "class/thermal/thermal_zone1/temp",
+        "class/hwmon/hwmon3/temp1_input",
+        "class/hwmon/hwmon3/temp2_input",
+    ):
         fake.fail(path, errno.EIO)  # fmt: skip
     fake.install(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.thermal"):

@@ -42,10 +42,12 @@ def write_byte_vocab(directory: Path, merges: list[tuple[str, str]]) -> None:
     vocab = {symbol: index for index, symbol in enumerate(tiny_vocab.bytes_to_unicode().values())}
     for left, right in merges:
         vocab.setdefault(left + right, len(vocab))
-    config = {"added_tokens_decoder": {
-        str(len(vocab) + offset): {"content": content, "special": True, "normalized": False}
-        for offset, content in enumerate(("<|im_start|>", "<|im_end|>"))
-    }}
+    config = {
+        "added_tokens_decoder": {
+            str(len(vocab) + offset): {"content": content, "special": True, "normalized": False}
+            for offset, content in enumerate(("<|im_start|>", "<|im_end|>"))
+        }
+    }
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     lines = "".join(f"{left} {right}\n" for left, right in merges)
@@ -96,10 +98,17 @@ def test_tts_specials_keep_their_release_offsets_from_endoftext(tokenizer):
     # <tts_text_bos> 151672, <tts_text_eod> 151673.
     base = tokenizer.token_id("<|endoftext|>")
     assert base == tiny_vocab.NUM_BASE_TOKENS
-    offsets = {token: tokenizer.token_id(token) - base for token in
-               ("<|im_start|>", "<|im_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>")}
-    assert offsets == {"<|im_start|>": 1, "<|im_end|>": 2, "<tts_pad>": 28, "<tts_text_bos>": 29,
-                       "<tts_text_eod>": 30}
+    offsets = {
+        token: tokenizer.token_id(token) - base
+        for token in ("<|im_start|>", "<|im_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>")
+    }
+    assert offsets == {
+        "<|im_start|>": 1,
+        "<|im_end|>": 2,
+        "<tts_pad>": 28,
+        "<tts_text_bos>": 29,
+        "<tts_text_eod>": 30,
+    }
 
 
 @pytest.mark.reference
@@ -142,8 +151,14 @@ def test_tokenizer_config_has_the_release_fields(tiny_dir):
     assert config["split_special_tokens"] is False and config["clean_up_tokenization_spaces"] is False
     assert "<tts_pad>" in config["additional_special_tokens"]
     entry = config["added_tokens_decoder"][str(tiny_vocab.NUM_BASE_TOKENS + 28)]
-    assert entry == {"content": "<tts_pad>", "lstrip": False, "normalized": False, "rstrip": False,
-                     "single_word": False, "special": True}
+    assert entry == {
+        "content": "<tts_pad>",
+        "lstrip": False,
+        "normalized": False,
+        "rstrip": False,
+        "single_word": False,
+        "special": True,
+    }
 
 
 # --- chat framing -------------------------------------------------------------------------------
@@ -152,8 +167,11 @@ def test_tokenizer_config_has_the_release_fields(tiny_dir):
 def test_chat_framing_is_three_role_tokens_and_five_closing_tokens(tokenizer):
     role = [tokenizer.token_id("<|im_start|>"), tokenizer.token_id("assistant"), tokenizer.token_id("Ċ")]
     assert tokenizer.encode("<|im_start|>assistant\n") == role
-    assert tokenizer.encode("<|im_end|>\n<|im_start|>assistant\n") == [tokenizer.token_id("<|im_end|>"),
-                                                                       role[2], *role]
+    assert tokenizer.encode("<|im_end|>\n<|im_start|>assistant\n") == [
+        tokenizer.token_id("<|im_end|>"),
+        role[2],
+        *role,
+    ]
 
 
 def test_encode_target_splits_role_and_text_as_the_official_slicing(tokenizer):
@@ -253,6 +271,9 @@ def test_a_release_sized_vocabulary_places_the_tts_specials_at_their_release_ids
     tokenizer = TextTokenizer.from_dir(tmp_path)
     assert tokenizer.vocab_size == 151643 + len(tiny_vocab.ADDED_TOKENS)
     assert [tokenizer.token_id(t) for t in ("<tts_pad>", "<tts_text_bos>", "<tts_text_eod>")] == [
-        151671, 151672, 151673]
+        151671,
+        151672,
+        151673,
+    ]
     assert tokenizer.encode("<|im_start|>assistant\n") == [151644, tokenizer.token_id("assistant"), 198]
     assert len(tokenizer.encode_target("Hello world, 你好").role) == 3

@@ -30,7 +30,11 @@ def plan(available, fails_on=()):
 
 def test_with_gpu_and_npu_the_talker_goes_to_the_gpu_and_the_codec_to_the_npu():
     placements = plan(GPU_AND_NPU)
-    assert {k: p.device for k, p in placements.items()} == {"talker": "GPU", "code_predictor": "GPU", "codec": "NPU"}
+    assert {k: p.device for k, p in placements.items()} == {
+        "talker": "GPU",
+        "code_predictor": "GPU",
+        "codec": "NPU",
+    }
 
 
 def test_with_a_gpu_only_the_codec_falls_back_to_the_gpu_and_says_why():
@@ -52,7 +56,7 @@ def test_a_compile_failure_on_the_npu_falls_through_to_the_next_device_with_the_
 
 
 def test_when_no_device_compiles_the_error_names_the_component_and_every_reason():
-    with pytest.raises(DeviceError, match="talker: no device could compile it.*GPU: compile failed.*CPU"):
+    with pytest.raises(DeviceError, match=r"talker: no device could compile it.*GPU: compile failed.*CPU"):
         place("talker", ("GPU", "CPU"), GPU_ONLY, lambda d: (_ for _ in ()).throw(RuntimeError(f"{d} broke")))
 
 

@@ -68,8 +68,9 @@ def build_text_embedding(weights: Mapping[str, np.ndarray]) -> ov.Model:
 
 def predictor_tables(weights: Mapping[str, np.ndarray], num_code_groups: int) -> np.ndarray:
     """The code predictor's codec tables stacked: [num_code_groups - 1, codebook, talker_hidden] f32."""
-    return np.stack([np.asarray(weights[PREDICTOR_TABLE.format(j)], np.float32)
-                     for j in range(num_code_groups - 1)])
+    return np.stack(
+        [np.asarray(weights[PREDICTOR_TABLE.format(j)], np.float32) for j in range(num_code_groups - 1)]
+    )
 
 
 class CodecEmbedder:

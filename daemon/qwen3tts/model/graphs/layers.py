@@ -156,8 +156,13 @@ def float_attention_mask(attention_mask: Output, query_len: Output) -> ov.Node:
 
 
 def project_heads(
-    h: Output, weights: Mapping[str, np.ndarray], prefix: str, num_heads: int, head_dim: int,
-    norm_key: str | None, eps: float,
+    h: Output,
+    weights: Mapping[str, np.ndarray],
+    prefix: str,
+    num_heads: int,
+    head_dim: int,
+    norm_key: str | None,
+    eps: float,
 ) -> ov.Node:
     """Linear `{prefix}` -> [B, heads, S, head_dim], with the per-head RMSNorm `norm_key` if given."""
     t = linear(h, weights, prefix)  # [B, S, h*D]
@@ -189,8 +194,14 @@ def no_cache(layer_index: int, k: Output, v: Output) -> tuple[Output, Output]:
 
 
 def self_attention(
-    x: Output, weights: Mapping[str, np.ndarray], prefix: str, dims: AttentionDims,
-    rope: tuple[Output, Output], mask: Output, kv_update: KVUpdate, layer_index: int,
+    x: Output,
+    weights: Mapping[str, np.ndarray],
+    prefix: str,
+    dims: AttentionDims,
+    rope: tuple[Output, Output],
+    mask: Output,
+    kv_update: KVUpdate,
+    layer_index: int,
 ) -> ov.Node:
     """Qwen3 attention on normed input x [B, S, hidden]; returns o_proj output [B, S, hidden].
 
@@ -217,8 +228,14 @@ def self_attention(
 
 
 def decoder_layer(
-    x: Output, weights: Mapping[str, np.ndarray], prefix: str, dims: AttentionDims,
-    rope: tuple[Output, Output], mask: Output, kv_update: KVUpdate, layer_index: int,
+    x: Output,
+    weights: Mapping[str, np.ndarray],
+    prefix: str,
+    dims: AttentionDims,
+    rope: tuple[Output, Output],
+    mask: Output,
+    kv_update: KVUpdate,
+    layer_index: int,
 ) -> ov.Node:
     """One pre-norm Qwen3 block `{prefix}` (e.g. `talker.model.layers.3`): x + attn, then x + MLP."""
     norm_key = f"{prefix}.input_layernorm.weight"

@@ -132,9 +132,7 @@ def _attentive_statistics_pooling(x: Output, weights: Mapping[str, np.ndarray], 
     num_frames = ops.convert(ops.gather(shape, i64([2]), i64(0)), ov.Type.f32)  # (1,)
     uniform = ops.divide(const(1.0), ops.reshape(num_frames, i64([1, 1, 1]), False))  # (1, 1, 1) = 1/T
     mean, std = _weighted_statistics(x, uniform)
-    context = ops.concat(
-        [x, ops.broadcast(mean, shape), ops.broadcast(std, shape)], axis=1
-    )  # (1, 3C, T)
+    context = ops.concat([x, ops.broadcast(mean, shape), ops.broadcast(std, shape)], axis=1)  # (1, 3C, T)
     attention = ops.tanh(_tdnn(context, weights, f"{prefix}.tdnn"))  # (1, attention_channels, T)
     attention = _conv1d(attention, weights, f"{prefix}.conv")  # (1, C, T)
     attention = ops.softmax(attention, 2)
