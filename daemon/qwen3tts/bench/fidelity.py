@@ -43,8 +43,9 @@ class Drift:
 
 def teacher_forced_logits(core: ov.Core, bundle: Path, golden: dict, kv_cache: str) -> np.ndarray:
     """Prefill + decode logits of the paged talker fed the golden inputs ([1 + N, V])."""
-    model = core.compile_model(to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU",
-                               {**F32, "KV_CACHE_PRECISION": kv_cache})
+    model = core.compile_model(
+        to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU", {**F32, "KV_CACHE_PRECISION": kv_cache}
+    )
     talker = PagedTalker(model, num_blocks=4)
     embeds, table = golden["prompt_embeds"], [0, 1, 2, 3]
     rows = [talker.step([(embeds, 0, table)])[0][0]]
@@ -62,11 +63,16 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict) -> float:
     model = core.compile_model(core.read_model(bundle / layout.CODE_PREDICTOR_XML), "CPU", F32)
     frames = golden["predictor_codes"]
     batch, vocab = frames.shape[0], golden["predictor_logits"].shape[-1]
-    out = model({
-        cp.PAST_HIDDEN: golden["predictor_hidden"], cp.CODE0: frames[:, 0].astype(np.int64),
-        cp.NOISE: np.full((batch, 15, vocab), 0.5, np.float32), cp.TEMPERATURE: np.zeros(batch, np.float32),
-        cp.TOP_K: np.full(batch, 50, np.int64), cp.TOP_P: np.ones(batch, np.float32),
-    })
+    out = model(
+        {
+            cp.PAST_HIDDEN: golden["predictor_hidden"],
+            cp.CODE0: frames[:, 0].astype(np.int64),
+            cp.NOISE: np.full((batch, 15, vocab), 0.5, np.float32),
+            cp.TEMPERATURE: np.zeros(batch, np.float32),
+            cp.TOP_K: np.full(batch, 50, np.int64),
+            cp.TOP_P: np.ones(batch, np.float32),
+        }
+    )
     drift = 0.0
     for row in range(batch):
         differs = np.flatnonzero(out[cp.CODES][row] != frames[row, 1:])
@@ -77,15 +83,24 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict) -> float:
 
 
 def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str) -> np.ndarray:
-    settings = load_settings(None, ["devices.inference_precision=f32", f"engine.kv_cache_precision={kv_cache}"])
+    settings = load_settings(
+        None, ["devices.inference_precision=f32", f"engine.kv_cache_precision={kv_cache}"]
+    )
     runtime = load_runtime(bundle, settings)
     if "xvector" in golden:
         runtime.prompt_builder.xvectors = lambda _path: golden["xvector"]
-    handle = runtime.engine.submit(Request(
-        id=case["name"], text=case["text"], language=case["language"], speaker=case["speaker"],
-        instruct=case["instruct"] if case["instruct_in_prompt"] else None, greedy=True,
-        max_frames=golden["greedy_codes"].shape[0] + 1, non_streaming=case["non_streaming"],
-    ))
+    handle = runtime.engine.submit(
+        Request(
+            id=case["name"],
+            text=case["text"],
+            language=case["language"],
+            speaker=case["speaker"],
+            instruct=case["instruct"] if case["instruct_in_prompt"] else None,
+            greedy=True,
+            max_frames=golden["greedy_codes"].shape[0] + 1,
+            non_streaming=case["non_streaming"],
+        )
+    )
     while runtime.engine.step():
         pass
     return handle.frames
@@ -99,8 +114,16 @@ def measure(case: dict, golden: dict, bundle: Path, weights: str, kv_cache: str,
     n = min(len(ours), len(theirs))
     differs = np.flatnonzero((ours[:n] != theirs[:n]).any(axis=1))
     identical = int(differs[0]) if differs.size else n
-    return Drift(case["name"], weights, kv_cache, float(talker), float(predictor),
-                 float(np.abs(expected_logits).max()), identical, len(theirs))
+    return Drift(
+        case["name"],
+        weights,
+        kv_cache,
+        float(talker),
+        float(predictor),
+        float(np.abs(expected_logits).max()),
+        identical,
+        len(theirs),
+    )
 
 
 def measure_case(case: dict, golden: dict, work: Path, core: ov.Core) -> list[Drift]:
@@ -134,8 +157,10 @@ def markdown(results: list[Drift], command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        lines.append(f"| {r.case} | {r.weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
-                     f"{r.predictor_logit_drift:.2e} | {r.logit_scale:.1f} | {r.frames_identical}/{r.frames_total} |")
+        lines.append(
+            f"| {r.case} | {r.weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
+            f"{r.predictor_logit_drift:.2e} | {r.logit_scale:.1f} | {r.frames_identical}/{r.frames_total} |"
+        )
     lines += [
         "",
         "Reading the table:",

@@ -1,0 +1,180 @@
+"""Rendering a bench report: JSON (everything), a Markdown summary for stdout, and a PNG plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from qwen3tts.errors import NotAvailableError
+
+STAGES = ("talker", "code_predictor", "codec", "host")
+
+
+def write_json(report: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def markdown(report: dict) -> str:
+    m, b, w = report["machine"], report["bundle"], report["workload"]
+    lines = [
+        f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
+        f"KV {b['kv_cache_precision']}",
+        "",
+        f"{m['cpu']}, {w['threads']} threads; copy bandwidth {m['copy_bandwidth'] / 1e9:.1f} GB/s; "
+        "matmul peak "
+        + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
+        + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
+        f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
+        f"median of {w['repeats']} runs"
+        + (" (PROFILED: per-op counters slow inference)" if w["profiled"] else "")
+        + ".",
+        "",
+        "| batch | talker ms/frame | code pred. ms/frame | codec ms/frame | host ms/frame | total ms/frame "
+        "| RTF per stream | frames/s | x real time | host share |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for batch, s in report["batches"].items():
+        if not s.get("decode_steps"):
+            lines.append(f"| {batch} | (too few frames for a steady decode step) |||||||||")
+            continue
+        f = s["per_frame_ms"]
+        lines.append(
+            f"| {batch} | {f['talker']:.1f} | {f['code_predictor']:.1f} | {f['codec']:.1f} | {f['host']:.1f} "
+            f"| {f['total']:.1f} | {s['rtf_per_stream']:.2f} | {s['frames_per_s']:.1f} "
+            f"| {s['x_real_time']:.2f} | {100 * s['host_share']:.0f} % |"
+        )
+    lines += [
+        "",
+        "Share of each stage's physical limit (roofline: max(bytes / bandwidth, FLOPs / peak)):",
+        "",
+        "| batch | stage | MB/frame | GFLOP/frame | bound | limit ms/frame | measured ms/frame | share |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for batch, s in report["batches"].items():
+        for stage, lim in s.get("limits", {}).items():
+            lines.append(
+                f"| {batch} | {stage} | {lim['bytes_per_frame'] / 1e6:.0f} "
+                f"| {lim['flops_per_frame'] / 1e9:.2f} "
+                f"| {lim['bound']} | {lim['limit_ms_per_frame']:.1f} | {lim['measured_ms_per_frame']:.1f} "
+                f"| {100 * lim['share_of_limit']:.0f} % |"
+            )
+    lines += ["", "| concurrent requests | time to first audio p50 | p95 |", "|---|---|---|"]
+    for concurrency, t in report["ttfa"].items():
+        lines.append(f"| {concurrency} | {1e3 * t['p50_s']:.0f} ms | {1e3 * t['p95_s']:.0f} ms |")
+    lines += [
+        "",
+        f"Peak RSS {report['peak_rss_bytes'] / 2**20:.0f} MiB; KV cache "
+        f"{report['kv_bytes_per_audio_second'] / 2**10:.0f} KiB per second of audio per stream; "
+        f"load {report['load_s']:.1f} s.",
+    ]
+    lines += _reference_lines(report.get("reference"))
+    lines += _profile_lines(report.get("profile") or {})
+    return "\n".join(lines) + "\n"
+
+
+def _reference_lines(reference: dict | None) -> list[str]:
+    if not reference:
+        return []
+    facts = reference["facts"]
+    lines = [
+        "",
+        f"Official implementation (torch {facts['torch']}, {facts['dtype']}, {facts['threads']} threads), "
+        "same checkpoint and frames, runs paired with ours:",
+        "",
+        "| batch | reference s | qwen3tts s | speed-up (median of pairs) |",
+        "|---|---|---|---|",
+    ]
+    for batch, r in reference["by_batch"].items():
+        lines.append(
+            f"| {batch} | {r['reference_e2e_s_median']:.2f} | {r['product_e2e_s_median']:.2f} "
+            f"| {r['speedup_median']:.1f}x |"
+        )
+    return lines
+
+
+def _profile_lines(profile: dict) -> list[str]:
+    lines = []
+    for graph, ops in profile.items():
+        lines += [
+            "",
+            f"Top operations, {graph} (last inference):",
+            "",
+            "| op | type | kernel | ms | share |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {op['name'][:48]} | {op['kind']} | {op['exec_type']} | {op['ms']:.2f} "
+            f"| {100 * op['share']:.0f} % |"
+            for op in ops
+        ]
+    return lines
+
+
+def _precisions(precision: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(precision.items()))
+
+
+def _load(values) -> str:
+    return "/".join(f"{v:.1f}" for v in values)
+
+
+def require_matplotlib() -> None:
+    """Checked before a long run, so a missing dev extra does not waste it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise NotAvailableError("--plot needs matplotlib, a dev extra: pip install -e '.[dev]'") from exc
+
+
+def plot(report: dict, path: Path) -> None:
+    """Stacked per-stage ms per frame by batch size, and x real time, as a PNG."""
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    batches = [b for b, s in report["batches"].items() if s.get("decode_steps")]
+    figure, (stages_ax, speed_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+    bottom = [0.0] * len(batches)
+    labels = [str(b) for b in batches]
+    for stage in STAGES:
+        values = [report["batches"][b]["per_frame_ms"][stage] for b in batches]
+        stages_ax.bar(labels, values, bottom=bottom, label=stage)
+        bottom = [x + y for x, y in zip(bottom, values, strict=True)]
+    stages_ax.axhline(80, color="black", linestyle="--", linewidth=1, label="real time (80 ms)")
+    stages_ax.set(
+        xlabel="batch size", ylabel="ms per frame (per stream: x batch)", title="Time per frame by stage"
+    )
+    stages_ax.legend(fontsize=8)
+    frames = report["workload"]["frames"]
+    speed_ax.plot(
+        labels,
+        [report["batches"][b]["x_real_time"] for b in batches],
+        marker="o",
+        label="qwen3tts, steady decode",
+    )
+    speed_ax.plot(
+        labels,
+        [report["batches"][b]["e2e_frames_per_s"] * 0.08 for b in batches],
+        marker="o",
+        linestyle=":",
+        label="qwen3tts, end to end",
+    )
+    reference = report.get("reference") or {}
+    ref_points = [
+        (str(b), int(b) * frames * 0.08 / r["reference_e2e_s_median"])
+        for b, r in reference.get("by_batch", {}).items()
+    ]
+    if ref_points:
+        speed_ax.plot(*zip(*ref_points, strict=True), marker="s", label="official (PyTorch), end to end")
+    speed_ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    speed_ax.set(xlabel="batch size", ylabel="aggregate x real time", title="Throughput")
+    speed_ax.legend(fontsize=8)
+    b = report["bundle"]
+    figure.suptitle(f"qwen3tts bench: {b['spec_size']}, {report['machine']['cpu']}", fontsize=9)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

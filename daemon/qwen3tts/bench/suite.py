@@ -1,0 +1,285 @@
+"""One `qwen3tts bench` invocation: prepare the bundle, load it, time the workloads, measure the
+machine, and return the whole report as one JSON-ready dict (report.py renders it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qwen3tts.bench import analysis, machine, workload
+from qwen3tts.bench.profiling import RecordingCompiler, top_operations
+from qwen3tts.bench.timing_runner import TimingRunner
+from qwen3tts.errors import BundleError
+from qwen3tts.model import bundle as layout
+from qwen3tts.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    bundle: Path | None
+    shape: str | None  # write and build a random checkpoint of this shape instead of --bundle
+    work_dir: Path  # where --shape puts its checkpoint and bundle
+    weights: str  # weight precision policy when building
+    kv_cache_precision: str | None
+    batch_sizes: tuple[int, ...]
+    frames: int
+    prompt_tokens: int
+    repeats: int
+    ttfa_concurrency: tuple[int, ...]
+    ttfa_rounds: int
+    profile: bool
+    reference_python: Path | None  # --vs-reference
+    reference_batch_sizes: tuple[int, ...]
+    checkpoint: Path | None  # the checkpoint the bundle came from (for the reference side)
+
+
+def prepare_bundle(options: BenchOptions) -> tuple[Path, Path | None]:
+    """(bundle, checkpoint): --bundle as given, or --shape written and built once under work_dir."""
+    if options.shape is None:
+        if options.bundle is None:
+            raise BundleError("bench needs --bundle or --shape")
+        return options.bundle, options.checkpoint
+    checkpoint = options.work_dir / f"ckpt-{options.shape}"
+    bundle = options.work_dir / f"bundle-{options.shape}-{options.weights}"
+    if not (checkpoint / "model.safetensors").exists():
+        _cli("tiny", str(checkpoint), "--shape", options.shape)
+    if not (bundle / layout.MANIFEST).exists():
+        _cli("build", "--checkpoint", str(checkpoint), "--out", str(bundle), "--weights", options.weights)
+    return bundle, checkpoint
+
+
+def _cli(*args: str) -> None:
+    """In a child process, so writing and building never count toward this process's peak RSS."""
+    log.info("running qwen3tts %s", " ".join(args))
+    subprocess.run([sys.executable, "-m", "qwen3tts", *args], check=True)
+
+
+def bench_settings(settings: Settings, options: BenchOptions) -> Settings:
+    batch = max(options.batch_sizes + options.ttfa_concurrency)
+    engine = dataclasses.replace(
+        settings.engine,
+        max_num_seqs=batch,
+        max_num_batched_tokens=max(settings.engine.max_num_batched_tokens, batch),
+        kv_cache_precision=options.kv_cache_precision or settings.engine.kv_cache_precision,
+    )
+    return dataclasses.replace(settings, engine=engine)
+
+
+def run_suite(options: BenchOptions, settings: Settings) -> dict:
+    from qwen3tts.runtime.loader import load_runtime
+
+    bundle, checkpoint = prepare_bundle(options)
+    settings = bench_settings(settings, options)
+    threads = settings.devices.num_threads or machine.cpu_count()
+    load_before = machine.load_average()
+    compiler = RecordingCompiler(settings.devices, settings.model.cache_dir, profile=options.profile)
+    started = time.perf_counter()
+    runtime = load_runtime(bundle, settings, compiler)
+    load_seconds = time.perf_counter() - started
+    timing = TimingRunner(runtime.runner)
+    work = _workload(runtime, settings, options)
+    reference = _start_reference(options, checkpoint, work, threads)
+    try:
+        runs, pairs = _timed_runs(runtime, timing, work, options, reference)
+        ttfa = {
+            c: workload.time_to_first_audio(
+                timing, runtime.prompt_builder, runtime.engine.config, work, c, options.ttfa_rounds
+            )
+            for c in options.ttfa_concurrency
+        }
+    finally:
+        if reference is not None:
+            reference.close()
+    peak_rss = machine.peak_rss_bytes()
+    profile = top_operations(compiler) if options.profile else {}
+    limits = machine.measure(threads)
+    return _report(
+        runtime,
+        compiler,
+        work,
+        options,
+        limits,
+        runs,
+        pairs,
+        ttfa,
+        reference,
+        {
+            "peak_rss_bytes": peak_rss,
+            "load_s": load_seconds,
+            "threads": threads,
+            "loadavg_before": load_before,
+            "loadavg_after": machine.load_average(),
+            "profile": profile,
+            "bundle": str(bundle),
+        },
+    )
+
+
+def _workload(runtime, settings: Settings, options: BenchOptions) -> workload.Workload:
+    spec = runtime.spec
+    speaker = settings.voice.voice or (
+        next(iter(spec.speakers), None) if spec.variant == "custom_voice" else None
+    )
+    language = settings.voice.language
+    text, positions = workload.fixed_length_text(
+        runtime.prompt_builder, options.prompt_tokens, speaker, language
+    )
+    return workload.Workload(text, speaker, language, options.frames, positions)
+
+
+def _start_reference(options, checkpoint, work, threads):
+    if options.reference_python is None:
+        return None
+    from qwen3tts.bench.reference import ReferenceProcess
+
+    if checkpoint is None:
+        raise BundleError("--vs-reference needs the bundle's checkpoint: use --shape or --checkpoint")
+    return ReferenceProcess(
+        options.reference_python, checkpoint, options.frames, work.text, work.speaker, work.language, threads
+    )
+
+
+def _timed_runs(runtime, timing, work, options, reference):
+    """Warm up, then repeats x batch sizes; each reference run right after its product twin."""
+    config, builder = runtime.engine.config, runtime.prompt_builder
+    warm = dataclasses.replace(work, frames=min(work.frames, 8))
+    workload.run_batch(timing, builder, config, warm, 1, repeat=-1)
+    if reference is not None:
+        reference.wait_ready()
+    runs, pairs = [], []
+    for repeat in range(options.repeats):
+        for batch in options.batch_sizes:
+            run = workload.run_batch(timing, builder, config, work, batch, repeat)
+            runs.append(run)
+            _log_run(run)
+            if reference is not None and batch in options.reference_batch_sizes:
+                theirs = reference.run(batch)
+                log.info("reference batch %d: %.2f s end to end", batch, theirs["e2e_s"])
+                pairs.append(
+                    {
+                        **theirs,
+                        "repeat": repeat,
+                        "product_e2e_s": run.e2e_seconds,
+                        "speedup": theirs["e2e_s"] / run.e2e_seconds,
+                    }
+                )
+    return runs, pairs
+
+
+def _log_run(run: workload.BatchRun) -> None:
+    steps = run.decode_steps or run.steps
+    stage_ms = {
+        stage: 1e3 * sum(s.seconds(stage) for s in steps) / len(steps)
+        for stage in ("talker", "code_predictor", "codec")
+    }
+    log.info(
+        "batch %d repeat %d: %.2f s end to end; per decode step: %s, host %.1f ms, wall %.1f ms",
+        run.batch,
+        run.repeat,
+        run.e2e_seconds,
+        ", ".join(f"{k} {v:.1f} ms" for k, v in stage_ms.items()),
+        1e3 * sum(s.host for s in steps) / len(steps),
+        1e3 * sum(s.wall for s in steps) / len(steps),
+    )
+
+
+def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[str, str]:
+    """Which measured peak bounds each stage: int8-weight graphs take the compressed-weight path."""
+    kinds = {}
+    for stage in ("talker", "code_predictor", "codec"):
+        inference = compiler.precision(stage)
+        kinds[stage] = "int8_weights" if precision.get(stage) == "int8" else inference
+    return kinds
+
+
+def _report(runtime, compiler, work, options, limits, runs, pairs, ttfa, reference, facts) -> dict:
+    runner = runtime.runner
+    kv_per_token = runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
+    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    for kind in set(kinds.values()) - set(limits.peak_flops):
+        limits.peak_flops[kind] = machine.matmul_peak(kind, limits.threads)
+    costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, kv_per_token, kinds)
+    summaries = [analysis.summarize_run(run, costs, limits) for run in runs]
+    by_batch = {
+        b: analysis.median_summary([s for s in summaries if s["batch"] == b]) for b in options.batch_sizes
+    }
+    return {
+        "machine": {
+            "cpu": machine.cpu_model(),
+            "platform": platform.platform(),
+            **dataclasses.asdict(limits),
+            "loadavg_before": facts["loadavg_before"],
+            "loadavg_after": facts["loadavg_after"],
+        },
+        "bundle": {
+            "path": facts["bundle"],
+            "spec_size": runtime.spec.size,
+            "variant": runtime.spec.variant,
+            "precision": runtime.manifest.precision,
+            "codec_chunks": runtime.manifest.codec_chunks,
+            "inference_precision": {p.component: p.inference_precision for p in compiler.parts},
+            "kv_cache_precision": compiler.kv_cache_precision(),
+            "peak_kind": kinds,
+            "graph_costs": {
+                "talker": dataclasses.asdict(costs.talker),
+                "code_predictor": dataclasses.asdict(costs.code_predictor),
+                "codec": {n: dataclasses.asdict(c) for n, c in costs.codec.items()},
+            },
+        },
+        "workload": {
+            "frames": work.frames,
+            "prompt_tokens": work.prompt_tokens,
+            "text": work.text,
+            "repeats": options.repeats,
+            "batch_sizes": list(options.batch_sizes),
+            "threads": facts["threads"],
+            "profiled": options.profile,
+        },
+        "load_s": facts["load_s"],
+        "peak_rss_bytes": facts["peak_rss_bytes"],
+        "kv_bytes_per_token": kv_per_token,
+        "kv_bytes_per_audio_second": kv_per_token / workload.FRAME_SECONDS,
+        "batches": by_batch,
+        "runs": summaries,
+        "ttfa": {
+            c: {
+                "p50_s": workload.percentile(v, 50),
+                "p95_s": workload.percentile(v, 95),
+                "samples": v,
+                "sentence": workload.TTFA_SENTENCE,
+            }
+            for c, v in ttfa.items()
+        },
+        "reference": _reference_section(reference, pairs),
+        "profile": {graph: [dataclasses.asdict(op) for op in ops] for graph, ops in facts["profile"].items()},
+    }
+
+
+def _reference_section(reference, pairs: list[dict]) -> dict | None:
+    if reference is None:
+        return None
+    batches = sorted({p["batch"] for p in pairs})
+    return {
+        "facts": reference.facts,
+        "pairs": pairs,
+        "by_batch": {
+            b: {
+                "speedup_median": statistics.median(p["speedup"] for p in pairs if p["batch"] == b),
+                "reference_e2e_s_median": statistics.median(p["e2e_s"] for p in pairs if p["batch"] == b),
+                "product_e2e_s_median": statistics.median(
+                    p["product_e2e_s"] for p in pairs if p["batch"] == b
+                ),
+            }
+            for b in batches
+        },
+    }

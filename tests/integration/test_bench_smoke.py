@@ -1,0 +1,144 @@
+"""`qwen3tts bench` on a tiny bundle for a few frames: the report has every field with sane values.
+
+Benchmarks are not tests: nothing here asserts how fast anything is, only that the measurements exist,
+are consistent with each other and with the workload that was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from qwen3tts.bench.graph_cost import read_graph_cost
+from qwen3tts.model.bundle import read_manifest
+
+FRAMES = 6
+BATCHES = (1, 2)
+STAGES = ("talker", "code_predictor", "codec", "host", "total")
+
+
+@pytest.fixture(scope="module")
+def bench_report(tiny_models, tmp_path_factory) -> dict:
+    bundle = tiny_models.bundle(weights="int8")
+    out = tmp_path_factory.mktemp("bench")
+    command = [
+        sys.executable,
+        "-m",
+        "qwen3tts",
+        "bench",
+        "--bundle",
+        str(bundle),
+        "--frames",
+        str(FRAMES),
+        "--repeats",
+        "1",
+        "--batch-sizes",
+        ",".join(map(str, BATCHES)),
+        "--prompt-tokens",
+        "20",
+        "--ttfa-concurrency",
+        "1,2",
+        "--ttfa-rounds",
+        "1",
+        "--json",
+        str(out / "report.json"),
+        "--plot",
+        str(out / "report.png"),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    report["_stdout"] = result.stdout
+    report["_png"] = (out / "report.png").read_bytes()[:8]
+    return report
+
+
+def _positive(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.slow
+def test_every_batch_size_reports_per_stage_time_per_frame(bench_report):
+    assert sorted(int(b) for b in bench_report["batches"]) == list(BATCHES)
+    for batch, summary in bench_report["batches"].items():
+        assert summary["decode_steps"] >= 1, batch
+        per_frame = summary["per_frame_ms"]
+        assert all(_positive(per_frame[s]) or (s == "host" and per_frame[s] >= 0) for s in STAGES), per_frame
+        # the total is the whole step, so it can only exceed the talker + code predictor calls inside it
+        assert per_frame["total"] >= per_frame["talker"] + per_frame["code_predictor"]
+        assert 0 <= summary["host_share"] < 1
+
+
+@pytest.mark.slow
+def test_throughput_numbers_agree_with_each_other(bench_report):
+    for batch, summary in bench_report["batches"].items():
+        frame_s = summary["step_ms"] / 1e3
+        assert summary["rtf_per_stream"] == pytest.approx(frame_s / 0.08)
+        assert summary["frames_per_s"] == pytest.approx(int(batch) / frame_s)
+        assert summary["x_real_time"] == pytest.approx(summary["frames_per_s"] * 0.08)
+
+
+@pytest.mark.slow
+def test_each_stage_has_a_physical_limit_share(bench_report):
+    machine = bench_report["machine"]
+    assert _positive(machine["copy_bandwidth"]) and _positive(machine["peak_flops"]["f32"])
+    for summary in bench_report["batches"].values():
+        for stage in ("talker", "code_predictor", "codec"):
+            limit = summary["limits"][stage]
+            assert limit["bound"] in ("memory", "compute")
+            assert _positive(limit["bytes_per_frame"]) and _positive(limit["flops_per_frame"])
+            assert _positive(limit["share_of_limit"])
+
+
+@pytest.mark.slow
+def test_latency_memory_and_kv_are_reported(bench_report):
+    for concurrency in ("1", "2"):
+        ttfa = bench_report["ttfa"][concurrency]
+        assert len(ttfa["samples"]) == int(concurrency)
+        assert 0 < ttfa["p50_s"] <= ttfa["p95_s"] <= max(ttfa["samples"])
+    assert bench_report["peak_rss_bytes"] > 50 * 2**20  # OpenVINO alone maps more than this
+    assert bench_report["kv_bytes_per_audio_second"] == pytest.approx(
+        bench_report["kv_bytes_per_token"] * 12.5
+    )
+    assert bench_report["workload"]["frames"] == FRAMES
+    assert bench_report["workload"]["prompt_tokens"] >= 20
+
+
+@pytest.mark.slow
+def test_stdout_table_and_png_are_written(bench_report):
+    assert "| batch | talker ms/frame" in bench_report["_stdout"]
+    assert "time to first audio p50" in bench_report["_stdout"]
+    assert bench_report["_png"] == b"\x89PNG\r\n\x1a\n"
+
+
+def _layer_weight_bytes(spec, bytes_per_value: int = 4) -> int:
+    """q, k, v, o, gate, up and down projections of all layers of a decoder spec."""
+    q_width, kv_width = spec.num_attention_heads * spec.head_dim, spec.num_key_value_heads * spec.head_dim
+    per_layer = 2 * spec.hidden_size * q_width + 2 * spec.hidden_size * kv_width
+    per_layer += 3 * spec.hidden_size * spec.intermediate_size
+    return per_layer * spec.num_hidden_layers * bytes_per_value
+
+
+def test_unrolled_code_predictor_counts_its_layer_weights_once_per_codebook_step(tiny_models):
+    bundle = tiny_models.bundle(weights="f32")
+    spec = read_manifest(bundle).spec
+    predictor = read_graph_cost(bundle / "code_predictor.xml")
+    talker = read_graph_cost(bundle / "talker.xml")
+    steps = spec.code_predictor.num_code_groups - 1
+    layers = _layer_weight_bytes(spec.code_predictor)
+    # 15 unrolled steps read the 5 layers 15 times; the lm heads once each; gathered tables not at all
+    assert (
+        steps * layers <= predictor.weight_bytes_read < (steps + 1) * layers + predictor.weight_bytes_stored
+    )
+    assert _layer_weight_bytes(spec.talker) <= talker.weight_bytes_read <= talker.weight_bytes_stored
+
+
+def test_codec_chunk_flops_scale_with_the_chunk_length(tiny_models):
+    bundle = tiny_models.bundle(weights="f32")
+    small, large = (read_graph_cost(bundle / f"codec_chunk_{n}.xml") for n in (4, 12))
+    assert large.flops == pytest.approx(3 * small.flops, rel=0.05)
+    assert large.weight_bytes_read == small.weight_bytes_read
