@@ -66,10 +66,10 @@ class EngineSettings:
     """Most 80 ms frames one request may produce (2048 = 164 s). Default 2048 frames."""
     max_text_chars: int = field(default=2000, metadata={"min": 1})
     """Longest accepted text, in characters. Default 2000."""
-    first_chunk_frames: int = field(default=4, metadata={"min": 1})
-    """Frames in the first codec chunk of a stream (latency). Default 4 frames = 320 ms."""
+    first_chunk_frames: int = field(default=2, metadata={"min": 1})
+    """Frames in the first codec chunk of a stream (built into the bundle). Default 2 = 160 ms."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
-    """Frames in each later codec chunk (throughput). Default 12 frames = 960 ms."""
+    """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
     temperature: float = field(default=0.9, metadata={"min": 0.0})
     """Talker sampling temperature; 0 means greedy. Default 0.9 (official)."""
     top_k: int = field(default=50, metadata={"min": 0})

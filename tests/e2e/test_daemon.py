@@ -218,6 +218,7 @@ def test_systemd_notify_sends_ready_status_and_watchdog(
             received.append(server.recv(4096).decode())
         assert any(r.startswith("READY=1") for r in received), received
         assert any("STATUS=" in r for r in received)
+        assert any(r.startswith("EXTEND_TIMEOUT_USEC=") for r in received)  # asked while compiling
         assert "WATCHDOG=1" in received
         assert daemon.terminate() == 0
         server.settimeout(1)

@@ -139,6 +139,6 @@ def test_unrolled_code_predictor_counts_its_layer_weights_once_per_codebook_step
 
 def test_codec_chunk_flops_scale_with_the_chunk_length(tiny_models):
     bundle = tiny_models.bundle(weights="f32")
-    small, large = (read_graph_cost(bundle / f"codec_chunk_{n}.xml") for n in (4, 12))
-    assert large.flops == pytest.approx(3 * small.flops, rel=0.05)
+    small, large = (read_graph_cost(bundle / f"codec_chunk_{n}.xml") for n in (2, 12))
+    assert large.flops == pytest.approx(6 * small.flops, rel=0.05)
     assert large.weight_bytes_read == small.weight_bytes_read

@@ -94,4 +94,7 @@ def ensure_tiny_bundle(settings: Settings, var_dir: Path) -> None:
         log.info("writing a tiny random checkpoint to %s (no real weights on this machine)", checkpoint)
         write_checkpoint(checkpoint, variant="custom_voice", shape="tiny")
     log.info("building the bundle %s from %s", bundle, checkpoint)
-    build_bundle(Path(checkpoint), bundle, weights=settings.model.weights, report=log.info)
+    chunks = (settings.engine.first_chunk_frames, settings.engine.chunk_frames)
+    build_bundle(
+        Path(checkpoint), bundle, weights=settings.model.weights, codec_chunks=chunks, report=log.info
+    )

@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reference-python",
         type=Path,
         default=Path("scripts/reference/.venv/bin/python"),
-        help="python of the reference venv (default: the one scripts/reference/setup.sh creates)",
+        help="python of the reference venv (default: the one scripts/reference/make_golden.sh creates)",
     )
     parser.add_argument("--reference-batch-sizes", type=_sizes, help="default: 1 and the largest batch size")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the full report as JSON")

@@ -25,7 +25,8 @@ def build(args: argparse.Namespace, settings: Settings) -> int:
 
     out = args.out or settings.model.bundle
     started = time.perf_counter()
-    build_bundle(args.checkpoint, out, weights=args.weights or settings.model.weights)
+    chunks = (settings.engine.first_chunk_frames, settings.engine.chunk_frames)
+    build_bundle(args.checkpoint, out, weights=args.weights or settings.model.weights, codec_chunks=chunks)
     print(describe_bundle(out))
     print(f"built in {time.perf_counter() - started:.1f} s")
     return 0

@@ -32,7 +32,7 @@ PRECISION_POLICIES: dict[str, dict[str, str]] = {
     "f16": {"talker": "f16", "code_predictor": "f16", "codec": "f16", "tables": "f16"},
     "f32": {"talker": "f32", "code_predictor": "f32", "codec": "f32", "tables": "f32"},
 }
-DEFAULT_CODEC_CHUNKS = (4, 12)
+DEFAULT_CODEC_CHUNKS = (2, 12)  # a small first chunk for time to first audio, then throughput
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 SOURCE_FILES = (
     "config.json",

@@ -158,3 +158,17 @@ def test_bad_input_is_rejected_at_submit_with_a_clear_message(bundle):
         engine.submit(Request(id="l", text="hi", language="klingon"))
     with pytest.raises(RequestError, match="instruct is not supported"):
         engine.submit(Request(id="i", text="hi", speaker="vivian", instruct="whisper"))
+
+
+def test_the_same_seed_gives_the_same_sampled_audio_and_another_seed_does_not(bundle):
+    engine = runtime_for(bundle).engine
+
+    def sampled(rid, seed):
+        handles = drive(
+            engine, {}, {0: [Request(id=rid, text=TEXTS[1], speaker="vivian", seed=seed, max_frames=9)]}
+        )
+        return handles[rid].result(timeout=1)
+
+    first, again, other = sampled("s1", 7), sampled("s2", 7), sampled("s3", 8)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
