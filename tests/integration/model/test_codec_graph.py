@@ -176,3 +176,41 @@ def test_write_speech_tokenizer_is_byte_identical_per_seed(tmp_path):
     same = [(tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in names]
     assert all(same)
     assert (tmp_path / "a" / names[2]).read_bytes() != (tmp_path / "c" / names[2]).read_bytes()
+
+
+def test_a_batched_chunk_graph_decodes_each_row_as_its_own_stream(codec, chunk_models, codes):
+    spec, weights = codec
+    batched = ov.Core().compile_model(build_codec_chunk(spec, weights, 4, batch=2), "CPU", F32)
+    # row 0: a fresh stream on frames 100..103; row 1: a stream that already decoded frames 0..7
+    fresh = chunk_models.initial_state()
+    _, advanced = chunk_models.run(codes[4:8], chunk_models.run(codes[:4], fresh)[1])
+    rows = [(codes[100:104], fresh), (codes[8:12], advanced)]
+    feeds = {CODES: np.stack([c for c, _ in rows])}
+    feeds.update({PAST_PREFIX + n: np.concatenate([s[n] for _, s in rows]) for n in fresh})
+    result = batched(feeds)
+    for b, (row_codes, row_state) in enumerate(rows):
+        pcm, next_state = chunk_models.run(row_codes, row_state)
+        diff = float(np.abs(result[AUDIO][b] - pcm).max())
+        _report(f"batched row {b}", diff)
+        assert diff < STREAM_TOLERANCE
+        assert int(result[PRESENT_PREFIX + "position"][b]) == int(next_state["position"][0])
+        for name, value in next_state.items():
+            assert np.abs(result[PRESENT_PREFIX + name][b : b + 1] - value).max() < STREAM_TOLERANCE, name
+
+
+def test_chunk_graphs_avoid_the_slow_cpu_ops_and_the_full_decode_keeps_upstreams_ops(codec):
+    # on CPU, Sin runs on a reference kernel and ConvolutionBackpropData on a gemm fallback: the chunk
+    # graphs use a polynomial and polyphase convs; the full decode, their reference, keeps upstream's ops
+    spec, weights = codec
+
+    def op_counts(model):
+        types = [op.get_type_name() for op in model.get_ordered_ops()]
+        return {name: types.count(name) for name in ("Sin", "ConvolutionBackpropData", "DepthToSpace")}
+
+    chunk = op_counts(build_codec_chunk(spec, weights, 4))
+    full = op_counts(build_codec_full(spec, weights))
+    num_trans_convs = len(spec.upsampling_ratios) + len(spec.upsample_rates)
+    # the one Sin left in a chunk graph is RoPE's, over T x head_dim angles
+    assert chunk == {"Sin": 1, "ConvolutionBackpropData": 0, "DepthToSpace": num_trans_convs}
+    assert full["ConvolutionBackpropData"] == num_trans_convs and full["DepthToSpace"] == 0
+    assert full["Sin"] == 1 + 7 * len(spec.upsample_rates) + 1  # RoPE, SnakeBeta: 7 per block + the last
