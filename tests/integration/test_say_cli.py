@@ -79,3 +79,31 @@ def test_an_unknown_voice_is_a_clear_error_and_a_nonzero_exit(tiny_models, tmp_p
     result = say(tiny_models.bundle("custom_voice", "tiny", "int8"), tmp_path / "x.wav", "--voice", "nobody")
     assert result.returncode == 1
     assert "RequestError: unknown voice 'nobody'" in result.stderr
+
+
+def test_without_out_say_plays_through_the_configured_sink(tiny_models, tmp_path):
+    bundle = tiny_models.bundle("custom_voice", "tiny", "int8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qwen3tts",
+            "--set",
+            "audio.sink=wav",
+            "--set",
+            f"audio.wav_dir={tmp_path}",
+            "say",
+            "Hello there.",
+            "--bundle",
+            str(bundle),
+            "--max-frames",
+            str(FRAMES),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "played on wav" in result.stdout
+    [played] = list(tmp_path.glob("*.wav"))
+    assert read(played).size == (FRAMES - 1) * 1920

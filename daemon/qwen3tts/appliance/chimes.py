@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import wave
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import soxr
 
+from qwen3tts import wavfile
 from qwen3tts.appliance.sinks import MODEL_RATE
-from qwen3tts.errors import ConfigError
+from qwen3tts.errors import AudioError, ConfigError
 
 if TYPE_CHECKING:
     from qwen3tts.settings import AudioSettings
@@ -83,28 +83,13 @@ def synthesize_chime(priority: str) -> np.ndarray:
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = MODEL_RATE) -> None:
-    """16-bit mono PCM WAV (stdlib wave, no dependency)."""
-    pcm = np.round(np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2")
-    with wave.open(str(path), "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(rate)
-        wav.writeframes(pcm.tobytes())
+    """16-bit mono PCM WAV at the model rate by default."""
+    wavfile.write_wav(path, samples, rate)
 
 
 def read_wav(path: Path) -> np.ndarray:
-    """A PCM WAV file (8/16/32-bit, any channel count, any rate) as 24 kHz float32 mono."""
-    with wave.open(str(path), "rb") as wav:
-        width, channels, rate = wav.getsampwidth(), wav.getnchannels(), wav.getframerate()
-        raw = wav.readframes(wav.getnframes())
-    if width == 1:
-        samples = (np.frombuffer(raw, np.uint8).astype(np.float32) - 128.0) / 128.0
-    elif width in (2, 4):
-        dtype = "<i2" if width == 2 else "<i4"
-        samples = np.frombuffer(raw, dtype).astype(np.float32) / float(2 ** (8 * width - 1))
-    else:
-        raise ValueError(f"{width * 8}-bit WAV is not supported (use 8, 16 or 32-bit PCM)")
-    mono = samples.reshape(-1, channels).mean(axis=1)  # (frames, channels) -> (frames,)
+    """A WAV file (PCM or float, any channel count, any rate) as 24 kHz float32 mono."""
+    mono, rate = wavfile.read_wav(path)
     if rate != MODEL_RATE:
         mono = soxr.resample(mono, rate, MODEL_RATE, quality="HQ")
     return np.ascontiguousarray(mono, dtype=np.float32)
@@ -174,7 +159,7 @@ def _resolve(key: str, value: str, priority: str, sounds_dir: Path) -> np.ndarra
         path = Path(value)
     try:
         return read_wav(path)
-    except (OSError, EOFError, ValueError, wave.Error) as exc:
+    except AudioError as exc:
         raise ConfigError(f"{key}: cannot read chime {path}: {exc}") from exc
 
 

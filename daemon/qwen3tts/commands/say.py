@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import time
 import uuid
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +59,10 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
     seconds = pcm.size / SAMPLE_RATE
     if args.out:
-        write_wav(args.out, pcm)
+        from qwen3tts.wavfile import write_wav
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_wav(args.out, pcm, SAMPLE_RATE)
     else:
         _play(pcm, settings)
     rtf = elapsed / seconds if seconds else float("inf")
@@ -77,17 +79,17 @@ def _default_speaker(spec) -> str | None:
     return next(iter(spec.speakers), None) if spec.variant == "custom_voice" else None
 
 
-def write_wav(path: Path, pcm: np.ndarray, rate: int = SAMPLE_RATE) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    samples = (np.clip(pcm, -1.0, 1.0) * 32767.0).round().astype("<i2")
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(samples.tobytes())
-
-
 def _play(pcm: np.ndarray, settings: Settings) -> None:
-    from qwen3tts.appliance.audio import play_once
+    """Through the configured sink (ALSA, or a WAV file in audio.wav_dir when there is no sound card)."""
+    from qwen3tts.appliance.audio import open_sink
 
-    play_once(pcm, SAMPLE_RATE, settings.audio)
+    sink = open_sink(settings.audio)
+    block = SAMPLE_RATE * settings.audio.block_ms // 1000
+    try:
+        sink.begin("say")
+        for start in range(0, pcm.size, block):
+            sink.write(pcm[start : start + block])
+        sink.end()  # drains: returns once the last sample has played
+    finally:
+        sink.close()
+    print(f"played on {sink.name}")
