@@ -357,4 +357,3 @@ def build_codec_full(
     codes = named_parameter([1, num_frames or -1, spec.num_quantizers], ov.Type.i64, CODES)
     audio = named_result(_decode(codes, spec, weights, state, UPSTREAM), AUDIO)
     return ov.Model([audio], [codes], "codec_full")
-
