@@ -45,13 +45,13 @@ from qwen3tts.model.graphs.layers import (
     AttentionDims,
     Output,
     apply_rope,
+    attend,
     const,
     i64,
     linear,
     named_parameter,
     named_result,
     project_heads,
-    repeat_kv,
     rms_norm,
     rope_tables,
     swiglu_mlp,
@@ -263,12 +263,7 @@ def _attention(
     v_all = ops.concat([state.read(f"{prefix}.value"), v], 2)  # [B, kvh, past + T, D]
     state.write(f"{prefix}.key", last(k_all, past, 2))
     state.write(f"{prefix}.value", last(v_all, past, 2))
-    attn = ops.scaled_dot_product_attention(
-        q, repeat_kv(k_all, dims), repeat_kv(v_all, dims), mask, causal=False
-    )  # [B, h, T, D]
-    attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, T, h, D]
-    attn = ops.reshape(attn, i64([0, 0, dims.num_heads * dims.head_dim]), special_zero=True)  # [B, T, h*D]
-    return linear(attn, weights, f"{prefix}.o_proj")
+    return attend(q, k_all, v_all, mask, dims, weights, prefix)
 
 
 def _transformer(

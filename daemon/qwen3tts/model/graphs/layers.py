@@ -219,6 +219,23 @@ def self_attention(
     cos, sin = rope
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     k_all, v_all = kv_update(layer_index, k, v)  # [B, kvh, T, D]
+    return attend(q, k_all, v_all, mask, dims, weights, prefix)
+
+
+def attend(
+    q: Output,
+    k_all: Output,
+    v_all: Output,
+    mask: Output,
+    dims: AttentionDims,
+    weights: Mapping[str, np.ndarray],
+    prefix: str,
+) -> ov.Node:
+    """GQA scaled-dot-product attention of q [B,h,S,D] over k/v [B,kvh,T,D], then `{prefix}.o_proj`.
+
+    The SDPA keeps an explicit mask and the Unsqueeze/Broadcast/Reshape GQA expansion: the pattern
+    paged_attention_transformation recognises (openvino-notes.md §10).
+    """
     attn = ops.scaled_dot_product_attention(
         q, repeat_kv(k_all, dims), repeat_kv(v_all, dims), mask, causal=False
     )  # [B, h, S, D]
