@@ -7,7 +7,6 @@ that request: a batched call that raises is retried one sequence at a time to fi
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qwen3tts.engine.admission import build_prompt, validate_request
 from qwen3tts.engine.block_manager import BlockManager
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.runner import Runner, TalkerChunk
@@ -25,7 +25,6 @@ from qwen3tts.engine.scheduler import ScheduledChunk, Scheduler
 from qwen3tts.engine.sequence import (
     NUM_CODE_GROUPS,
     Handle,
-    Priority,
     Prompt,
     Request,
     Sequence,
@@ -94,8 +93,8 @@ class Engine:
 
     def submit(self, request: Request) -> Handle:
         """Validate and queue a request; bad input raises RequestError here, never later."""
-        params, max_frames = self._validate(request)
-        prompt = self._build_prompt(request)
+        params, max_frames = validate_request(request, self.config)
+        prompt = build_prompt(request, self._prompt_builder, self.runner.hidden_size, self.block_manager)
         seq = Sequence(request, prompt, params, max_frames)
         with self._lock:
             if self._stopping:
@@ -351,42 +350,6 @@ class Engine:
         seq.output.put(None)
         seq.done.set()
         log.debug("finished %r", seq)
-
-    # ---- submit-time validation ----
-
-    def _validate(self, request: Request) -> tuple:
-        if not isinstance(request.id, str) or not request.id:
-            raise RequestError("request id must be a non-empty string")
-        if not isinstance(request.text, str) or not request.text.strip():
-            raise RequestError(f"request {request.id!r}: text must be a non-empty string")
-        if request.priority not in tuple(Priority):
-            raise RequestError(f"{request.id!r}: priority must be 0, 1 or 2, not {request.priority!r}")
-        if request.seed is not None and (not isinstance(request.seed, int) or request.seed < 0):
-            raise RequestError(f"request {request.id!r}: seed must be a non-negative integer or None")
-        max_frames = self.config.max_frames if request.max_frames is None else request.max_frames
-        if not isinstance(max_frames, int) or max_frames < 2:
-            raise RequestError(f"request {request.id!r}: max_frames must be an integer >= 2")
-        params = self.config.sampling.with_overrides(request.sampling)
-        if request.greedy:
-            params = dataclasses.replace(params, greedy=True)
-        return params, max_frames
-
-    def _build_prompt(self, request: Request) -> Prompt:
-        try:
-            prompt = self._prompt_builder(request)
-        except ValueError as exc:
-            raise RequestError(f"request {request.id!r}: {exc}") from exc
-        hidden = self.runner.hidden_size
-        emb, text, pad = prompt.embeddings, prompt.trailing_text, prompt.pad_vector
-        if emb.ndim != 2 or emb.shape[0] < 1 or emb.shape[1] != hidden:
-            raise RequestError(f"request {request.id!r}: prompt embeddings {emb.shape} are not (P, {hidden})")
-        if text.ndim != 2 or text.shape[1] != hidden or pad.shape != (hidden,):
-            raise RequestError(f"request {request.id!r}: text-track vectors do not have width {hidden}")
-        if not (np.isfinite(emb).all() and np.isfinite(text).all() and np.isfinite(pad).all()):
-            raise RequestError(f"request {request.id!r}: prompt contains non-finite values")
-        if self.block_manager.blocks_for(emb.shape[0] + 1) > self.block_manager.num_blocks:
-            raise RequestError(f"request {request.id!r}: prompt of {emb.shape[0]} positions exceeds KV pool")
-        return prompt
 
     def _count_frames(self, num_frames: int) -> None:
         now = time.monotonic()
