@@ -57,6 +57,6 @@ def test_the_runtime_does_not_reach_up_into_the_appliance():
 
 def test_paho_only_in_the_mqtt_adapter_and_sounddevice_only_in_the_audio_adapter():
     paho = [p for p in files_under() if p.name != "mqtt.py"]
-    audio = [p for p in files_under() if p.name != "audio.py"]
+    audio = [p for p in files_under() if p.name != "alsa.py"]
     assert offenders(paho, ("paho",)) == []
     assert offenders(audio, ("sounddevice",)) == []

@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from qwen3tts.appliance.events import Availability, DiscoveryConfig, Status
 from qwen3tts.appliance.messages import Say, SetVoice, SetVolume, Stop, Topics
-from qwen3tts.appliance.outputs import Availability, DiscoveryConfig, Status
 
 
 def node_id_for(topics: Topics) -> str:

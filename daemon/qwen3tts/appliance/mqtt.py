@@ -25,8 +25,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from qwen3tts.appliance.events import Availability
 from qwen3tts.appliance.messages import Inbound, Message, MqttMeta, Topics
-from qwen3tts.appliance.outputs import Availability
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import MqttSettings, read_mqtt_password
 

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from qwen3tts.appliance.announcements import Announcement, announcement_events
+from qwen3tts.appliance.announcement import Announcement
 from qwen3tts.appliance.audio_worker import AudioWorker
+from qwen3tts.appliance.intake import announcement_events
 from qwen3tts.appliance.messages import PRIORITIES
 from qwen3tts.appliance.playback import PlaybackEvent, Utterance
+from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.sentences import split_sentences
-from qwen3tts.appliance.spool import AnnouncementQueue
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.settings import Settings

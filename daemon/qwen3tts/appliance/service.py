@@ -17,18 +17,18 @@ import time
 from pathlib import Path
 
 from qwen3tts import __version__
-from qwen3tts.appliance.announcements import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.audio import open_sink
+from qwen3tts.appliance.alsa import open_sink
 from qwen3tts.appliance.audio_worker import AudioWorker
 from qwen3tts.appliance.chimes import ChimeSet
 from qwen3tts.appliance.discovery import discovery_configs
+from qwen3tts.appliance.events import Status, Voices
+from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
 from qwen3tts.appliance.notify import Heartbeats, Notifier, Watchdog
-from qwen3tts.appliance.outputs import Status, Voices
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.player import Player, Voice
-from qwen3tts.appliance.spool import AnnouncementQueue
+from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.thermal import ThermalMonitor
 from qwen3tts.settings import Settings
 

@@ -66,7 +66,7 @@ class ThermalDecision:
     changed: bool
 
     def status_fields(self) -> dict[str, object]:
-        """Fields of appliance.outputs.Status this decision fills."""
+        """Fields of appliance.events.Status this decision fills."""
         temperature = None if self.temperature_c is None else round(self.temperature_c, 1)
         return {"thermal_level": self.level_name, "batch_limit": self.batch, "temperature_c": temperature}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.appliance.audio import AlsaSink, list_output_devices, open_sink
+from qwen3tts.appliance.alsa import AlsaSink, list_output_devices, open_sink
 from qwen3tts.appliance.chimes import ChimeSet
 from qwen3tts.appliance.playback import Playback, Utterance
 from qwen3tts.errors import AudioError

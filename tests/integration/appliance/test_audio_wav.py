@@ -7,7 +7,7 @@ import wave
 import numpy as np
 import pytest
 
-from qwen3tts.appliance.audio import open_sink
+from qwen3tts.appliance.alsa import open_sink
 from qwen3tts.appliance.chimes import ChimeSet, read_wav, synthesize_chime
 from qwen3tts.appliance.playback import Playback, Utterance
 from qwen3tts.appliance.sinks import WavSink

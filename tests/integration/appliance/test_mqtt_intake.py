@@ -8,7 +8,7 @@ import time
 import pytest
 from mqtt_intake_runner import IntakeRunner
 
-from qwen3tts.appliance.announcements import AnnouncementPolicy
+from qwen3tts.appliance.intake import AnnouncementPolicy
 from qwen3tts.appliance.messages import Stop
 
 

@@ -8,7 +8,7 @@ import pytest
 import soxr
 from audio_fakes import FakeClock
 
-from qwen3tts.appliance.audio import REOPEN_BACKOFF_S, AlsaSink
+from qwen3tts.appliance.alsa import REOPEN_BACKOFF_S, AlsaSink
 from qwen3tts.appliance.chimes import (
     DEFAULT_SOUNDS_DIR,
     PRIORITIES,

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 
 from qwen3tts.appliance.discovery import discovery_configs, node_id_for
+from qwen3tts.appliance.events import Availability, Status
 from qwen3tts.appliance.messages import Say, SetVoice, SetVolume, Stop, Topics
-from qwen3tts.appliance.outputs import Availability, Status
 
 TOPICS = Topics(base="qwen3tts/front-desk.1")
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from qwen3tts.appliance import hermes, messages, outputs
+from qwen3tts.appliance import events, hermes, messages
+from qwen3tts.appliance.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
 from qwen3tts.appliance.hermes import HermesError, HermesSay, HermesSayFinished
 from qwen3tts.appliance.messages import (
     HomeAssistantStatus,
@@ -20,7 +21,6 @@ from qwen3tts.appliance.messages import (
     Topics,
     parse_inbound,
 )
-from qwen3tts.appliance.outputs import Availability, DiscoveryConfig, Event, Reply, Status, Voices
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/kitchen"
@@ -47,7 +47,7 @@ EXAMPLES: dict[type[Message], Message] = {
 
 def discovered_message_classes() -> set[type[Message]]:
     found = set()
-    for module in (messages, outputs, hermes):
+    for module in (messages, events, hermes):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Message) and cls is not Message and cls.__module__ == module.__name__:
                 found.add(cls)

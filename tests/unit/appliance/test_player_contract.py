@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from qwen3tts.appliance.announcements import (
+from qwen3tts.appliance.events import Event
+from qwen3tts.appliance.intake import (
     AnnouncementIntake,
     AnnouncementPolicy,
     announcement_events,
 )
 from qwen3tts.appliance.messages import Inbound, Stop, Topics
-from qwen3tts.appliance.outputs import Event
-from qwen3tts.appliance.spool import AnnouncementQueue
+from qwen3tts.appliance.queue import AnnouncementQueue
 
 
 class FakeEngine:

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from qwen3tts.appliance.announcements import Announcement
+from qwen3tts.appliance.announcement import Announcement
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
