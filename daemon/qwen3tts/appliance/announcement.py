@@ -32,6 +32,12 @@ class Announcement:
     hermes_site_id: str | None = None
     """Set when it came over the Hermes bridge: sayFinished goes back to this siteId."""
     session_id: str | None = None
+    normalize: bool | None = None
+    """Normalise the text (numbers, dates, units) before synthesis; None follows the setting."""
+    seed: int | None = None
+    """Sampling seed for a reproducible rendition; None draws one."""
+    cache: bool | None = None
+    """Whether the audio cache may serve or keep this rendition; None follows the setting."""
     seq: int = 0
     """Arrival order, given by the queue; also the spool file name."""
     plays_done: int = 0

@@ -59,7 +59,11 @@ class Status(Message):
 
 @dataclass(frozen=True)
 class Event(Message):
-    """Non-retained `<base>/event`: one step in an announcement's life (or why it was refused)."""
+    """Non-retained `<base>/event`: one step in an announcement's life, or the answer to a command.
+
+    `event` is one of messages.EVENTS (queued ... rejected, error) or messages.ANSWERS (stopped,
+    not_found, volume_set, voice_set); the optional fields say what a command did.
+    """
 
     SUFFIX: ClassVar[str] = "event"
 
@@ -71,10 +75,24 @@ class Event(Message):
     t_started: float | None = None
     t_first_audio: float | None = None
     t_finished: float | None = None
+    warnings: tuple[str, ...] = ()
+    """Why part of an accepted request was ignored (an instruct the bundle cannot use, a response topic)."""
+    scope: str | None = None
+    """stopped / not_found: the stop scope."""
+    cancelled: tuple[str, ...] = ()
+    """stopped: ids of the waiting announcements it cancelled."""
+    volume: float | None = None
+    """volume_set: the volume now in effect."""
+    voice: str | None = None
+    """voice_set: the default voice now in effect."""
     correlation_data: bytes | None = None
 
     def payload(self) -> bytes:
-        body = {k: v for k, v in asdict(self).items() if v is not None and k != "correlation_data"}
+        body = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self).items()
+            if v is not None and v != () and k != "correlation_data"
+        }
         return encode_json(body)
 
     def meta(self) -> MqttMeta:
@@ -84,6 +102,9 @@ class Event(Message):
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Event:
         obj = decode_json_object(decode_text(payload))
         known = {k: obj[k] for k in cls.__dataclass_fields__ if k in obj and k != "correlation_data"}
+        for name in ("warnings", "cancelled"):
+            if name in known:
+                known[name] = tuple(known[name])
         return cls(**known, correlation_data=(meta or MqttMeta()).correlation_data)
 
 

@@ -2,6 +2,8 @@
 
 Enabled by `MqttSettings.hermes`; requests whose siteId is not ours are ignored by the intake.
 Payload shapes follow rhasspy-hermes (`rhasspyhermes/tts.py`): camelCase keys, `id` echoed back.
+As in rhasspy-tts-cli-hermes, every say the bridge takes gets exactly one sayFinished, whether it
+played, was refused, cancelled, expired or failed; refusals and failures also go to hermes/error/tts.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from qwen3tts.appliance.messages import (
+    SESSION_MAX_CHARS,
     Message,
     MqttMeta,
     decode_json_object,
     decode_text,
     encode_json,
     field_of,
+    name_of,
 )
+from qwen3tts.appliance.payload import id_of, number_of
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,7 @@ class HermesSay(Message):
     """`hermes/tts/say` {text, lang, id, volume, siteId, sessionId}."""
 
     TOPIC: ClassVar[str] = "hermes/tts/say"
+    max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
 
     text: str
     id: str | None = None
@@ -43,14 +49,13 @@ class HermesSay(Message):
     @classmethod
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> HermesSay:
         obj = decode_json_object(decode_text(payload))
-        volume = field_of(obj, "volume", (int, float))
         return cls(
             text=field_of(obj, "text", str, ""),
-            id=field_of(obj, "id", str),
-            lang=field_of(obj, "lang", str),
-            volume=None if volume is None else float(volume),
-            site_id=field_of(obj, "siteId", str, "default"),
-            session_id=field_of(obj, "sessionId", str),
+            id=id_of(obj),
+            lang=name_of(obj, "lang"),
+            volume=number_of(obj, "volume"),
+            site_id=name_of(obj, "siteId", SESSION_MAX_CHARS) or "default",
+            session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
         )
 
 

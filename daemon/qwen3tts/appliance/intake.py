@@ -1,9 +1,15 @@
-"""The front door: accepted announcements and the intake that admits them.
+"""The front door: every inbound MQTT message becomes exactly one answer, never a traceback.
 
-`AnnouncementIntake.handle()` is the whole front door, free of paho and threads: raw MQTT message
--> typed message -> validation (`AnnouncementPolicy`) -> duplicate check -> durable queue (spooled
-and fsynced) -> MQTT ack -> `queued` event. Anything wrong becomes a `rejected` event naming the
-reason; nothing raises out of `handle()`.
+`AnnouncementIntake.handle()` is free of paho and threads: raw MQTT message -> size limit of its
+topic -> typed message (bounded, validated) -> `AnnouncementPolicy` -> duplicate check (ids and,
+for broker redeliveries, content) -> durable queue (spooled and fsynced) -> MQTT ack -> event.
+
+Answers on `<base>/event`: a say gets `queued`, `expired` or `rejected`; a stop gets `stopped`
+(plus `cancelled` for each waiting announcement it removed) or `not_found`; volume/set and
+voice/set get `volume_set` / `voice_set`; anything invalid gets `rejected` with the caller's id
+when it can be read. Retained commands are refused. Duplicates and Hermes requests for another
+siteId are dropped without an event (logged). Each answer is also sent to the request's MQTT 5
+response topic when `reply_topics.refusal` allows it, with the correlation data.
 """
 
 from __future__ import annotations
@@ -13,136 +19,43 @@ import queue
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from qwen3tts.appliance import reply_topics
 from qwen3tts.appliance.announcement import Announcement
 from qwen3tts.appliance.events import Event, Reply
 from qwen3tts.appliance.hermes import HermesError, HermesSay, HermesSayFinished
 from qwen3tts.appliance.messages import (
-    PRIORITIES,
     HomeAssistantStatus,
     Inbound,
     Message,
     Say,
+    SetVoice,
+    SetVolume,
     Stop,
     Topics,
+    inbound_type,
     parse_inbound,
 )
-from qwen3tts.errors import Qwen3TTSError, RequestError
+from qwen3tts.appliance.payload import salvage, salvage_id, salvage_name
+from qwen3tts.appliance.policy import AnnouncementPolicy
+from qwen3tts.appliance.recent_ids import FILE_NAME, RecentIds
+from qwen3tts.errors import RequestError
 
 if TYPE_CHECKING:
     from qwen3tts.appliance.queue import AnnouncementQueue
-    from qwen3tts.settings import AnnouncementSettings
+
+__all__ = ["AnnouncementIntake", "AnnouncementPolicy", "IntakeResult", "RecentIds", "announcement_events"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class AnnouncementPolicy:
-    """What the intake accepts: limits from settings, voices and languages from the bundle."""
-
-    max_payload_bytes: int = 65536
-    max_text_chars: int = 2000
-    max_repeat: int = 10
-    max_repeat_interval: float = 3600.0
-    default_ttl: float = 0.0
-    voices: Collection[str] = ()
-    """Known voice names; empty accepts any (no bundle loaded yet)."""
-    languages: Collection[str] = ()
-    """Known language names ('auto' is always accepted); empty accepts any."""
-
-    @classmethod
-    def from_settings(
-        cls, settings: AnnouncementSettings, *, max_text_chars: int, voices=(), languages=()
-    ) -> AnnouncementPolicy:
-        return cls(
-            max_payload_bytes=settings.max_payload_bytes,
-            max_text_chars=max_text_chars,
-            max_repeat=settings.max_repeat,
-            default_ttl=settings.default_ttl,
-            voices=tuple(voices),
-            languages=tuple(languages),
-        )
-
-    def check_size(self, payload: bytes) -> None:
-        if len(payload) > self.max_payload_bytes:
-            raise RequestError(f"payload too large ({len(payload)} bytes > {self.max_payload_bytes})")
-
-    def admit(self, say: Say, now: float) -> Announcement:
-        """An Announcement for a valid request, else RequestError with the reason."""
-        text = say.text.strip()
-        if not text:
-            raise RequestError("empty text")
-        if len(text) > self.max_text_chars:
-            raise RequestError(f"text too long ({len(text)} characters > {self.max_text_chars})")
-        if say.priority not in PRIORITIES:
-            raise RequestError(f"unknown priority {say.priority!r}; expected one of {', '.join(PRIORITIES)}")
-        if say.volume is not None and not 0.0 <= say.volume <= 1.0:
-            raise RequestError(f"volume must be between 0 and 1, got {say.volume}")
-        if not 1 <= say.repeat <= self.max_repeat:
-            raise RequestError(f"repeat must be between 1 and {self.max_repeat}, got {say.repeat}")
-        if not 0.0 <= say.repeat_interval <= self.max_repeat_interval:
-            raise RequestError(f"repeat_interval must be 0..{self.max_repeat_interval:g} s")
-        if say.ttl is not None and say.ttl <= 0:
-            raise RequestError(f"ttl must be positive, got {say.ttl}")
-        self._check_known("voice", say.voice, self.voices)
-        self._check_known("language", say.lang, self.languages, always=("auto",))
-        return Announcement(
-            id=say.id or str(uuid.uuid4()),
-            text=text,
-            priority=say.priority,
-            lang=say.lang,
-            voice=say.voice,
-            instruct=say.instruct,
-            volume=say.volume,
-            chime=say.chime,
-            interrupt=say.interrupt if say.interrupt is not None else say.priority != "normal",
-            repeat=say.repeat,
-            repeat_interval=say.repeat_interval,
-            expires_at=self._expiry(say, now),
-            response_topic=say.response_topic,
-            correlation_data=say.correlation_data,
-            session_id=say.session_id,
-            t_queued=now,
-        )
-
-    def _expiry(self, say: Say, now: float) -> float | None:
-        deadlines = [say.expires_at] if say.expires_at is not None else []
-        if say.ttl is not None:
-            deadlines.append(now + say.ttl)
-        elif say.expires_at is None and self.default_ttl > 0:
-            deadlines.append(now + self.default_ttl)
-        if say.message_expiry is not None:
-            deadlines.append(now + say.message_expiry)
-        return min(deadlines) if deadlines else None
-
-    @staticmethod
-    def _check_known(kind: str, value: str | None, known: Collection[str], always=()) -> None:
-        if value is None or not known:
-            return
-        allowed = {k.lower() for k in (*known, *always)}
-        if value.lower() not in allowed:
-            raise RequestError(f"unknown {kind} {value!r}; known: {', '.join(sorted(known))}")
-
-
-class RecentIds:
-    """The last `window` announcement ids, to drop QoS 1 redeliveries and repeated requests."""
-
-    def __init__(self, window: int = 1000) -> None:
-        self.window = window
-        self._ids: OrderedDict[str, None] = OrderedDict()
-
-    def seen(self, ann_id: str) -> bool:
-        return ann_id in self._ids
-
-    def add(self, ann_id: str) -> None:
-        self._ids[ann_id] = None
-        self._ids.move_to_end(ann_id)
-        while len(self._ids) > self.window:
-            self._ids.popitem(last=False)
+DISCOVERY_MIN_INTERVAL_S = 30.0
+"""Home Assistant births closer together than this do not republish discovery (configs are retained)."""
+HERMES_FINAL = ("finished", "cancelled", "expired", "rejected", "error")
+"""Events after which a Hermes say is over: each sends the one sayFinished it is owed."""
+RETAINED_REASON = "retained commands are ignored; publish without the retain flag"
 
 
 @dataclass
@@ -155,10 +68,19 @@ class IntakeResult:
     accepted: Announcement | None = None
 
 
+@dataclass(frozen=True)
+class _Caller:
+    """Where answers to one inbound message go besides `<base>/event`."""
+
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    warnings: tuple[str, ...] = ()
+
+
 def announcement_events(
-    ann: Announcement, event: str, reason: str = "", now: float | None = None
+    ann: Announcement, event: str, reason: str = "", now: float | None = None, warnings: tuple[str, ...] = ()
 ) -> list[Message]:
-    """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answer where they apply."""
+    """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answers where they apply."""
     now = time.time() if now is None else now
     ev = Event(
         event=event,
@@ -169,17 +91,18 @@ def announcement_events(
         t_started=ann.t_started,
         t_first_audio=ann.t_first_audio,
         t_finished=ann.t_finished,
+        warnings=warnings,
         correlation_data=ann.correlation_data,
     )
     out: list[Message] = [ev]
     if ann.response_topic:
         out.append(Reply(response_topic=ann.response_topic, event=ev))
-    if ann.hermes_site_id is not None and event == "finished":
-        out.append(HermesSayFinished(id=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id))
     if ann.hermes_site_id is not None and event in ("error", "rejected"):
         out.append(
             HermesError(error=reason, context=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id)
         )
+    if ann.hermes_site_id is not None and event in HERMES_FINAL:
+        out.append(HermesSayFinished(id=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id))
     return out
 
 
@@ -194,7 +117,9 @@ class AnnouncementIntake:
         *,
         ack: Callable[[Any], object],
         hermes_site_id: str = "default",
+        hermes_chime: bool = False,
         discovery: Callable[[], list[Message]] | None = None,
+        active_ids: Callable[[], Collection[str]] | None = None,
         dedup_window: int = 1000,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -203,8 +128,13 @@ class AnnouncementIntake:
         self.topics = topics
         self._ack = ack
         self.hermes_site_id = hermes_site_id
+        self.hermes_chime = hermes_chime
+        """Play the announcement chime before Hermes dialogue replies (default off)."""
         self._discovery = discovery
-        self.recent = RecentIds(dedup_window)
+        self._active_ids = active_ids
+        """Ids being spoken now; without it a stop for a recently accepted id is passed on."""
+        self._last_discovery: float | None = None
+        self.recent = RecentIds(dedup_window, queue.spool.directory / FILE_NAME)
         self.clock = clock
 
     def replay(self) -> list[Message]:
@@ -212,7 +142,7 @@ class AnnouncementIntake:
         now = self.clock()
         replayed, expired = self.queue.replay(now)
         for ann in (*replayed, *expired):
-            self.recent.add(ann.id)
+            self.recent.add(ann.id, ann, persist=False)  # the spool itself remembers them
         if replayed:
             log.info("replayed %d spooled announcements: %s", len(replayed), [a.id for a in replayed])
         out: list[Message] = []
@@ -248,85 +178,192 @@ class AnnouncementIntake:
         """
         try:
             return self._handle(inbound)
-        except Exception as exc:  # the MQTT thread must keep serving whatever one message does
+        except Exception as exc:  # a bug: the intake thread must keep serving whatever one message does
             log.exception("inbound message on %s failed", inbound.topic)
             return IntakeResult(
-                publish=[Event("error", reason=f"{type(exc).__name__}: {exc}", t_event=self.clock())]
+                publish=[
+                    Event("error", reason=f"{type(exc).__name__}: {str(exc)[:200]}", t_event=self.clock())
+                ]
             )
         finally:
             self._ack(inbound.token)
 
     def _handle(self, inbound: Inbound) -> IntakeResult:
         now = self.clock()
-        is_say = inbound.topic in (Say.topic_for(self.topics.base), HermesSay.TOPIC)
-        if is_say and inbound.meta.retain:
-            log.info("ignoring retained message on %s", inbound.topic)
+        kind = inbound_type(self.topics, inbound.topic)
+        if kind is None:
+            log.warning("ignoring a message on a topic we do not serve")
             return IntakeResult()
+        if kind is HomeAssistantStatus:
+            return self._home_assistant(inbound, now)
+        caller = self._caller(inbound)
+        if inbound.meta.retain:
+            return self._rejected(RETAINED_REASON, now, caller, inbound, kind)
         try:
-            if is_say:
-                self.policy.check_size(inbound.payload)
-            message = parse_inbound(self.topics, inbound.topic, inbound.payload, inbound.meta)
-        except Qwen3TTSError as exc:
-            return self._rejected(None, str(exc), now, inbound)
-        if isinstance(message, Say | HermesSay):
-            return self._say(message, inbound, now)
-        if isinstance(message, Stop):
-            return self._stop(message, now)
-        if isinstance(message, HomeAssistantStatus):
-            online = message.online and self._discovery is not None
-            return IntakeResult(publish=list(self._discovery()) if online else [])
-        return IntakeResult(commands=[message])
-
-    def _say(self, message: Say | HermesSay, inbound: Inbound, now: float) -> IntakeResult:
-        if isinstance(message, HermesSay) and message.site_id != self.hermes_site_id:
-            return IntakeResult()
-        try:
-            ann = self._admit(message, now)
+            message = parse_inbound(
+                self.topics, inbound.topic, inbound.payload, inbound.meta,
+                say_max_bytes=self.policy.max_payload_bytes,
+            )  # fmt: skip
         except RequestError as exc:
-            return self._rejected(getattr(message, "id", None), str(exc), now, inbound, message)
+            return self._rejected(str(exc), now, caller, inbound, kind)
+        if isinstance(message, Say | HermesSay):
+            return self._say(message, inbound, caller, now)
+        if isinstance(message, Stop):
+            return self._stop(message, caller, now)
+        if isinstance(message, SetVolume):
+            return self._answer(Event("volume_set", volume=message.volume), caller, now, message)
+        if isinstance(message, SetVoice):
+            return self._set_voice(message, caller, now, inbound)
+        raise AssertionError(f"no handler for {type(message).__name__}")  # inbound_type and here disagree
+
+    def _caller(self, inbound: Inbound) -> _Caller:
+        topic, correlation = inbound.meta.response_topic, inbound.meta.correlation_data
+        if topic is None:
+            return _Caller(correlation_data=correlation)
+        refusal = reply_topics.refusal(self.topics, topic)
+        if refusal:
+            log.info("%s", refusal)
+            return _Caller(correlation_data=correlation, warnings=(refusal,))
+        return _Caller(topic, correlation)
+
+    # ---- say ----
+
+    def _say(self, message: Say | HermesSay, inbound: Inbound, caller: _Caller, now: float) -> IntakeResult:
+        if isinstance(message, HermesSay) and message.site_id != self.hermes_site_id:
+            log.info("ignoring a Hermes say for another siteId")
+            return IntakeResult()
+        try:
+            admitted = self._admit(message, now)
+        except RequestError as exc:
+            return self._rejected(str(exc), now, caller, inbound, type(message), message)
+        ann, warnings = admitted.announcement, admitted.warnings + caller.warnings
+        ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
         if self.recent.seen(ann.id):
             log.info("dropping duplicate announcement %s", ann.id)
             return IntakeResult()
+        earlier = self.recent.redelivered(ann) if inbound.meta.dup else None
+        if earlier is not None:
+            log.info("dropping a redelivery of announcement %s", earlier)
+            return IntakeResult()
         if ann.expired(now):
-            self.recent.add(ann.id)
+            self.recent.add(ann.id, ann)
             return IntakeResult(
                 publish=announcement_events(ann, "expired", "expired before it was queued", now)
             )
         try:
             self.queue.put(ann)  # spooled and fsynced when this returns
         except RequestError as exc:
-            return self._rejected(ann.id, str(exc), now, inbound, message)
+            return self._rejected(str(exc), now, caller, inbound, type(message), message, ann.id)
         except OSError as exc:
-            log.error("cannot spool announcement %s: %s", ann.id, exc)
-            return IntakeResult(publish=announcement_events(ann, "error", f"spool write failed: {exc}", now))
-        self.recent.add(ann.id)
-        return IntakeResult(publish=announcement_events(ann, "queued", "", now), accepted=ann)
+            log.error("cannot spool announcement %s: %s", ann.id, exc.strerror)
+            return IntakeResult(
+                publish=announcement_events(ann, "error", f"spool write failed: {exc.strerror}", now)
+            )
+        self.recent.add(ann.id, ann)
+        log.info("%s: queued (%s, %d characters)", ann.id, ann.priority, len(ann.text))
+        return IntakeResult(publish=announcement_events(ann, "queued", "", now, warnings), accepted=ann)
 
-    def _admit(self, message: Say | HermesSay, now: float) -> Announcement:
+    def _admit(self, message: Say | HermesSay, now: float):
         if isinstance(message, Say):
             return self.policy.admit(message, now)
-        say = Say(text=message.text, id=message.id, lang=message.lang, volume=message.volume)
-        ann = self.policy.admit(say, now)
-        ann.hermes_site_id, ann.session_id = message.site_id, message.session_id
-        return ann
+        say = Say(
+            text=message.text,
+            id=message.id,
+            lang=message.lang,
+            volume=message.volume,
+            chime=None if self.hermes_chime else "none",
+        )
+        admitted = self.policy.admit(say, now)
+        admitted.announcement.hermes_site_id = message.site_id
+        admitted.announcement.session_id = message.session_id
+        return admitted
 
-    def _stop(self, stop: Stop, now: float) -> IntakeResult:
-        cancelled: list[Announcement] = []
-        if stop.scope == "all":
-            cancelled = self.queue.clear()
-        elif stop.scope == "id" and stop.id is not None:
-            found = self.queue.remove(stop.id)
-            cancelled = [found] if found else []
+    # ---- commands ----
+
+    def _stop(self, stop: Stop, caller: _Caller, now: float) -> IntakeResult:
+        if stop.scope == "id" and stop.id is not None:
+            return self._stop_id(stop, stop.id, caller, now)
+        cancelled = self.queue.clear() if stop.scope == "all" else []
         publish = [m for ann in cancelled for m in announcement_events(ann, "cancelled", "stop", now)]
-        # The service cancels what is playing: always for current/all, for an id only if not waiting.
-        commands: list[Message] = [] if stop.scope == "id" and cancelled else [stop]
-        return IntakeResult(publish=publish, commands=commands)
+        answer = Event("stopped", scope=stop.scope, cancelled=tuple(a.id for a in cancelled))
+        result = self._answer(answer, caller, now, stop)
+        result.publish[:0] = publish
+        return result
 
-    def _rejected(self, ann_id, reason: str, now: float, inbound: Inbound, message=None) -> IntakeResult:
-        log.info("rejected message on %s: %s", inbound.topic, reason)
-        ann = Announcement(id=ann_id or "", text="", t_queued=0.0)
-        ann.response_topic = getattr(message, "response_topic", None) or inbound.meta.response_topic
-        ann.correlation_data = inbound.meta.correlation_data
-        if isinstance(message, HermesSay):
-            ann.hermes_site_id, ann.session_id = message.site_id, message.session_id
-        return IntakeResult(publish=announcement_events(ann, "rejected", reason, now))
+    def _stop_id(self, stop: Stop, ann_id: str, caller: _Caller, now: float) -> IntakeResult:
+        found = self.queue.remove(ann_id)
+        if found is not None:
+            answer = Event("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
+            result = self._answer(answer, caller, now)
+            result.publish[:0] = announcement_events(found, "cancelled", "stop", now)
+            return result
+        active = self._active_ids() if self._active_ids is not None else None
+        if (active is not None and ann_id in active) or (active is None and self.recent.seen(ann_id)):
+            return self._answer(Event("stopped", id=ann_id, scope="id"), caller, now, stop)
+        log.info("stop: no announcement %s is waiting or playing", ann_id)
+        reason = "no announcement with this id is waiting or playing"
+        return self._answer(Event("not_found", id=ann_id, scope="id", reason=reason), caller, now)
+
+    def _set_voice(self, message: SetVoice, caller: _Caller, now: float, inbound: Inbound) -> IntakeResult:
+        try:
+            voice = self.policy.canonical_voice(message.voice)
+        except RequestError as exc:
+            return self._rejected(str(exc), now, caller, inbound, SetVoice)
+        return self._answer(Event("voice_set", voice=voice), caller, now, SetVoice(voice))
+
+    def _answer(
+        self, event: Event, caller: _Caller, now: float, command: Message | None = None
+    ) -> IntakeResult:
+        """A command's answer event (and its reply), and the command for the player if any."""
+        event = replace(
+            event, t_event=now, warnings=caller.warnings, correlation_data=caller.correlation_data
+        )
+        publish: list[Message] = [event]
+        if caller.response_topic:
+            publish.append(Reply(caller.response_topic, event))
+        log.info("answered %s with %s", type(command).__name__ if command else "stop", event.event)
+        return IntakeResult(publish=publish, commands=[command] if command is not None else [])
+
+    # ---- Home Assistant, refusals ----
+
+    def _home_assistant(self, inbound: Inbound, now: float) -> IntakeResult:
+        try:
+            status = parse_inbound(self.topics, inbound.topic, inbound.payload, inbound.meta)
+        except RequestError:
+            return IntakeResult()  # not a birth message: nothing to answer
+        if not (isinstance(status, HomeAssistantStatus) and status.online and self._discovery is not None):
+            return IntakeResult()
+        if self._last_discovery is not None and now - self._last_discovery < DISCOVERY_MIN_INTERVAL_S:
+            log.info(
+                "Home Assistant online again within %.0f s; discovery not republished",
+                DISCOVERY_MIN_INTERVAL_S,
+            )
+            return IntakeResult()
+        self._last_discovery = now
+        return IntakeResult(publish=list(self._discovery()))
+
+    def _rejected(
+        self,
+        reason: str,
+        now: float,
+        caller: _Caller,
+        inbound: Inbound,
+        kind: type[Message],
+        message: Message | None = None,
+        ann_id: str | None = None,
+    ) -> IntakeResult:
+        ann = Announcement(
+            id=ann_id or getattr(message, "id", None) or salvage_id(inbound.payload) or "", text=""
+        )
+        ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
+        if kind is HermesSay:
+            raw = salvage(inbound.payload)
+            site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
+            if site != self.hermes_site_id:
+                log.info("ignoring an invalid Hermes say for another siteId")
+                return IntakeResult()
+            ann.hermes_site_id = site
+            ann.session_id = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
+            ann.id = ann.id or str(uuid.uuid4())  # sayFinished always names an id
+        log.info("rejected %s message%s: %s", kind.__name__, f" {ann.id}" if ann.id else "", reason)
+        return IntakeResult(publish=announcement_events(ann, "rejected", reason, now, caller.warnings))

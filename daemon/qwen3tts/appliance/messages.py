@@ -9,17 +9,40 @@ the intake turns into a `rejected` event.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+from qwen3tts.appliance.payload import (
+    check_clean,
+    decode_json_object,
+    decode_text,
+    encode_json,
+    field_of,
+    id_of,
+    number_of,
+    quote,
+)
 from qwen3tts.errors import RequestError
+
+__all__ = ["decode_json_object", "decode_text", "encode_json", "field_of"]  # re-exported for the others
 
 PRIORITIES = ("normal", "priority", "emergency")
 """Announcement priority levels, lowest first (PA paging: normal, priority, emergency)."""
 
 EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")
+"""Events in an announcement's life."""
+ANSWERS = ("stopped", "not_found", "volume_set", "voice_set")
+"""Answers to commands: stop acknowledged, stop for an unknown id, volume and voice applied."""
 STOP_SCOPES = ("current", "all", "id")
+COMMAND_MAX_BYTES = 1024
+"""Size limit of stop, volume/set and voice/set payloads (say and Hermes say use the policy's)."""
+NAME_MAX_CHARS = 64
+"""Longest voice, language or chime name accepted."""
+SESSION_MAX_CHARS = 256
+SEED_MAX = 2**32 - 1
+CHIME_VALUES = ("default", "none", *PRIORITIES)
+"""What an announcement's `chime` may name (JSON true = default, false = none)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +54,8 @@ class MqttMeta:
     correlation_data: bytes | None = None
     message_expiry: int | None = None
     """MQTT 5 Message Expiry Interval in seconds (the remaining interval on received messages)."""
+    dup: bool = False
+    """The broker flagged the message as a redelivery (MQTT DUP)."""
 
 
 @dataclass(frozen=True)
@@ -51,10 +76,17 @@ class Topics:
     base: str
     discovery_prefix: str = "homeassistant"
     hermes: bool = False
+    response_prefix: str = ""
+    """Besides `<base>/reply/...`, MQTT 5 response topics under this prefix are answered ("" none)."""
 
     @property
     def ha_status(self) -> str:
         return f"{self.discovery_prefix}/status"
+
+    @property
+    def reply_base(self) -> str:
+        """Our own tree for answers: `<base>/reply` and below."""
+        return f"{self.base}/reply"
 
     def subscriptions(self) -> list[tuple[str, bool]]:
         """(topic filter, drop retained messages at subscribe) for every topic the appliance reads."""
@@ -79,6 +111,8 @@ class Message:
     """Topic below the base topic; absolute topics override `topic()` instead."""
     retain: ClassVar[bool] = False
     qos: ClassVar[int] = 1
+    max_bytes: ClassVar[int] = COMMAND_MAX_BYTES
+    """Largest inbound payload; Say and HermesSay are bounded by the policy's max_payload_bytes."""
 
     @classmethod
     def topic_for(cls, base: str) -> str:
@@ -99,53 +133,38 @@ class Message:
         raise NotImplementedError
 
 
-# --- helpers for decoding -----------------------------------------------------------------------
+# --- helpers for decoding (kept importable from here; they live in payload.py) ----------------
 
 
-def decode_text(payload: bytes) -> str:
-    try:
-        return payload.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(f"payload is not valid UTF-8 (byte {exc.start})") from None
-
-
-def decode_json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if not isinstance(value, dict):
-        raise RequestError(f"JSON payload must be an object, got {type(value).__name__}")
-    return value
-
-
-def field_of(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-    """obj[key] if it has the expected type (bool is never a number), else a RequestError."""
-    value = obj.get(key)
+def name_of(obj: dict[str, Any], key: str, limit: int = NAME_MAX_CHARS) -> str | None:
+    """A short one-line string field (voice, language, chime, sessionId), else RequestError."""
+    value = field_of(obj, key, str)
     if value is None:
-        return default
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise RequestError(f"field {key!r} must be {_kind_name(kinds)}, got bool")
-    if not isinstance(value, kinds):
-        raise RequestError(f"field {key!r} must be {_kind_name(kinds)}, got {type(value).__name__}")
+        return None
+    check_clean(f"field {key!r}", value, allow_line_breaks=False)
+    if len(value) > limit:
+        raise RequestError(f"field {key!r} too long ({len(value)} characters > {limit})")
     return value
 
 
-def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object"}
-    if float in kinds:
-        kinds = tuple(k for k in kinds if k is not int)  # an int is a number too
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+def chime_of(obj: dict[str, Any]) -> str | None:
+    """`chime`: true means the default chime, false none, else one of CHIME_VALUES by name."""
+    value = obj.get("chime")
+    if isinstance(value, bool):
+        return "default" if value else "none"
+    chime = name_of(obj, "chime")
+    if chime is not None and chime.lower() not in CHIME_VALUES:
+        raise RequestError(
+            f"unknown chime {quote(chime)}; expected true, false or one of {', '.join(CHIME_VALUES)}"
+        )
+    return None if chime is None else chime.lower()
 
 
-def encode_json(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
-
-
-def _number(obj: dict[str, Any], key: str) -> float | None:
-    value = field_of(obj, key, (int, float))
-    return None if value is None else float(value)
+def seed_of(obj: dict[str, Any]) -> int | None:
+    seed = field_of(obj, "seed", int)
+    if seed is not None and not 0 <= seed <= SEED_MAX:
+        raise RequestError(f"seed must be between 0 and {SEED_MAX}, got {seed}")
+    return seed
 
 
 # --- commands in ---------------------------------------------------------------------------------
@@ -156,6 +175,7 @@ class Say(Message):
     """An announcement request on `<base>/say`: plain UTF-8 text or a JSON object."""
 
     SUFFIX: ClassVar[str] = "say"
+    max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
 
     text: str
     id: str | None = None
@@ -172,6 +192,12 @@ class Say(Message):
     """Absolute expiry, Unix time in seconds."""
     interrupt: bool | None = None
     session_id: str | None = None
+    normalize: bool | None = None
+    """Run the text normaliser (numbers, dates, units); None follows the setting."""
+    seed: int | None = None
+    """Sampling seed for a reproducible rendition, 0..2^32-1; None draws one."""
+    cache: bool | None = None
+    """May the rendition come from / go to the audio cache; None follows the setting."""
     plain: bool = False
     """The request came as plain text, not JSON (kept so the payload round-trips)."""
     response_topic: str | None = None
@@ -205,30 +231,31 @@ class Say(Message):
         }
         text = decode_text(payload)
         if not text.lstrip().startswith("{"):
-            return cls(text=text.strip(), plain=True, **extra)
+            return cls(text=check_clean("text", text, allow_line_breaks=True).strip(), plain=True, **extra)
         return cls.from_json(decode_json_object(text), **extra)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], **extra: Any) -> Say:
         if "text" not in obj:
             raise RequestError("missing field 'text'")
-        repeat = field_of(obj, "repeat", int, 1)
-        interrupt = field_of(obj, "interrupt", bool)
         return cls(
             text=field_of(obj, "text", str, ""),
-            id=field_of(obj, "id", str),
-            lang=field_of(obj, "lang", str),
-            voice=field_of(obj, "voice", str) or field_of(obj, "speaker", str),
+            id=id_of(obj),
+            lang=name_of(obj, "lang"),
+            voice=name_of(obj, "voice") or name_of(obj, "speaker"),
             instruct=field_of(obj, "instruct", str),
-            priority=field_of(obj, "priority", str, "normal"),
-            volume=_number(obj, "volume"),
-            chime=field_of(obj, "chime", str),
-            repeat=repeat,
-            repeat_interval=_number(obj, "repeat_interval") or 0.0,
-            ttl=_number(obj, "ttl"),
-            expires_at=_number(obj, "expires_at"),
-            interrupt=interrupt,
-            session_id=field_of(obj, "sessionId", str),
+            priority=name_of(obj, "priority") or "normal",
+            volume=number_of(obj, "volume"),
+            chime=chime_of(obj),
+            repeat=field_of(obj, "repeat", int, 1),
+            repeat_interval=number_of(obj, "repeat_interval") or 0.0,
+            ttl=number_of(obj, "ttl"),
+            expires_at=number_of(obj, "expires_at"),
+            interrupt=field_of(obj, "interrupt", bool),
+            session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
+            normalize=field_of(obj, "normalize", bool),
+            seed=seed_of(obj),
+            cache=field_of(obj, "cache", bool),
             **extra,
         )
 
@@ -248,6 +275,9 @@ _SAY_JSON_FIELDS = [
     "expires_at",
     "interrupt",
     "session_id",
+    "normalize",
+    "seed",
+    "cache",
 ]
 
 
@@ -267,13 +297,15 @@ class Stop(Message):
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Stop:
         text = decode_text(payload).strip()
         if not text.startswith("{"):
-            obj: dict[str, Any] = {"scope": text or "current"}
+            obj: dict[str, Any] = {
+                "scope": check_clean("stop scope", text, allow_line_breaks=False) or "current"
+            }
         else:
             obj = decode_json_object(text)
-        scope = field_of(obj, "scope", str, "current")
-        stop_id = field_of(obj, "id", str)
+        scope = name_of(obj, "scope") or "current"
+        stop_id = id_of(obj)
         if scope not in STOP_SCOPES:
-            raise RequestError(f"unknown stop scope {scope!r}; expected one of {', '.join(STOP_SCOPES)}")
+            raise RequestError(f"unknown stop scope {quote(scope)}; expected one of {', '.join(STOP_SCOPES)}")
         if scope == "id" and not stop_id:
             raise RequestError("stop with scope 'id' needs an id")
         return cls(scope=scope, id=stop_id)
@@ -294,14 +326,16 @@ class SetVolume(Message):
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> SetVolume:
         text = decode_text(payload).strip()
         if text.startswith("{"):
-            value = field_of(decode_json_object(text), "volume", (int, float))
+            value = number_of(decode_json_object(text), "volume")
         else:
             try:
                 value = float(text)
             except ValueError:
-                raise RequestError(f"volume must be a number, got {text[:40]!r}") from None
-        if value is None or not 0.0 <= float(value) <= 1.0:
-            raise RequestError(f"volume must be between 0 and 1, got {value}")
+                raise RequestError(f"volume must be a number, got {quote(text, 40)}") from None
+        if value is None or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise RequestError(
+                f"volume must be between 0 and 1, got {quote(text, 40) if value is None else value}"
+            )
         return cls(volume=float(value))
 
 
@@ -318,15 +352,19 @@ class SetVoice(Message):
 
     @classmethod
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> SetVoice:
-        voice = decode_text(payload).strip()
+        voice = check_clean("voice", decode_text(payload), allow_line_breaks=False).strip()
         if not voice:
             raise RequestError("voice/set needs a voice name")
+        if len(voice) > NAME_MAX_CHARS:
+            raise RequestError(f"voice name too long ({len(voice)} characters > {NAME_MAX_CHARS})")
         return cls(voice=voice)
 
 
 @dataclass(frozen=True)
 class HomeAssistantStatus(Message):
     """`homeassistant/status`: Home Assistant's birth/will; `online` means send discovery again."""
+
+    max_bytes: ClassVar[int] = 64
 
     online: bool
     discovery_prefix: str = "homeassistant"
@@ -345,16 +383,32 @@ class HomeAssistantStatus(Message):
 INBOUND_TYPES: tuple[type[Message], ...] = (Say, Stop, SetVolume, SetVoice)
 
 
-def parse_inbound(topics: Topics, topic: str, payload: bytes, meta: MqttMeta) -> Message:
-    """The typed command for a message that arrived on one of `topics.subscriptions()`."""
+def inbound_type(topics: Topics, topic: str) -> type[Message] | None:
+    """The message class of a topic we subscribe to, None for any other topic."""
     for cls in INBOUND_TYPES:
         if topic == cls.topic_for(topics.base):
-            return cls.from_mqtt(topic, payload, meta)
+            return cls
     if topic == topics.ha_status:
-        return HomeAssistantStatus.from_mqtt(topic, payload, meta)
+        return HomeAssistantStatus
     if topics.hermes:
         from qwen3tts.appliance.hermes import HermesSay
 
         if topic == HermesSay.TOPIC:
-            return HermesSay.from_mqtt(topic, payload, meta)
-    raise RequestError(f"no handler for topic {topic!r}")
+            return HermesSay
+    return None
+
+
+def parse_inbound(
+    topics: Topics, topic: str, payload: bytes, meta: MqttMeta, *, say_max_bytes: int = 65536
+) -> Message:
+    """The typed command for a message that arrived on one of `topics.subscriptions()`.
+
+    The size limit of the topic is checked first, so an oversized payload is never decoded.
+    """
+    cls = inbound_type(topics, topic)
+    if cls is None:
+        raise RequestError(f"no handler for topic {quote(topic, 80)}")
+    limit = cls.max_bytes or say_max_bytes
+    if len(payload) > limit:
+        raise RequestError(f"payload too large ({len(payload)} bytes > {limit})")
+    return cls.from_mqtt(topic, payload, meta)

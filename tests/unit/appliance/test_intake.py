@@ -77,9 +77,12 @@ def test_known_voice_and_language_match_case_insensitively_and_auto_is_always_kn
     assert only_event(harness.say('{"text": "a", "voice": "Ryan", "lang": "auto"}')).event == "queued"
 
 
-def test_retained_say_is_dropped_silently(harness):
-    result = harness.say("old news", retain=True, token="t")
-    assert result.publish == [] and harness.acks == [("t", [])] and len(harness.queue) == 0
+@pytest.mark.parametrize("topic", [f"{BASE}/say", f"{BASE}/stop", f"{BASE}/volume/set", f"{BASE}/voice/set"])
+def test_retained_commands_are_refused_and_not_obeyed(harness, topic):
+    result = harness.say('{"text": "old news", "id": "old"}', topic=topic, retain=True, token="t")
+    event = only_event(result)
+    assert (event.event, event.id) == ("rejected", "old") and "retained" in event.reason
+    assert result.commands == [] and harness.acks == [("t", [])] and len(harness.queue) == 0
 
 
 def test_duplicate_id_is_dropped_even_after_a_restart(harness, tmp_path):
@@ -121,14 +124,15 @@ def test_full_queue_rejects(harness):
 
 
 def test_response_topic_gets_a_reply_with_the_correlation_data(harness):
-    result = harness.say('{"text": "a", "id": "r"}', response_topic="me/replies", correlation_data=b"c1")
+    topic = f"{BASE}/reply/me"
+    result = harness.say('{"text": "a", "id": "r"}', response_topic=topic, correlation_data=b"c1")
     event, reply = result.publish
-    assert isinstance(reply, Reply) and reply.topic(BASE) == "me/replies" and reply.event == event
+    assert isinstance(reply, Reply) and reply.topic(BASE) == topic and reply.event == event
     assert event.meta().correlation_data == b"c1"
 
 
 def test_rejected_say_still_replies_to_the_response_topic(harness):
-    result = harness.say(b"\xff", response_topic="me/replies", correlation_data=b"c2")
+    result = harness.say(b"\xff", response_topic=f"{BASE}/reply/x", correlation_data=b"c2")
     event, reply = result.publish
     assert event.event == "rejected" and reply.event.correlation_data == b"c2"
 
@@ -136,14 +140,19 @@ def test_rejected_say_still_replies_to_the_response_topic(harness):
 def test_stop_id_cancels_a_waiting_entry_without_bothering_the_player(harness):
     harness.say('{"text": "a", "id": "a"}')
     result = harness.say('{"scope": "id", "id": "a"}', topic=f"{BASE}/stop")
-    assert [(e.event, e.id) for e in result.publish] == [("cancelled", "a")] and result.commands == []
-    unknown = harness.say('{"scope": "id", "id": "playing"}', topic=f"{BASE}/stop")
-    assert unknown.commands == [Stop("id", "playing")]  # maybe the one being spoken
+    assert [(e.event, e.id) for e in result.publish] == [("cancelled", "a"), ("stopped", "a")]
+    assert result.commands == [] and result.publish[-1].cancelled == ("a",)
 
 
-def test_stop_current_and_volume_are_commands_for_the_player(harness):
-    assert harness.say("", topic=f"{BASE}/stop").commands == [Stop("current")]
-    assert harness.say("0.5", topic=f"{BASE}/volume/set").commands == [SetVolume(0.5)]
+def test_stop_current_and_volume_are_commands_for_the_player_and_acknowledged(harness):
+    stop = harness.say("", topic=f"{BASE}/stop")
+    assert stop.commands == [Stop("current")] and (only_event(stop).event, only_event(stop).scope) == (
+        "stopped",
+        "current",
+    )
+    volume = harness.say("0.5", topic=f"{BASE}/volume/set")
+    assert volume.commands == [SetVolume(0.5)] and only_event(volume).volume == 0.5
+    assert only_event(volume).event == "volume_set"
     assert only_event(harness.say("7", topic=f"{BASE}/volume/set")).event == "rejected"
 
 
@@ -160,7 +169,10 @@ def test_hermes_say_is_filtered_by_site_and_answered_after_playback(harness):
     ann = result.accepted
     finished = announcement_events(ann, "finished", now=NOW)
     assert finished[-1] == HermesSayFinished(id="h", site_id="default", session_id="s")
-    assert announcement_events(ann, "error", "boom", now=NOW)[-1] == HermesError("boom", "h", "default", "s")
+    assert announcement_events(ann, "error", "boom", now=NOW)[-2:] == [
+        HermesError("boom", "h", "default", "s"),
+        HermesSayFinished(id="h", site_id="default", session_id="s"),
+    ]
 
 
 def test_nothing_escapes_handle_even_when_the_queue_breaks(harness):

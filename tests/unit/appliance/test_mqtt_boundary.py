@@ -29,6 +29,17 @@ def test_only_mqtt_py_imports_paho():
 
 
 def test_the_intake_modules_import_nothing_outside_the_standard_library_and_qwen3tts():
-    for name in ("messages.py", "events.py", "hermes.py", "intake.py", "queue.py", "discovery.py"):
+    for name in (
+        "messages.py",
+        "payload.py",
+        "policy.py",
+        "reply_topics.py",
+        "recent_ids.py",
+        "events.py",
+        "hermes.py",
+        "intake.py",
+        "queue.py",
+        "discovery.py",
+    ):
         third_party = imported_roots(APPLIANCE / name) - {"qwen3tts", "__future__"}
         assert third_party <= set(sys.stdlib_module_names), (name, third_party)

@@ -1,0 +1,177 @@
+"""What the intake accepts: limits from settings, voices, languages and instruct from the bundle.
+
+`AnnouncementPolicy.admit()` turns a parsed `Say` into an `Announcement` or raises `RequestError`
+naming the first problem. Decisions taken here rather than at synthesis, so a request the bundle
+cannot serve is refused (or adjusted, with a warning) before it is queued:
+
+- `lang` is resolved to one of the bundle's language names by `_resolve_language` (the one call
+  site for language tags; `auto` is always accepted).
+- `instruct` on a bundle that has no instruct turn (Base, 0.6B CustomVoice) is ignored with a
+  warning in the `queued` event, the way the official implementation ignores it for 0.6B
+  CustomVoice, instead of failing at synthesis.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from qwen3tts.appliance.announcement import Announcement
+from qwen3tts.appliance.messages import CHIME_VALUES, PRIORITIES, Say
+from qwen3tts.appliance.payload import check_clean, has_speakable_text, quote
+from qwen3tts.errors import RequestError
+
+if TYPE_CHECKING:
+    from qwen3tts.settings import AnnouncementSettings
+
+INSTRUCT_IGNORED = "instruct ignored: this bundle cannot follow style instructions"
+
+
+def _resolve_language(tag: str, supported: Collection[str]) -> str:
+    """The bundle's language name for `tag` (RequestError if none); `supported` empty accepts any.
+
+    The one place language tags are resolved: model names (`english`, any case) are accepted here;
+    ISO 639-1 / BCP 47 tags (`en`, `de-DE`, `zh-CN`) are mapped by qwen3tts.text.resolve_language.
+    """
+    if tag.lower() == "auto" or not supported:
+        return tag.lower() if tag.lower() == "auto" else tag
+    for name in supported:
+        if name.lower() == tag.lower():
+            return name
+    raise RequestError(f"unknown language {quote(tag, 64)}; known: {', '.join(sorted(supported))}, auto")
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """An accepted announcement and what of the request was ignored."""
+
+    announcement: Announcement
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnnouncementPolicy:
+    """What the intake accepts: limits from settings, voices and languages from the bundle."""
+
+    max_payload_bytes: int = 65536
+    max_text_chars: int = 2000
+    max_repeat: int = 10
+    max_repeat_interval: float = 3600.0
+    default_ttl: float = 0.0
+    voices: Collection[str] = ()
+    """Known voice names; empty accepts any (no bundle loaded yet)."""
+    languages: Collection[str] = ()
+    """Known language names ('auto' is always accepted); empty accepts any."""
+    supports_instruct: bool = True
+    """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instruct is ignored."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: AnnouncementSettings,
+        *,
+        max_text_chars: int,
+        voices=(),
+        languages=(),
+        supports_instruct: bool = True,
+    ) -> AnnouncementPolicy:
+        return cls(
+            max_payload_bytes=settings.max_payload_bytes,
+            max_text_chars=max_text_chars,
+            max_repeat=settings.max_repeat,
+            default_ttl=settings.default_ttl,
+            voices=tuple(voices),
+            languages=tuple(languages),
+            supports_instruct=supports_instruct,
+        )
+
+    def check_size(self, payload: bytes) -> None:
+        if len(payload) > self.max_payload_bytes:
+            raise RequestError(f"payload too large ({len(payload)} bytes > {self.max_payload_bytes})")
+
+    def admit(self, say: Say, now: float) -> Admitted:
+        """The announcement for a valid request, else RequestError with the reason."""
+        text = self._text(say.text)
+        self._check_numbers(say)
+        if say.priority not in PRIORITIES:
+            raise RequestError(
+                f"unknown priority {quote(say.priority)}; expected one of {', '.join(PRIORITIES)}"
+            )
+        if say.chime is not None and say.chime not in CHIME_VALUES:
+            raise RequestError(f"unknown chime {quote(say.chime)}; expected one of {', '.join(CHIME_VALUES)}")
+        voice = self.canonical_voice(say.voice) if say.voice is not None else None
+        lang = _resolve_language(say.lang, self.languages) if say.lang is not None else None
+        instruct, warnings = self._instruct(say.instruct)
+        ann = Announcement(
+            id=say.id or str(uuid.uuid4()),
+            text=text,
+            priority=say.priority,
+            lang=lang,
+            voice=voice,
+            instruct=instruct,
+            volume=say.volume,
+            chime=say.chime,
+            interrupt=say.interrupt if say.interrupt is not None else say.priority != "normal",
+            repeat=say.repeat,
+            repeat_interval=say.repeat_interval,
+            expires_at=self._expiry(say, now),
+            response_topic=say.response_topic,
+            correlation_data=say.correlation_data,
+            session_id=say.session_id,
+            normalize=say.normalize,
+            seed=say.seed,
+            cache=say.cache,
+            t_queued=now,
+        )
+        return Admitted(ann, warnings)
+
+    def canonical_voice(self, voice: str) -> str:
+        """The bundle's spelling of `voice` (case-insensitive), else RequestError; any when none known."""
+        if not self.voices:
+            return voice
+        for name in self.voices:
+            if name.lower() == voice.lower():
+                return name
+        raise RequestError(f"unknown voice {quote(voice, 64)}; known: {', '.join(sorted(self.voices))}")
+
+    def _text(self, raw: str) -> str:
+        text = check_clean("text", raw, allow_line_breaks=True).strip()
+        if not text:
+            raise RequestError("empty text")
+        if not has_speakable_text(text):
+            raise RequestError("text has nothing to speak (only invisible zero-width or BOM characters)")
+        if len(text) > self.max_text_chars:
+            raise RequestError(f"text too long ({len(text)} characters > {self.max_text_chars})")
+        return text
+
+    def _check_numbers(self, say: Say) -> None:
+        if say.volume is not None and not 0.0 <= say.volume <= 1.0:
+            raise RequestError(f"volume must be between 0 and 1, got {say.volume}")
+        if not 1 <= say.repeat <= self.max_repeat:
+            raise RequestError(f"repeat must be between 1 and {self.max_repeat}, got {say.repeat}")
+        if not 0.0 <= say.repeat_interval <= self.max_repeat_interval:
+            raise RequestError(f"repeat_interval must be 0..{self.max_repeat_interval:g} s")
+        if say.ttl is not None and say.ttl <= 0:
+            raise RequestError(f"ttl must be positive, got {say.ttl}")
+
+    def _instruct(self, instruct: str | None) -> tuple[str | None, tuple[str, ...]]:
+        if instruct is None or not instruct.strip():
+            return None, ()
+        instruct = check_clean("instruct", instruct, allow_line_breaks=True).strip()
+        if len(instruct) > self.max_text_chars:
+            raise RequestError(f"instruct too long ({len(instruct)} characters > {self.max_text_chars})")
+        if not self.supports_instruct:
+            return None, (INSTRUCT_IGNORED,)
+        return instruct, ()
+
+    def _expiry(self, say: Say, now: float) -> float | None:
+        deadlines = [say.expires_at] if say.expires_at is not None else []
+        if say.ttl is not None:
+            deadlines.append(now + say.ttl)
+        elif say.expires_at is None and self.default_ttl > 0:
+            deadlines.append(now + self.default_ttl)
+        if say.message_expiry is not None:
+            deadlines.append(now + say.message_expiry)
+        return min(deadlines) if deadlines else None
