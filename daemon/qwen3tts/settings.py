@@ -106,9 +106,9 @@ class MqttSettings:
     """Broker host name or address. Default 127.0.0.1."""
     port: int = field(default=1883, metadata={"min": 1, "max": 65535})
     """Broker TCP port (8883 is usual with TLS). Default 1883."""
-    prefix: str = "qwen3tts"
+    prefix: str = field(default="qwen3tts", metadata={"topic": "level"})
     """First topic level. Default qwen3tts."""
-    site: str = ""
+    site: str = field(default="", metadata={"topic": "level"})
     """Second topic level naming this appliance; empty means the host name. Default empty."""
     client_id: str = ""
     """MQTT client id; empty derives a stable one from /etc/machine-id. Default empty."""
@@ -132,12 +132,16 @@ class MqttSettings:
     """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
     discovery: bool = True
     """Publish Home Assistant discovery configs. Default true."""
-    discovery_prefix: str = "homeassistant"
+    discovery_prefix: str = field(default="homeassistant", metadata={"topic": "prefix"})
     """Home Assistant discovery prefix. Default homeassistant."""
     hermes: bool = False
     """Also serve the Hermes topics hermes/tts/say -> sayFinished. Default false."""
     hermes_site_id: str = "default"
     """Hermes siteId this appliance answers to. Default default."""
+    hermes_chime: bool = False
+    """Play the announcement chime before Hermes dialogue replies. Default false."""
+    response_prefix: str = field(default="", metadata={"topic": "prefix"})
+    """MQTT 5 response topics answered besides <prefix>/<site>/reply/...; empty for none. Default empty."""
 
 
 @dataclass(frozen=True)

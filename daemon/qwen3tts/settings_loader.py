@@ -8,6 +8,8 @@ Every error is a ConfigError that names the key path and what was expected, e.g.
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import types
 import typing
 from pathlib import Path
@@ -34,10 +36,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        one_line = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML: {one_line}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -94,6 +101,8 @@ def _convert(hint: Any, value: Any, path: str, meta: typing.Mapping[str, Any]) -
         return _convert(args[0], value, path, meta)
     if origin is Literal:
         choices = typing.get_args(hint)
+        if value is None and "null" in choices:
+            return "null"  # `sink: null` unquoted is YAML's null, and means the null sink
         normalised = str(value) if not isinstance(value, bool) else value
         if normalised not in choices:
             raise ConfigError(f"{path}: expected one of {', '.join(map(str, choices))}, got {value!r}")
@@ -126,17 +135,50 @@ def _convert_scalar(hint: type, value: Any, path: str, meta: typing.Mapping[str,
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{path}: expected a number{_range_text(meta)}, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{path}: expected a finite number{_range_text(meta)}, got {value!r}")
         _check_range(float(value), path, meta, "a number")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
             raise ConfigError(f"{path}: expected a string, got {value!r}")
+        _check_topic_part(value, path, meta)
         return value
     if hint is Path:
         if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{path}: expected a file system path, got {value!r}")
         return Path(value)
     raise ConfigError(f"{path}: unsupported setting type {hint!r}")  # a bug in settings.py, not user input
+
+
+def _check_topic_part(value: str, path: str, meta: typing.Mapping[str, Any]) -> None:
+    """MQTT topic pieces: no wildcards, no NUL; a single level (no `/`) where the key says so."""
+    kind = meta.get("topic")
+    if kind is None:
+        return
+    forbidden = "+#\0" + ("/" if kind == "level" else "")
+    bad = sorted({c for c in value if c in forbidden})
+    if bad:
+        what = "one MQTT topic level" if kind == "level" else "an MQTT topic prefix"
+        shown = ", ".join(repr(c) for c in bad)
+        raise ConfigError(f"{path}: expected {what} without {shown}, got {value!r}")
+
+
+def check_writable_dirs(settings: Settings) -> None:
+    """Fail at start-up, naming the key, when the daemon could not write its spool or WAV files."""
+    dirs = [("announcements.spool_dir", settings.announcements.spool_dir)]
+    if settings.audio.sink in ("wav", "auto"):
+        dirs.append(("audio.wav_dir", settings.audio.wav_dir))
+    for key, directory in dirs:
+        existing = Path(directory)
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ConfigError(f"{key}: {existing} is not a directory (from {directory})")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ConfigError(
+                f"{key}: {directory} is not writable by this user (no write permission on {existing})"
+            )
 
 
 def _range_text(meta: typing.Mapping[str, Any]) -> str:

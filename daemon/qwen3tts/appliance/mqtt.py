@@ -55,6 +55,7 @@ def topics_for(settings: MqttSettings, site: str | None = None) -> Topics:
         base=f"{settings.prefix}/{site or site_name(settings)}",
         discovery_prefix=settings.discovery_prefix,
         hermes=settings.hermes,
+        response_prefix=settings.response_prefix,
     )
 
 
@@ -265,9 +266,18 @@ class MqttClient:
         self._connected.set()
 
     def _subscribe(self, client: paho.Client) -> None:
+        # MQTT 5: commands are not sent from the retained store at subscribe (retainHandling 2), and
+        # Retain As Published keeps the retain flag of live messages, so the intake can refuse a
+        # retained command published while we listen. MQTT 3.1.1 clears that flag on live messages:
+        # there only the retained messages delivered at subscribe time carry it (docs/mqtt.md).
         if self.protocol == "5":
             subs = [
-                (topic, SubscribeOptions(qos=1, retainHandling=2 if drop_retained else 0))
+                (
+                    topic,
+                    SubscribeOptions(
+                        qos=1, retainHandling=2 if drop_retained else 0, retainAsPublished=drop_retained
+                    ),
+                )
                 for topic, drop_retained in self.topics.subscriptions()
             ]
         else:
@@ -287,6 +297,7 @@ class MqttClient:
             props = getattr(msg, "properties", None)
             meta = MqttMeta(
                 retain=bool(msg.retain),
+                dup=bool(msg.dup),
                 response_topic=getattr(props, "ResponseTopic", None),
                 correlation_data=getattr(props, "CorrelationData", None),
                 message_expiry=getattr(props, "MessageExpiryInterval", None),

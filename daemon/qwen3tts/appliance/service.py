@@ -120,6 +120,7 @@ class Service:
             max_text_chars=settings.engine.max_text_chars,
             voices=tuple(spec.speakers),
             languages=tuple(spec.languages),
+            supports_instruct=spec.supports_instruct,
         )
         previous = getattr(self, "intake", None)
         self.intake = AnnouncementIntake(
@@ -128,6 +129,8 @@ class Service:
             topics,
             ack=self.mqtt.ack,
             hermes_site_id=settings.mqtt.hermes_site_id,
+            hermes_chime=settings.mqtt.hermes_chime,
+            active_ids=lambda: [self.player.current_id] if self.player.current_id else [],
             discovery=self._discovery if settings.mqtt.discovery else None,
             dedup_window=settings.announcements.dedup_window,
         )

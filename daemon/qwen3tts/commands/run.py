@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from qwen3tts.appliance.service import Service
+    from qwen3tts.settings_loader import check_writable_dirs
 
+    check_writable_dirs(settings)  # one line naming the key now, not a traceback after the compile
     broker = None
     if args.embedded:
         from qwen3tts.appliance.embedded import ensure_broker, ensure_tiny_bundle
