@@ -4,7 +4,15 @@ One device per appliance with: a notify entity whose `notify.send_message` publi
 a stop button, a volume number, a voice select, sensors for queue depth, temperature and batch
 limit, and a `speaking` binary sensor. Sensor states come from the retained `status` JSON.
 The service publishes `discovery_configs(...)` at start and again whenever Home Assistant's
-`homeassistant/status` says `online` (wire it as `AnnouncementIntake(discovery=...)`).
+`homeassistant/status` says `online` (wire it as `AnnouncementIntake(discovery=...)`; the intake
+throttles repeated births).
+
+Current Home Assistant conventions: `default_entity_id` (`<component>.<node>_<object>`) instead of
+the deprecated `object_id`, an `origin` block naming this software, `entity_category` `config` for
+settings and `diagnostic` for internals. A Base or VoiceDesign bundle has no preset voices: the
+voice select is then withdrawn (an empty retained config removes it) instead of offering a
+`default` the daemon would ignore; with presets its options are exactly the bundle's speakers, the
+names `voice/set` accepts and `status.voice` reports.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ def device_block(topics: Topics, *, name: str, sw_version: str, model: str) -> d
     }
 
 
+def origin_block(sw_version: str) -> dict[str, Any]:
+    """Who published the discovery config (Home Assistant logs it with each discovered entity)."""
+    return {"name": "qwen3tts", "sw_version": sw_version} if sw_version else {"name": "qwen3tts"}
+
+
 def discovery_configs(
     topics: Topics,
     *,
@@ -49,13 +62,32 @@ def discovery_configs(
         "device": device_block(
             topics, name=name or base.rsplit("/", 1)[-1], sw_version=sw_version, model=model
         ),
+        "origin": origin_block(sw_version),
     }
 
     def entity(component: str, object_id: str, title: str, **fields: Any) -> DiscoveryConfig:
-        config = {"name": title, "unique_id": f"{node}_{object_id}", "object_id": f"{node}_{object_id}"}
+        config = {
+            "name": title,
+            "unique_id": f"{node}_{object_id}",
+            "default_entity_id": f"{component}.{node}_{object_id}".lower(),
+        }
         config.update(common, **fields)
         return DiscoveryConfig(component, node, object_id, config, topics.discovery_prefix)
 
+    voice_select = (
+        entity(
+            "select",
+            "voice",
+            "Voice",
+            command_topic=SetVoice.topic_for(base),
+            state_topic=status,
+            value_template="{{ value_json.voice }}",
+            options=list(voices),
+            entity_category="config",
+        )
+        if voices
+        else DiscoveryConfig("select", node, "voice", {}, topics.discovery_prefix)  # withdraws it
+    )
     return [
         entity("notify", "say", "Announce", command_topic=Say.topic_for(base)),
         entity("button", "stop", "Stop", command_topic=Stop.topic_for(base), payload_press='{"scope":"all"}'),
@@ -70,16 +102,9 @@ def discovery_configs(
             max=1.0,
             step=0.05,
             mode="slider",
+            entity_category="config",
         ),
-        entity(
-            "select",
-            "voice",
-            "Voice",
-            command_topic=SetVoice.topic_for(base),
-            state_topic=status,
-            value_template="{{ value_json.voice }}",
-            options=list(voices) or ["default"],
-        ),
+        voice_select,
         entity(
             "sensor",
             "queue_depth",
@@ -87,6 +112,7 @@ def discovery_configs(
             state_topic=status,
             value_template="{{ value_json.queue_depth }}",
             state_class="measurement",
+            entity_category="diagnostic",
         ),
         entity(
             "sensor",
@@ -97,6 +123,7 @@ def discovery_configs(
             device_class="temperature",
             unit_of_measurement="°C",
             state_class="measurement",
+            entity_category="diagnostic",
         ),
         entity(
             "sensor",
@@ -104,6 +131,7 @@ def discovery_configs(
             "Batch limit",
             state_topic=status,
             value_template="{{ value_json.batch_limit }}",
+            entity_category="diagnostic",
         ),
         entity(
             "binary_sensor",

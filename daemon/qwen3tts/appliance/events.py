@@ -164,9 +164,10 @@ class DiscoveryConfig(Message):
         return f"{self.discovery_prefix}/{self.component}/{self.node_id}/{self.object_id}/config"
 
     def payload(self) -> bytes:
-        return encode_json(self.config)
+        return encode_json(self.config) if self.config else b""  # empty: Home Assistant removes the entity
 
     @classmethod
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> DiscoveryConfig:
         prefix, component, node_id, object_id, _config = topic.rsplit("/", 4)
-        return cls(component, node_id, object_id, decode_json_object(decode_text(payload)), prefix)
+        config = decode_json_object(decode_text(payload)) if payload else {}
+        return cls(component, node_id, object_id, config, prefix)

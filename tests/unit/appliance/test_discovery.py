@@ -57,3 +57,30 @@ def test_topics_follow_the_discovery_layout_with_a_safe_node_id():
     assert node_id_for(TOPICS) == "qwen3tts_front-desk_1"
     assert configs()[0].topic(TOPICS.base) == "homeassistant/notify/qwen3tts_front-desk_1/say/config"
     assert len({json.dumps(json.loads(c.payload())["device"]) for c in configs()}) == 1
+
+
+def test_current_home_assistant_conventions_default_entity_id_origin_and_categories():
+    by_id = {c.object_id: (c.component, json.loads(c.payload())) for c in configs()}
+    for object_id, (component, body) in by_id.items():
+        assert "object_id" not in body
+        assert body["default_entity_id"] == f"{component}.qwen3tts_front-desk_1_{object_id}".lower()
+        assert body["origin"] == {"name": "qwen3tts", "sw_version": "0.1.0"}
+    categories = {oid: body.get("entity_category") for oid, (_, body) in by_id.items()}
+    assert categories == {
+        "say": None,
+        "stop": None,
+        "speaking": None,
+        "volume": "config",
+        "voice": "config",
+        "queue_depth": "diagnostic",
+        "temperature": "diagnostic",
+        "batch_limit": "diagnostic",
+    }
+
+
+def test_a_bundle_without_preset_voices_withdraws_the_voice_select():
+    found = {c.object_id: c for c in discovery_configs(TOPICS, voices=(), sw_version="0.1.0")}
+    select = found["voice"]
+    assert select.payload() == b"" and select.retain  # an empty retained config removes the entity
+    assert select.topic(TOPICS.base) == "homeassistant/select/qwen3tts_front-desk_1/voice/config"
+    assert all(json.loads(c.payload()) for oid, c in found.items() if oid != "voice")
