@@ -2,13 +2,16 @@
 
 Used in-process by the integration tests (`IntakeRunner`) and as a subprocess that a test kills
 with SIGKILL (`python mqtt_intake_runner.py HOST PORT SITE SPOOL_DIR [PROTOCOL]`). The subprocess
-prints `REPLAYED <json ids>` after loading the spool and `READY` once subscribed.
+prints `REPLAYED <json ids>` after loading the spool and `READY` once subscribed. With
+QWEN3TTS_TEST_KILL_AFTER_SPOOL=1 it SIGKILLs itself right after the first spool write, before the
+MQTT ack: the window in which a crash leaves a spooled message for the broker to redeliver.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import signal
 import sys
@@ -84,6 +87,14 @@ def main(argv: list[str]) -> int:
     host, port, site, spool_dir = argv[0], int(argv[1]), argv[2], Path(argv[3])
     protocol = argv[4] if len(argv) > 4 else "5"
     runner = IntakeRunner(host, port, site, spool_dir, protocol=protocol)
+    if os.environ.get("QWEN3TTS_TEST_KILL_AFTER_SPOOL"):
+        put = runner.queue.put
+
+        def put_then_die(ann) -> None:
+            put(ann)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        runner.queue.put = put_then_die
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     runner.start(timeout=10)

@@ -24,7 +24,7 @@ def runner(mosquitto, tmp_path, request):
 
 @pytest.fixture
 def recorder(mosquitto, recorder_factory, runner):
-    return recorder_factory(mosquitto, [f"{runner.base}/event", "replies/#", "hermes/#"])
+    return recorder_factory(mosquitto, [f"{runner.base}/event", f"{runner.base}/reply/#", "hermes/#"])
 
 
 def events(recorder, runner) -> list[dict]:
@@ -64,7 +64,7 @@ def test_json_say_carries_every_field_into_the_announcement(runner, recorder):
     ann = runner.queue.pop_next()
     assert (ann.id, ann.lang, ann.voice, ann.instruct, ann.priority) == (
         "a1",
-        "English",
+        "english",
         "vivian",
         "calm",
         "priority",
@@ -138,14 +138,15 @@ def test_mqtt5_message_expiry_sets_the_deadline(runner, recorder):
 
 
 def test_response_topic_gets_the_events_with_the_correlation_data(runner, recorder):
+    reply_topic = f"{runner.base}/reply/me"
     recorder.publish(
         f"{runner.base}/say",
         '{"text":"hi","id":"r1"}',
-        ResponseTopic="replies/me",
+        ResponseTopic=reply_topic,
         CorrelationData=b"\x01corr",
     )
-    recorder.wait_for(lambda ms: any(m.topic == "replies/me" for m in ms))
-    (reply,) = recorder.on("replies/me")
+    recorder.wait_for(lambda ms: any(m.topic == reply_topic for m in ms))
+    (reply,) = recorder.on(reply_topic)
     assert json.loads(reply.payload)["event"] == "queued"
     assert reply.properties.CorrelationData == b"\x01corr"
     (event,) = recorder.on(f"{runner.base}/event")
@@ -156,8 +157,12 @@ def test_stop_all_cancels_waiting_announcements_and_tells_the_player(runner, rec
     for ident in ("s1", "s2"):
         recorder.publish(f"{runner.base}/say", json.dumps({"text": ident, "id": ident}))
     recorder.publish(f"{runner.base}/stop", '{"scope": "all"}')
-    got = wait_events(recorder, runner, 4)
-    assert [(e["event"], e["id"]) for e in got[2:]] == [("cancelled", "s1"), ("cancelled", "s2")]
+    got = wait_events(recorder, runner, 5)
+    assert [(e["event"], e.get("id")) for e in got[2:]] == [
+        ("cancelled", "s1"),
+        ("cancelled", "s2"),
+        ("stopped", None),
+    ]
     assert runner.queue.ids() == [] and runner.commands == [Stop(scope="all")]
 
 
