@@ -195,3 +195,19 @@ def test_ids_and_texts_cannot_forge_log_lines(harness, caplog):
     harness.send('{"scope": "weird\\nINFO fake"}', "stop")
     harness.send("dar\nINFO fake", "voice/set")
     assert caplog.records and all("\n" not in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        Event("stopped", scope="all", cancelled=("a", "b"), t_event=1.0),
+        Event("queued", "q", warnings=(INSTRUCT_IGNORED,), t_event=2.0),
+        Event("volume_set", volume=0.25, t_event=3.0),
+        Event("voice_set", voice="ryan", t_event=4.0),
+        Event("not_found", "ghost", "no announcement", scope="id", t_event=5.0),
+    ],
+)
+def test_answer_events_round_trip_and_leave_out_what_they_do_not_use(event):
+    body = event.payload()
+    assert Event.from_mqtt(f"{BASE}/event", body) == event
+    assert b"null" not in body and b"[]" not in body
