@@ -11,17 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from qwen3tts.appliance.messages import (
-    SESSION_MAX_CHARS,
-    Message,
-    MqttMeta,
-    decode_json_object,
-    decode_text,
-    encode_json,
-    field_of,
-    name_of,
-)
-from qwen3tts.appliance.payload import id_of, number_of
+from qwen3tts.appliance.fields import SESSION_MAX_CHARS, field_of, id_of, name_of, number_of
+from qwen3tts.appliance.messages import Message, MqttMeta
+from qwen3tts.appliance.payload import decode_json_object, decode_text, encode_json
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from qwen3tts.appliance import reply_topics
 from qwen3tts.appliance.announcement import Announcement
-from qwen3tts.appliance.events import Event, Reply
-from qwen3tts.appliance.hermes import HermesError, HermesSay, HermesSayFinished
+from qwen3tts.appliance.answers import Caller, IntakeResult, announcement_events, answer
+from qwen3tts.appliance.events import Event
+from qwen3tts.appliance.hermes import HermesSay
 from qwen3tts.appliance.messages import (
     HomeAssistantStatus,
     Inbound,
@@ -53,57 +53,7 @@ log = logging.getLogger(__name__)
 
 DISCOVERY_MIN_INTERVAL_S = 30.0
 """Home Assistant births closer together than this do not republish discovery (configs are retained)."""
-HERMES_FINAL = ("finished", "cancelled", "expired", "rejected", "error")
-"""Events after which a Hermes say is over: each sends the one sayFinished it is owed."""
 RETAINED_REASON = "retained commands are ignored; publish without the retain flag"
-
-
-@dataclass
-class IntakeResult:
-    """What one inbound message led to: messages to publish, commands for the player."""
-
-    publish: list[Message] = field(default_factory=list)
-    commands: list[Message] = field(default_factory=list)
-    """Stop, SetVolume and SetVoice for the service to apply (waiting entries are already handled)."""
-    accepted: Announcement | None = None
-
-
-@dataclass(frozen=True)
-class _Caller:
-    """Where answers to one inbound message go besides `<base>/event`."""
-
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    warnings: tuple[str, ...] = ()
-
-
-def announcement_events(
-    ann: Announcement, event: str, reason: str = "", now: float | None = None, warnings: tuple[str, ...] = ()
-) -> list[Message]:
-    """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answers where they apply."""
-    now = time.time() if now is None else now
-    ev = Event(
-        event=event,
-        id=ann.id or None,
-        reason=reason,
-        t_event=now,
-        t_queued=ann.t_queued or None,
-        t_started=ann.t_started,
-        t_first_audio=ann.t_first_audio,
-        t_finished=ann.t_finished,
-        warnings=warnings,
-        correlation_data=ann.correlation_data,
-    )
-    out: list[Message] = [ev]
-    if ann.response_topic:
-        out.append(Reply(response_topic=ann.response_topic, event=ev))
-    if ann.hermes_site_id is not None and event in ("error", "rejected"):
-        out.append(
-            HermesError(error=reason, context=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id)
-        )
-    if ann.hermes_site_id is not None and event in HERMES_FINAL:
-        out.append(HermesSayFinished(id=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id))
-    return out
 
 
 class AnnouncementIntake:
@@ -211,24 +161,24 @@ class AnnouncementIntake:
         if isinstance(message, Stop):
             return self._stop(message, caller, now)
         if isinstance(message, SetVolume):
-            return self._answer(Event("volume_set", volume=message.volume), caller, now, message)
+            return answer(Event("volume_set", volume=message.volume), caller, now, message)
         if isinstance(message, SetVoice):
             return self._set_voice(message, caller, now, inbound)
         raise AssertionError(f"no handler for {type(message).__name__}")  # inbound_type and here disagree
 
-    def _caller(self, inbound: Inbound) -> _Caller:
+    def _caller(self, inbound: Inbound) -> Caller:
         topic, correlation = inbound.meta.response_topic, inbound.meta.correlation_data
         if topic is None:
-            return _Caller(correlation_data=correlation)
+            return Caller(correlation_data=correlation)
         refusal = reply_topics.refusal(self.topics, topic)
         if refusal:
             log.info("%s", refusal)
-            return _Caller(correlation_data=correlation, warnings=(refusal,))
-        return _Caller(topic, correlation)
+            return Caller(correlation_data=correlation, warnings=(refusal,))
+        return Caller(topic, correlation)
 
     # ---- say ----
 
-    def _say(self, message: Say | HermesSay, inbound: Inbound, caller: _Caller, now: float) -> IntakeResult:
+    def _say(self, message: Say | HermesSay, inbound: Inbound, caller: Caller, now: float) -> IntakeResult:
         if isinstance(message, HermesSay) and message.site_id != self.hermes_site_id:
             log.info("ignoring a Hermes say for another siteId")
             return IntakeResult()
@@ -280,49 +230,36 @@ class AnnouncementIntake:
 
     # ---- commands ----
 
-    def _stop(self, stop: Stop, caller: _Caller, now: float) -> IntakeResult:
+    def _stop(self, stop: Stop, caller: Caller, now: float) -> IntakeResult:
         if stop.scope == "id" and stop.id is not None:
             return self._stop_id(stop, stop.id, caller, now)
         cancelled = self.queue.clear() if stop.scope == "all" else []
         publish = [m for ann in cancelled for m in announcement_events(ann, "cancelled", "stop", now)]
-        answer = Event("stopped", scope=stop.scope, cancelled=tuple(a.id for a in cancelled))
-        result = self._answer(answer, caller, now, stop)
+        stopped = Event("stopped", scope=stop.scope, cancelled=tuple(a.id for a in cancelled))
+        result = answer(stopped, caller, now, stop)
         result.publish[:0] = publish
         return result
 
-    def _stop_id(self, stop: Stop, ann_id: str, caller: _Caller, now: float) -> IntakeResult:
+    def _stop_id(self, stop: Stop, ann_id: str, caller: Caller, now: float) -> IntakeResult:
         found = self.queue.remove(ann_id)
         if found is not None:
-            answer = Event("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
-            result = self._answer(answer, caller, now)
+            stopped = Event("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
+            result = answer(stopped, caller, now)
             result.publish[:0] = announcement_events(found, "cancelled", "stop", now)
             return result
         active = self._active_ids() if self._active_ids is not None else None
         if (active is not None and ann_id in active) or (active is None and self.recent.seen(ann_id)):
-            return self._answer(Event("stopped", id=ann_id, scope="id"), caller, now, stop)
+            return answer(Event("stopped", id=ann_id, scope="id"), caller, now, stop)
         log.info("stop: no announcement %s is waiting or playing", ann_id)
         reason = "no announcement with this id is waiting or playing"
-        return self._answer(Event("not_found", id=ann_id, scope="id", reason=reason), caller, now)
+        return answer(Event("not_found", id=ann_id, scope="id", reason=reason), caller, now)
 
-    def _set_voice(self, message: SetVoice, caller: _Caller, now: float, inbound: Inbound) -> IntakeResult:
+    def _set_voice(self, message: SetVoice, caller: Caller, now: float, inbound: Inbound) -> IntakeResult:
         try:
             voice = self.policy.canonical_voice(message.voice)
         except RequestError as exc:
             return self._rejected(str(exc), now, caller, inbound, SetVoice)
-        return self._answer(Event("voice_set", voice=voice), caller, now, SetVoice(voice))
-
-    def _answer(
-        self, event: Event, caller: _Caller, now: float, command: Message | None = None
-    ) -> IntakeResult:
-        """A command's answer event (and its reply), and the command for the player if any."""
-        event = replace(
-            event, t_event=now, warnings=caller.warnings, correlation_data=caller.correlation_data
-        )
-        publish: list[Message] = [event]
-        if caller.response_topic:
-            publish.append(Reply(caller.response_topic, event))
-        log.info("answered %s with %s", type(command).__name__ if command else "stop", event.event)
-        return IntakeResult(publish=publish, commands=[command] if command is not None else [])
+        return answer(Event("voice_set", voice=voice), caller, now, SetVoice(voice))
 
     # ---- Home Assistant, refusals ----
 
@@ -346,7 +283,7 @@ class AnnouncementIntake:
         self,
         reason: str,
         now: float,
-        caller: _Caller,
+        caller: Caller,
         inbound: Inbound,
         kind: type[Message],
         message: Message | None = None,

@@ -13,16 +13,17 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from qwen3tts.appliance.payload import (
-    check_clean,
-    decode_json_object,
-    decode_text,
-    encode_json,
+from qwen3tts.appliance.fields import (
+    NAME_MAX_CHARS,
+    SESSION_MAX_CHARS,
+    chime_of,
     field_of,
     id_of,
+    name_of,
     number_of,
-    quote,
+    seed_of,
 )
+from qwen3tts.appliance.payload import check_clean, decode_json_object, decode_text, encode_json, quote
 from qwen3tts.errors import RequestError
 
 __all__ = ["decode_json_object", "decode_text", "encode_json", "field_of"]  # re-exported for the others
@@ -37,10 +38,6 @@ ANSWERS = ("stopped", "not_found", "volume_set", "voice_set")
 STOP_SCOPES = ("current", "all", "id")
 COMMAND_MAX_BYTES = 1024
 """Size limit of stop, volume/set and voice/set payloads (say and Hermes say use the policy's)."""
-NAME_MAX_CHARS = 64
-"""Longest voice, language or chime name accepted."""
-SESSION_MAX_CHARS = 256
-SEED_MAX = 2**32 - 1
 CHIME_VALUES = ("default", "none", *PRIORITIES)
 """What an announcement's `chime` may name (JSON true = default, false = none)."""
 
@@ -131,40 +128,6 @@ class Message:
     @classmethod
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Message:
         raise NotImplementedError
-
-
-# --- helpers for decoding (kept importable from here; they live in payload.py) ----------------
-
-
-def name_of(obj: dict[str, Any], key: str, limit: int = NAME_MAX_CHARS) -> str | None:
-    """A short one-line string field (voice, language, chime, sessionId), else RequestError."""
-    value = field_of(obj, key, str)
-    if value is None:
-        return None
-    check_clean(f"field {key!r}", value, allow_line_breaks=False)
-    if len(value) > limit:
-        raise RequestError(f"field {key!r} too long ({len(value)} characters > {limit})")
-    return value
-
-
-def chime_of(obj: dict[str, Any]) -> str | None:
-    """`chime`: true means the default chime, false none, else one of CHIME_VALUES by name."""
-    value = obj.get("chime")
-    if isinstance(value, bool):
-        return "default" if value else "none"
-    chime = name_of(obj, "chime")
-    if chime is not None and chime.lower() not in CHIME_VALUES:
-        raise RequestError(
-            f"unknown chime {quote(chime)}; expected true, false or one of {', '.join(CHIME_VALUES)}"
-        )
-    return None if chime is None else chime.lower()
-
-
-def seed_of(obj: dict[str, Any]) -> int | None:
-    seed = field_of(obj, "seed", int)
-    if seed is not None and not 0 <= seed <= SEED_MAX:
-        raise RequestError(f"seed must be between 0 and {SEED_MAX}, got {seed}")
-    return seed
 
 
 # --- commands in ---------------------------------------------------------------------------------

@@ -148,42 +148,6 @@ def check_id(name: str, value: str) -> str:
     return value
 
 
-def field_of(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-    """obj[key] if it has the expected type (bool is never a number), else a RequestError."""
-    value = obj.get(key)
-    if value is None:
-        return default
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise RequestError(f"field {key!r} must be {_kind_name(kinds)}, got bool")
-    if not isinstance(value, kinds):
-        raise RequestError(f"field {key!r} must be {_kind_name(kinds)}, got {type(value).__name__}")
-    return value
-
-
-def number_of(obj: dict[str, Any], key: str) -> float | None:
-    """A finite number field (ints become floats), None when absent."""
-    value = field_of(obj, key, (int, float))
-    if value is None:
-        return None
-    value = float(value)  # ints are at most MAX_NUMBER_CHARS digits, so this cannot overflow to inf
-    if not math.isfinite(value):
-        raise RequestError(f"field {key!r} must be a finite number")
-    return value
-
-
-def id_of(obj: dict[str, Any], key: str = "id") -> str | None:
-    value = field_of(obj, key, str)
-    return None if value is None else check_id(f"field {key!r}", value)
-
-
-def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object"}
-    if float in kinds:
-        kinds = tuple(k for k in kinds if k is not int)  # an int is a number too
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
 SALVAGE_MAX_BYTES = 1 << 20
 """Payloads larger than this are not even read for an id (a too-large payload is rejected anyway)."""
 

@@ -61,6 +61,7 @@ def harness(tmp_path):
         '{"id": "x1", "text": "\\u0000"}',
         '{"id": "x1", "text": "hi", "ttl": NaN}',
         '{"id": "x1", "text": "hi", "voice": "darth"}',
+        '{"id": "x1", "text": "hi", "chime": "klaxon"}',
     ],
 )
 def test_rejected_event_keeps_the_callers_id_and_correlation_data(harness, payload):

@@ -32,6 +32,8 @@ def test_the_intake_modules_import_nothing_outside_the_standard_library_and_qwen
     for name in (
         "messages.py",
         "payload.py",
+        "fields.py",
+        "answers.py",
         "policy.py",
         "reply_topics.py",
         "recent_ids.py",
