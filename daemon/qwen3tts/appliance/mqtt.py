@@ -153,13 +153,17 @@ class MqttClient:
         properties = self._publish_properties(meta) if self.protocol == "5" else None
         with self._lock:
             client = self._client
-        info = client.publish(
-            message.topic(self.topics.base),
-            message.payload(),
-            qos=message.qos,
-            retain=message.retain,
-            properties=properties,
-        )
+        try:
+            info = client.publish(
+                message.topic(self.topics.base),
+                message.payload(),
+                qos=message.qos,
+                retain=message.retain,
+                properties=properties,
+            )
+        except (ValueError, TypeError) as exc:  # a bad topic must not kill the thread that publishes
+            log.warning("dropped %s message: %s", type(message).__name__, exc)
+            return None
         if info.rc not in (paho.MQTT_ERR_SUCCESS, paho.MQTT_ERR_NO_CONN):
             log.warning("dropped %s message: %s", type(message).__name__, paho.error_string(info.rc))
             return None

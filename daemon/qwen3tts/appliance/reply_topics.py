@@ -10,6 +10,7 @@ to a valid topic name in our own reply tree `<prefix>/<site>/reply[/...]`, or un
 from __future__ import annotations
 
 from qwen3tts.appliance.messages import Topics
+from qwen3tts.appliance.payload import quote
 
 MAX_TOPIC_BYTES = 256
 """Longest response topic answered (MQTT allows 65535; nobody needs more than this)."""
@@ -18,14 +19,19 @@ COMMAND_SUFFIXES = ("/say", "/stop", "/volume/set", "/voice/set", "/set")
 
 def refusal(topics: Topics, topic: str) -> str | None:
     """None if answers may be published to `topic`, else the reason they are not."""
+    problem = _problem(topics, topic)
+    return f"response topic {quote(topic, 80)} ignored: {problem}" if problem else None
+
+
+def _problem(topics: Topics, topic: str) -> str | None:
     problem = _not_a_topic_name(topic)
     if problem:
-        return f"response topic ignored: {problem}"
+        return problem
     allowed = [topics.reply_base, *([topics.response_prefix.rstrip("/")] if topics.response_prefix else [])]
     if not any(topic == p or topic.startswith(p + "/") for p in allowed):
-        return f"response topic ignored: not under {' or '.join(a + '/' for a in allowed)}"
+        return f"not under {' or '.join(a + '/' for a in allowed)}"
     if topic.endswith(COMMAND_SUFFIXES) or topic.startswith(("hermes/", topics.discovery_prefix + "/")):
-        return "response topic ignored: it names a command or discovery topic"
+        return "it names a command or discovery topic"
     return None
 
 

@@ -295,6 +295,8 @@ class Service:
     def _voice_from(self, settings: Settings) -> Voice:
         speakers = self.runtime.spec.speakers
         voice = settings.voice.voice or (next(iter(speakers)) if speakers else None)
+        # The bundle's spelling, so status.voice is one of the Home Assistant select's options.
+        voice = next((s for s in speakers if voice and s.lower() == voice.lower()), voice)
         return Voice(voice=voice, language=settings.voice.language, instruct=settings.voice.instruct or None)
 
 

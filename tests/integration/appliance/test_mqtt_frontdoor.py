@@ -78,7 +78,10 @@ def test_hostile_response_topics_get_nothing_and_do_not_stop_the_client(
         spy.wait_for(lambda ms: any(m.topic == f"{runner.base}/reply/c1" for m in ms))
         events = answers(spy, runner.base)
         assert [e["event"] for e in events] == ["queued"] * 5
-        assert all("response topic ignored" in e["warnings"][0] for e in events[:4])
+        assert all(
+            e["warnings"][0].startswith("response topic ") and "ignored" in e["warnings"][0]
+            for e in events[:4]
+        )
         assert spy.on("qwen3tts/other/stop") == [] and len(spy.on(f"{runner.base}/say")) == 5
         assert runner.client.connected
     finally:
@@ -195,5 +198,19 @@ def test_the_client_thread_survives_and_serves_after_the_corpus(mosquitto, recor
         rec.publish(f"{runner.base}/say", '{"text": "fine", "id": "fine"}')
         rec.wait_for(lambda ms: any(b'"fine"' in m.payload for m in ms))
         assert [e["event"] for e in answers(rec, runner.base)] == ["rejected"] * 3 + ["queued"]
+    finally:
+        runner.stop()
+
+
+def test_publishing_to_a_wildcard_is_dropped_not_fatal(mosquitto, recorder_factory, tmp_path):
+    """Defence in depth behind reply_topics: paho raises on a wildcard publish topic."""
+    from qwen3tts.appliance.events import Event, Reply
+
+    runner = start_runner(mosquitto, tmp_path, "wild")
+    try:
+        rec = recorder_factory(mosquitto, [f"{runner.base}/event"])
+        assert runner.client.publish(Reply("a/#", Event("queued", "w"))) is None
+        rec.publish(f"{runner.base}/say", '{"text": "still", "id": "still"}')
+        rec.wait_for(lambda ms: any(b'"still"' in m.payload for m in ms))
     finally:
         runner.stop()
