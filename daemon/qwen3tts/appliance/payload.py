@@ -26,8 +26,9 @@ QUOTE_CHARS = 200
 ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 """Announcement ids: letters, digits and . _ : - (UUIDs, ULIDs, `door:1`), 1 to 128 of them."""
 
-_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+# A string literal (to its closing quote, or to the end when unterminated, so every quote is scanned
+# once: linear even for `"\"\"\"...`), or a bracket outside strings.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 _LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _TEXT_CONTROLS_OK = frozenset("\n\r\t")
 
@@ -85,8 +86,11 @@ def _loads_bounded(text: str, *, lenient: bool = False) -> dict[str, Any]:
 def _check_depth(text: str) -> None:
     """Refuse nesting deeper than MAX_JSON_DEPTH before json.loads recurses into it."""
     depth = 0
-    for match in _BRACKET.finditer(_STRING_LITERAL.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        depth += 1 if token in "[{" else -1
         if depth > MAX_JSON_DEPTH:
             raise RequestError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 

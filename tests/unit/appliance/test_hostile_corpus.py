@@ -12,11 +12,11 @@ import logging
 import tempfile
 from pathlib import Path
 
-from hostile_corpus import HERMES_SAY, payloads, topics
+from hostile_corpus import HERMES_SAY, nasty_strings, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwen3tts.appliance.events import Event
+from qwen3tts.appliance.events import Event, Reply
 from qwen3tts.appliance.hermes import HermesSayFinished
 from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
 from qwen3tts.appliance.messages import Inbound, MqttMeta, Topics
@@ -62,8 +62,17 @@ def send(intake: AnnouncementIntake, topic: str, payload: bytes, **meta):
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(topic=topics, payload=payloads, correlation=st.none() | st.binary(max_size=8))
-def test_every_hostile_payload_gets_exactly_one_documented_answer(topic, payload, correlation):
+@given(
+    topic=topics,
+    payload=payloads,
+    correlation=st.none() | st.binary(max_size=8),
+    response_topic=st.none() | nasty_strings | st.just(f"{BASE}/reply/ok"),
+    retain=st.booleans(),
+    dup=st.booleans(),
+)
+def test_every_hostile_payload_gets_exactly_one_documented_answer(
+    topic, payload, correlation, response_topic, retain, dup
+):
     handler = Tracebacks()
     root = logging.getLogger()
     root.addHandler(handler)
@@ -72,7 +81,8 @@ def test_every_hostile_payload_gets_exactly_one_documented_answer(topic, payload
     try:
         with tempfile.TemporaryDirectory() as tmp:
             intake = make_intake(Path(tmp))
-            result = send(intake, topic, payload, correlation_data=correlation)
+            meta = {"correlation_data": correlation, "response_topic": response_topic, "retain": retain}
+            result = send(intake, topic, payload, dup=dup, **meta)
             events = [m for m in result.publish if isinstance(m, Event)]
             for message in result.publish:
                 message.payload()  # every answer must encode (no lone surrogate echoed back)
@@ -88,6 +98,10 @@ def test_every_hostile_payload_gets_exactly_one_documented_answer(topic, payload
                 assert answer.correlation_data == correlation
                 if topic == HERMES_SAY and answer.event != "queued":
                     assert [f.id for f in finished] == [answer.id]
+                if retain:
+                    assert answer.event == "rejected" and "retained" in answer.reason
+                replies = [m for m in result.publish if isinstance(m, Reply)]
+                assert len(replies) == (response_topic == f"{BASE}/reply/ok")
             valid = send(intake, "say", b'{"text": "still serving", "id": "after-fuzz"}')
             assert valid.accepted is not None and valid.accepted.id == "after-fuzz"
     finally:

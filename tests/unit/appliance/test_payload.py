@@ -143,3 +143,23 @@ def test_salvage_id_reads_the_callers_id_from_an_otherwise_invalid_payload():
     assert salvage_id(b'{"id": "bad id"}') is None
     assert salvage_id(b"not json") is None
     assert salvage_id(b'{"id": "x", "deep": ' + b"[" * 5000 + b"]" * 5000 + b"}") is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"text": "' + '\\"' * 32_000,  # every quote escaped, never closed
+        '{"text": "' + '\\"' * 32_000 + "\\",  # ... ending in a lone backslash
+        "{" + '"' * 65_000,
+    ],
+    ids=["escaped-quotes", "trailing-backslash", "only-quotes"],
+)
+def test_pathological_quotes_at_the_size_limit_are_malformed_json_in_one_pass(body):
+    """The nesting pre-scan reads each string once (it was quadratic in the number of `\\"`)."""
+    with pytest.raises(RequestError, match="malformed JSON"):
+        say(body)
+
+
+def test_brackets_in_an_unterminated_string_do_not_count_as_nesting():
+    with pytest.raises(RequestError, match="malformed JSON"):
+        say('{"text": "' + "[" * 1000)
