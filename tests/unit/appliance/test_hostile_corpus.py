@@ -61,7 +61,7 @@ def send(intake: AnnouncementIntake, topic: str, payload: bytes, **meta):
     return intake.handle(Inbound(full, payload, MqttMeta(**meta), "tok"))
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     topic=topics,
     payload=payloads,
