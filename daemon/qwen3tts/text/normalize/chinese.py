@@ -33,7 +33,7 @@ UNITS = {
     "h": "小时",
 }
 # 2 before these reads 两 (两位旅客, 两个小时), never 二.
-MEASURE_WORDS = "个位张件名天周辆节趟次小时分钟公里公斤米层"
+MEASURE_WORDS = "个位张件名天周辆节趟次台部杯条把间座只瓶份套种站小时分钟公里公斤米层"
 
 
 def normalize(text: str) -> str:
@@ -48,17 +48,23 @@ def cardinal(number: str) -> str:
 
 
 def spell(number: str) -> str:
-    """Digit by digit: years, phone numbers, train and flight numbers."""
+    """Digit by digit: years, train and flight numbers."""
     return cn2an.an2cn(re.sub(r"\D", "", number), "direct")
+
+
+def spell_phone(number: str) -> str:
+    """Phone numbers are read digit by digit with 幺 for 1, so it is not heard as 七."""
+    return spell(number).replace("一", "幺")
 
 
 def _time(m: re.Match[str]) -> str | None:
     hour, minute = int(m["h"]), int(m["m"])
     if hour > 24:
         return None
+    said = "两点" if hour == 2 else f"{cardinal(str(hour))}点"  # 两点, never 二点
     if minute == 0:
-        return f"{cardinal(str(hour))}点整"
-    return f"{cardinal(str(hour))}点{'零' if minute < 10 else ''}{cardinal(str(minute))}分"
+        return said
+    return f"{said}{'零' if minute < 10 else ''}{cardinal(str(minute))}分"
 
 
 def _iso_date(m: re.Match[str]) -> str | None:
@@ -96,7 +102,7 @@ def _unit(m: re.Match[str]) -> str:
 
 def _phone(m: re.Match[str]) -> str:
     groups = re.findall(r"\d+", m.group(0))
-    said = "，".join(spell(group) for group in groups)
+    said = "，".join(spell_phone(group) for group in groups)
     return f"加{said}" if m.group(0).startswith("+") else said
 
 
@@ -114,7 +120,8 @@ RULES: tuple[Rule, ...] = (
     rule("year", r"(?<!\d)(?P<y>\d{4})(?=年)", lambda m: spell(m["y"])),
     rule(
         "phone",
-        r"(?<![\d.])(?:\+\d{1,3}[ -]?\d+(?:[ -]\d+)*|0\d{2,3}-\d{7,8}|400-\d{3}-\d{4}|1[3-9]\d{9})(?!\d)",
+        r"(?<![\d.])(?:\+\d{1,3}[ -]?\d+(?:[ -]\d+)*|0\d{2,3}-\d{7,8}|400-\d{3}-\d{4}|1[3-9]\d{9}"
+        r"|(?<=拨打)\d{3,}|(?<=电话)\d{3,})(?!\d)",
         _phone,
     ),
     rule("time", r"(?<!\d)(?P<h>\d{1,2}):(?P<m>[0-5]\d)(?!\d)", _time),

@@ -24,10 +24,12 @@ class Words:
     percent: str
     time: str | None  # template with {h} and {m}; None leaves times as written
     time_full_hour: str | None
-    euro: tuple[str, str, str, str]  # one, many, one cent, many cents
+    euros: str  # template with {w} (whole euros) and {c} (cents) as the language says a price
+    euros_whole: str  # template with {w} for a whole amount
     units: dict[str, str] = field(default_factory=dict)
     decimal_comma: bool = True  # 12,5 is twelve point five; 1.250 is one thousand two hundred and fifty
     joiner: str = " "
+    minute_zero: str = ""  # said before minutes 1-9 (Russian: четырнадцать ноль пять)
 
 
 WORDS: dict[str, Words] = {
@@ -37,7 +39,8 @@ WORDS: dict[str, Words] = {
         "Prozent",
         "{h} Uhr {m}",
         "{h} Uhr",
-        ("Euro", "Euro", "Cent", "Cent"),
+        "{w} Euro {c}",
+        "{w} Euro",
         {
             "km/h": "Kilometer pro Stunde",
             "km": "Kilometer",
@@ -54,7 +57,8 @@ WORDS: dict[str, Words] = {
         "pour cent",
         "{h} heures {m}",
         "{h} heures",
-        ("euro", "euros", "centime", "centimes"),
+        "{w} euros {c}",
+        "{w} euros",
         {
             "km/h": "kilomètres heure",
             "km": "kilomètres",
@@ -71,7 +75,8 @@ WORDS: dict[str, Words] = {
         "por ciento",
         "{h} y {m}",
         "{h} en punto",
-        ("euro", "euros", "céntimo", "céntimos"),
+        "{w} euros con {c}",
+        "{w} euros",
         {
             "km/h": "kilómetros por hora",
             "km": "kilómetros",
@@ -88,7 +93,8 @@ WORDS: dict[str, Words] = {
         "per cento",
         "{h} e {m}",
         "{h}",
-        ("euro", "euro", "centesimo", "centesimi"),
+        "{w} euro e {c}",
+        "{w} euro",
         {
             "km/h": "chilometri orari",
             "km": "chilometri",
@@ -105,7 +111,8 @@ WORDS: dict[str, Words] = {
         "por cento",
         "{h} e {m}",
         "{h} horas",
-        ("euro", "euros", "cêntimo", "cêntimos"),
+        "{w} euros e {c}",
+        "{w} euros",
         {
             "km/h": "quilómetros por hora",
             "km": "quilómetros",
@@ -122,7 +129,8 @@ WORDS: dict[str, Words] = {
         "процентов",
         "{h} {m}",
         "{h} ноль ноль",
-        ("евро", "евро", "цент", "центов"),
+        "{w} евро {c} центов",
+        "{w} евро",
         {
             "km/h": "километров в час",
             "km": "километров",
@@ -132,6 +140,7 @@ WORDS: dict[str, Words] = {
             "min": "минут",
             "h": "часов",
         },
+        minute_zero="ноль",
     ),
     "japanese": Words(
         "ja",
@@ -139,7 +148,8 @@ WORDS: dict[str, Words] = {
         "パーセント",
         "{h}時{m}分",
         "{h}時",
-        ("ユーロ", "ユーロ", "セント", "セント"),
+        "{w}ユーロ{c}セント",
+        "{w}ユーロ",
         {
             "km/h": "キロ毎時",
             "km": "キロ",
@@ -158,7 +168,8 @@ WORDS: dict[str, Words] = {
         "퍼센트",
         None,
         None,
-        ("유로", "유로", "센트", "센트"),
+        "{w}유로 {c}센트",
+        "{w}유로",
         {
             "km/h": "킬로미터",
             "km": "킬로미터",
@@ -208,22 +219,18 @@ def _rules(words: Words) -> tuple[Rule, ...]:
         if words.time is None or words.time_full_hour is None:
             return m.group(0)
         h = num2words(hour, lang=words.code)
-        return (
-            words.time_full_hour.format(h=h)
-            if minute == 0
-            else words.time.format(h=h, m=num2words(minute, lang=words.code))
-        )
+        if minute == 0:
+            return words.time_full_hour.format(h=h)
+        zero = f"{words.minute_zero} " if words.minute_zero and minute < 10 else ""
+        return words.time.format(h=h, m=zero + num2words(minute, lang=words.code))
 
     def money(amount: str) -> str:
-        one, many, cent, cents = words.euro
         value = Decimal(_cardinal_source(amount, words))
         whole, hundredths = int(value), int((value - int(value)) * 100)
-        said = f"{num2words(whole, lang=words.code)}{j}{one if whole == 1 else many}"
-        return (
-            f"{said}{j}{num2words(hundredths, lang=words.code)}{j}{cent if hundredths == 1 else cents}"
-            if hundredths
-            else said
-        )
+        w = num2words(whole, lang=words.code)
+        if not hundredths:
+            return words.euros_whole.format(w=w)
+        return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))
 
     return (
         rule("url", URL, keep),
