@@ -44,7 +44,11 @@ def weight(text: str) -> int:
 
 
 def _sentence_spans(text: str, code: str) -> list[Span]:
-    """sentencex's sentences as offsets into `text`, found in order; whatever is not found stays whole."""
+    """sentencex's sentences as offsets into `text`, found in order; whatever is not found stays whole.
+
+    A boundary is kept only where a space follows the sentence or CJK text meets it, so even an odd
+    decision of the library ("£0.|٠0") never cuts a run of Latin characters.
+    """
     cuts: list[int] = []
     position = 0
     for sentence in segment(code, text):
@@ -54,7 +58,7 @@ def _sentence_spans(text: str, code: str) -> list[Span]:
         found = text.find(core, position)
         if found < 0:  # the library changed the text: trust only the boundaries found so far
             break
-        if found > 0:
+        if found > 0 and (found > position or _is_cjk(text[found - 1]) or _is_cjk(text[found])):
             cuts.append(found)
         position = found + len(core)
     bounds = [0, *sorted(set(cuts)), len(text)]
@@ -93,9 +97,13 @@ def _limit(text: str, span: Span, max_weight: int) -> list[Span]:
     parts: list[Span] = []
     start, end = span
     while weight(text[start:end]) > max_weight:
-        cut = _best_cut(text, start, _window_end(text, start, end, max_weight))
-        if cut is None:
-            break
+        limit = _window_end(text, start, end, max_weight)
+        cut = _best_cut(text, start, limit)
+        if cut is None:  # one token longer than the limit (a long URL): it stands alone, whole
+            space = _SPACE.search(text, limit, end)
+            if space is None:
+                break
+            cut = space.start()
         piece, rest = _trim(text, start, cut), _trim(text, cut, end)
         if piece is None or rest is None:
             break
