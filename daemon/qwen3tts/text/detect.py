@@ -1,9 +1,9 @@
 """Which of the bundle's languages a text is written in, for the normaliser (the model still gets auto).
 
 The script decides most cases for free: kana is Japanese, hangul Korean, Han Chinese, Cyrillic Russian.
-Only Latin-script text needs a statistical detector; lingua, limited to the bundle's Latin-script
-languages, is built on first use (it takes a few seconds and ~150 MB) and kept. `warm_up` lets a
-daemon pay that at start rather than on its first `auto` announcement.
+Only Latin-script text needs a statistical detector: py3langid (langid.py's model), limited to the
+bundle's Latin-script languages, is loaded on first use (about two seconds and 100 MB) and kept.
+`warm_up` lets a daemon pay that at start rather than on its first `auto` announcement.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from qwen3tts.text.languages import MODEL_LANGUAGES
 log = logging.getLogger(__name__)
 
 LATIN_LANGUAGES = ("english", "german", "french", "spanish", "italian", "portuguese")
-_LINGUA_NAMES = {name: name.upper() for name in LATIN_LANGUAGES}
+_ISO = {"english": "en", "german": "de", "french": "fr", "spanish": "es", "italian": "it", "portuguese": "pt"}
 _lock = threading.Lock()
-_detectors: dict[tuple[str, ...], Any] = {}  # candidates -> lingua.LanguageDetector
+_detectors: dict[tuple[str, ...], Any] = {}  # candidates -> py3langid LanguageIdentifier
 
 
 def detect_language(text: str, supported: Iterable[str] = MODEL_LANGUAGES) -> str:
@@ -77,19 +77,18 @@ def _script(code: int) -> str | None:
 
 
 def _latin_language(text: str, candidates: tuple[str, ...]) -> str | None:
-    detected = _detector(candidates).detect_language_of(text)
-    if detected is None:
-        return None
-    return detected.name.lower()
+    code, _probability = _detector(candidates).classify(text)
+    return next((name for name in candidates if _ISO[name] == code), None)
 
 
 def _detector(candidates: tuple[str, ...]) -> Any:
-    """The lingua detector for `candidates`, built once (lingua is imported only when needed)."""
+    """The identifier restricted to `candidates`, built once (py3langid is imported only when needed)."""
     with _lock:
         if candidates not in _detectors:
-            from lingua import Language, LanguageDetectorBuilder
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-            log.info("building the language detector for %s", ", ".join(candidates))
-            languages = [getattr(Language, _LINGUA_NAMES[name]) for name in candidates]
-            _detectors[candidates] = LanguageDetectorBuilder.from_languages(*languages).build()
+            log.info("loading the language identifier for %s", ", ".join(candidates))
+            identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            identifier.set_languages([_ISO[name] for name in candidates])
+            _detectors[candidates] = identifier
         return _detectors[candidates]
