@@ -10,7 +10,7 @@ language tags (languages.py) and detection for `auto` (detect.py).
 
 from qwen3tts.text.detect import detect_language, warm_up
 from qwen3tts.text.languages import MODEL_LANGUAGES, resolve_language
-from qwen3tts.text.lexicon import Lexicon
+from qwen3tts.text.lexicon import Lexicon, reload_lexicon
 from qwen3tts.text.prepare import Piece, Prepared, prepare
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Prepared",
     "detect_language",
     "prepare",
+    "reload_lexicon",
     "resolve_language",
     "warm_up",
 ]

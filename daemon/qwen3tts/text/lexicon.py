@@ -15,6 +15,7 @@ raises ConfigError naming the entry, and the caller keeps the lexicon it had.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any
 import yaml
 
 from qwen3tts.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 _GROUP_REFERENCE = re.compile(r"\\(\d+)|\\g<([^>]*)>")
 
@@ -77,6 +80,22 @@ class Lexicon:
         for pattern, say in self.patterns:
             text = pattern.sub(say, text)
         return text
+
+
+def reload_lexicon(path: str | Path | None, current: Lexicon | None) -> Lexicon | None:
+    """For SIGHUP: the file's lexicon now, or the current one (with the reason logged) if it does not load.
+
+    A typo in the lexicon must not silence the appliance nor drop the entries that worked.
+    """
+    if path is None:
+        return None
+    try:
+        lexicon = Lexicon.load(path)
+    except ConfigError as exc:
+        log.error("lexicon not reloaded, keeping the previous one: %s", exc)
+        return current
+    log.info("lexicon %s loaded: %d words, %d patterns", path, len(lexicon.words), len(lexicon.patterns))
+    return lexicon
 
 
 def _string_mapping(value: Any, where: str) -> dict[str, str]:

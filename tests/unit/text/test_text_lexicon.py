@@ -3,7 +3,7 @@
 import pytest
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.text import Lexicon, prepare
+from qwen3tts.text import Lexicon, prepare, reload_lexicon
 
 SITE = """
 words:
@@ -97,3 +97,23 @@ def test_reloading_picks_up_an_edited_file(tmp_path):
     after = Lexicon.load(path)
     assert before.apply("Hbf") == "Hauptbahnhof"
     assert after.apply("Hbf") == "Hauptbahnhof Süd"
+
+
+def test_a_reload_that_fails_keeps_the_previous_lexicon_and_says_why(tmp_path, caplog):
+    path = tmp_path / "lexicon.yaml"
+    path.write_text("words: {Hbf: Hauptbahnhof}", encoding="utf-8")
+    current = reload_lexicon(path, None)
+    path.write_text("patterns: {'(broken': x}", encoding="utf-8")
+    with caplog.at_level("ERROR"):
+        assert reload_lexicon(path, current) is current
+    assert "not a valid regular expression" in caplog.text
+    assert current.apply("Hbf") == "Hauptbahnhof"
+
+
+def test_a_reload_of_a_fixed_file_takes_the_new_entries(tmp_path):
+    path = tmp_path / "lexicon.yaml"
+    path.write_text("words: {Hbf: Hauptbahnhof}", encoding="utf-8")
+    first = reload_lexicon(path, None)
+    path.write_text("words: {Hbf: Hauptbahnhof Süd}", encoding="utf-8")
+    assert reload_lexicon(path, first).apply("Hbf") == "Hauptbahnhof Süd"
+    assert reload_lexicon(None, first) is None  # the setting was removed: no lexicon
