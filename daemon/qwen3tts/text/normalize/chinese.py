@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import cn2an
 
-from qwen3tts.text.normalize.scanner import URL, Rule, keep, rewrite, rule
+from qwen3tts.text.normalize.scanner import MAX_CARDINAL_DIGITS, URL, Rule, keep, rewrite, rule
 
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 CURRENCIES = {"¥": "元", "￥": "元", "€": "欧元", "$": "美元", "£": "英镑", "HK$": "港币"}
@@ -42,8 +42,11 @@ def normalize(text: str) -> str:
 
 def cardinal(number: str) -> str:
     value = number.replace(",", "")
-    if len(value) > 1 and value.startswith("0") and "." not in value:
+    whole, _, fraction = value.partition(".")
+    if len(whole) > 1 and whole.startswith("0") and not fraction:
         return spell(value)
+    if len(whole) > MAX_CARDINAL_DIGITS or len(fraction) > MAX_CARDINAL_DIGITS:
+        return spell(whole) + (f"点{spell(fraction)}" if fraction else "")
     return cn2an.an2cn(value, "low")
 
 

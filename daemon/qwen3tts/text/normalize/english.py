@@ -12,7 +12,16 @@ from decimal import Decimal
 
 from num2words import num2words
 
-from qwen3tts.text.normalize.scanner import NUMBER, URL, Rule, digits, keep, rewrite, rule
+from qwen3tts.text.normalize.scanner import (
+    MAX_CARDINAL_DIGITS,
+    NUMBER,
+    URL,
+    Rule,
+    digits,
+    keep,
+    rewrite,
+    rule,
+)
 
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 MONTHS = (
@@ -88,13 +97,19 @@ def normalize(text: str) -> str:
 def cardinal(number: str) -> str:
     """1,250.50 -> one thousand two hundred and fifty point five; no commas (they would be pauses)."""
     value = number.replace(",", "")
-    if len(value) > 1 and value.startswith("0") and "." not in value:
-        return digits(value, DIGITS)
+    whole = value.partition(".")[0]
+    if (len(whole) > 1 and whole.startswith("0") and "." not in value) or len(whole) > MAX_CARDINAL_DIGITS:
+        return digits(value.replace(".", ""), DIGITS) if "." not in value else _long_decimal(value)
     spoken = num2words(Decimal(value) if "." in value else int(value), lang="en")
     if "." in value:  # num2words drops trailing zeros ("2.50" -> two point five); an announcer does not
         whole, fraction = value.split(".")
         spoken = f"{num2words(int(whole), lang='en')} point {digits(fraction, DIGITS)}"
     return spoken.replace(",", "")
+
+
+def _long_decimal(value: str) -> str:
+    whole, fraction = value.split(".")
+    return f"{digits(whole, DIGITS)} point {digits(fraction, DIGITS)}"
 
 
 def _time(m: re.Match[str]) -> str | None:
@@ -175,7 +190,9 @@ def _range(m: re.Match[str]) -> str:
     return f"{said} {UNITS[m['unit']][1]}" if m["unit"] else said
 
 
-def _ordinal(m: re.Match[str]) -> str:
+def _ordinal(m: re.Match[str]) -> str | None:
+    if len(m["n"]) > MAX_CARDINAL_DIGITS:
+        return None
     return num2words(int(m["n"]), lang="en", to="ordinal").replace(",", "")
 
 

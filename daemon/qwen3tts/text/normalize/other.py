@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from num2words import num2words
 
-from qwen3tts.text.normalize.scanner import URL, Rule, keep, rewrite, rule
+from qwen3tts.text.normalize.scanner import MAX_CARDINAL_DIGITS, URL, Rule, keep, rewrite, rule
 
 
 @dataclass(frozen=True)
@@ -193,9 +193,10 @@ def _cardinal(number: str, words: Words) -> str:
     thousands, decimal = (".", ",") if words.decimal_comma else (",", ".")
     plain = number.replace(thousands, "") if re.search(rf"\d\{thousands}\d{{3}}(?!\d)", number) else number
     whole, _, fraction = plain.partition(decimal)
-    if len(whole) > 1 and whole.startswith("0") and not fraction:
-        return _digits(whole, words)
-    said = num2words(int(whole), lang=words.code)
+    if (len(whole) > 1 and whole.startswith("0") and not fraction) or len(whole) > MAX_CARDINAL_DIGITS:
+        said = _digits(whole, words)
+    else:
+        said = num2words(int(whole), lang=words.code)
     return f"{said}{words.joiner}{words.point}{words.joiner}{_digits(fraction, words)}" if fraction else said
 
 
@@ -227,7 +228,7 @@ def _rules(words: Words) -> tuple[Rule, ...]:
     def money(amount: str) -> str:
         value = Decimal(_cardinal_source(amount, words))
         whole, hundredths = int(value), int((value - int(value)) * 100)
-        w = num2words(whole, lang=words.code)
+        w = _cardinal(str(whole), words)
         if not hundredths:
             return words.euros_whole.format(w=w)
         return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))

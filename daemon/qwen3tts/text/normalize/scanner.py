@@ -29,7 +29,8 @@ class Rule:
 
 
 def rule(name: str, pattern: str, say: Say, flags: int = 0) -> Rule:
-    return Rule(name, re.compile(pattern, flags), say)
+    """ASCII classes: \\d is 0-9 only (the libraries cannot say ٣ or ²); \\b, \\w see Latin only."""
+    return Rule(name, re.compile(pattern, flags | re.ASCII), say)
 
 
 def keep(match: re.Match[str]) -> str:
@@ -40,8 +41,10 @@ def keep(match: re.Match[str]) -> str:
 def rewrite(text: str, rules: Sequence[Rule]) -> str:
     out: list[str] = []
     position = 0
+    # Each rule's next match at or after `position`; None once a rule has no match left in the text.
+    matches = [item.pattern.search(text, 0) for item in rules]
     while position < len(text):
-        found = _earliest(text, position, rules)
+        found = _earliest(text, position, rules, matches)
         if found is None:
             break
         match, spoken = found
@@ -52,9 +55,13 @@ def rewrite(text: str, rules: Sequence[Rule]) -> str:
     return tidy("".join(out))
 
 
-def _earliest(text: str, position: int, rules: Sequence[Rule]) -> tuple[re.Match[str], str] | None:
+def _earliest(
+    text: str, position: int, rules: Sequence[Rule], matches: list[re.Match[str] | None]
+) -> tuple[re.Match[str], str] | None:
     """The first match at or after `position` whose rule accepts it, with what to say instead."""
-    matches = [item.pattern.search(text, position) for item in rules]
+    for order, match in enumerate(matches):
+        if match is not None and match.start() < position:  # overtaken by an earlier replacement
+            matches[order] = rules[order].pattern.search(text, position)
     while True:
         live = [(m.start(), order, m) for order, m in enumerate(matches) if m is not None]
         if not live:
@@ -70,6 +77,11 @@ def tidy(text: str) -> str:
     """Collapse the double spaces that replacements leave behind, and spaces before punctuation."""
     text = re.sub(r"[ \t]{2,}", " ", text)
     return re.sub(r" +([,.;:!?])", r"\1", text).strip()
+
+
+# The longest whole number said as a number; longer runs (an id, a card number) are read digit by digit.
+# cn2an stops at 16 digits, and nobody announces a number of quadrillions.
+MAX_CARDINAL_DIGITS = 15
 
 
 def digits(text: str, words: Sequence[str], sep: str = " ") -> str:
