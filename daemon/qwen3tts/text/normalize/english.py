@@ -86,6 +86,10 @@ ABBREVIATIONS = {
     "Sq.": "Square",
     "Jr.": "Junior",
     "Sr.": "Senior",
+    "Tel.": "telephone",
+    "Dept.": "department",
+    "incl.": "including",
+    "excl.": "excluding",
     "&": "and",
 }
 
@@ -212,6 +216,8 @@ _ABBR = "|".join(re.escape(a) for a in ABBREVIATIONS)
 RULES: tuple[Rule, ...] = (
     rule("url", URL, keep),
     rule("iso_date", r"\b(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b", _iso_date),
+    # day first, as in Britain and most of the world: 05/03/2025 is the fifth of March
+    rule("slash_date", r"\b(?P<d>\d{1,2})/(?P<mo>\d{1,2})/(?P<y>\d{4})\b", _iso_date),
     rule(
         "phone",
         r"(?<![\w.,])(?:\+\d{1,3}[ -]?(?:\(0\))?\d+(?:[ -]\d+)+"
@@ -225,6 +231,13 @@ RULES: tuple[Rule, ...] = (
         re.IGNORECASE,
     ),
     rule("date_dmy", rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?P<mon>{_MON})(?: (?P<y>\d{{4}}))?\b", _date_dmy),
+    rule(
+        "year",
+        r"(?i:\b(?:in|since|until|from|of|year|summer|winter|spring|autumn) )"
+        r"(?P<y>1[89]\d\d|20\d\d)\b(?![-/.,]\d)",
+        lambda m: m.group(0)[: m.start("y") - m.start()] + _year(m["y"]),
+    ),
+    rule("number_abbreviation", r"\bNo\.(?= ?\d{1,2}\b)", lambda m: "number"),
     rule(
         "date_mdy", rf"\b(?P<mon>{_MON}) (?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:, (?P<y>\d{{4}}))?\b", _date_mdy
     ),
