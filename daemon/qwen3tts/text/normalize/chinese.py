@@ -134,7 +134,9 @@ RULES: tuple[Rule, ...] = (
         _money,
     ),
     rule("percent", rf"(?P<n>{NUMBER}) ?[%％]", lambda m: f"百分之{cardinal(m['n'])}"),
-    rule("unit", rf"(?P<sign>[-−])?(?P<n>{NUMBER}) ?(?P<unit>{_UNIT})(?![A-Za-z/])", _unit),
+    rule(
+        "unit", rf"(?:(?<![A-Za-z0-9.])(?P<sign>[-−]))?(?P<n>{NUMBER}) ?(?P<unit>{_UNIT})(?![A-Za-z/])", _unit
+    ),
     rule(
         "fraction",
         r"(?<!\d)(?P<a>\d+)/(?P<b>\d+)(?!\d)",
@@ -151,5 +153,5 @@ RULES: tuple[Rule, ...] = (
         lambda m: f"{cardinal(m['a'])}到{cardinal(m['b'])}",
     ),
     rule("two", rf"(?<![\d第.])2(?![\d.])(?=[{MEASURE_WORDS}])", lambda m: "两"),
-    rule("number", rf"(?P<sign>-(?=\d))?(?P<n>{NUMBER})", _number),
+    rule("number", rf"(?:(?<![A-Za-z0-9.])(?P<sign>[-−])(?=\d))?(?P<n>{NUMBER})", _number),
 )

@@ -99,21 +99,16 @@ def normalize(text: str) -> str:
 
 
 def cardinal(number: str) -> str:
-    """1,250.50 -> one thousand two hundred and fifty point five; no commas (they would be pauses)."""
-    value = number.replace(",", "")
-    whole = value.partition(".")[0]
-    if (len(whole) > 1 and whole.startswith("0") and "." not in value) or len(whole) > MAX_CARDINAL_DIGITS:
-        return digits(value.replace(".", ""), DIGITS) if "." not in value else _long_decimal(value)
-    spoken = num2words(Decimal(value) if "." in value else int(value), lang="en")
-    if "." in value:  # num2words drops trailing zeros ("2.50" -> two point five); an announcer does not
-        whole, fraction = value.split(".")
-        spoken = f"{num2words(int(whole), lang='en')} point {digits(fraction, DIGITS)}"
-    return spoken.replace(",", "")
+    """1,250.50 -> one thousand two hundred and fifty point five zero; no commas (they would be pauses).
 
-
-def _long_decimal(value: str) -> str:
-    whole, fraction = value.split(".")
-    return f"{digits(whole, DIGITS)} point {digits(fraction, DIGITS)}"
+    The digits after the point are read one by one, trailing zeros too (num2words would drop them).
+    """
+    whole, _, fraction = number.replace(",", "").partition(".")
+    if len(whole) > MAX_CARDINAL_DIGITS or (len(whole) > 1 and whole.startswith("0") and not fraction):
+        said = digits(whole, DIGITS)
+    else:
+        said = num2words(int(whole), lang="en").replace(",", "")
+    return f"{said} point {digits(fraction, DIGITS)}" if fraction else said
 
 
 def _time(m: re.Match[str]) -> str | None:
@@ -248,7 +243,7 @@ RULES: tuple[Rule, ...] = (
         _money,
     ),
     rule("percent", rf"(?P<n>{NUMBER}) ?%", lambda m: f"{cardinal(m['n'])} percent"),
-    rule("unit", rf"(?P<sign>[-−])?(?P<n>{NUMBER}) ?(?P<unit>{_UNIT})(?![\w/])", _unit),
+    rule("unit", rf"(?:(?<![\w.])(?P<sign>[-−]))?(?P<n>{NUMBER}) ?(?P<unit>{_UNIT})(?![\w/])", _unit),
     rule("code", r"\b(?P<letters>[A-Z]{1,3})(?P<num>\d{1,5})(?P<tail>[A-Z]?)\b", _code),
     rule("spaced_code", r"\b(?P<letters>[A-Z]{2,4}) (?P<num>\d{2,5})(?P<tail>)\b", _code),
     rule(
@@ -260,7 +255,7 @@ RULES: tuple[Rule, ...] = (
     rule("range", rf"\b(?P<a>{NUMBER}) ?[-–] ?(?P<b>{NUMBER})\b(?: ?(?P<unit>{_UNIT})(?![\w/]))?", _range),
     rule(
         "number",
-        rf"(?P<sign>[-−](?=\d))?\b(?:{NUMBER})\b",
+        rf"(?:(?<![\w.])(?P<sign>[-−])(?=\d))?\b(?:{NUMBER})\b",  # a minus only where no word precedes
         lambda m: ("minus " if m["sign"] else "") + cardinal(m.group(0).lstrip("-−")),
     ),
     rule("st_dr", r"\b(?P<abbr>St|Dr)\.(?=\s|$)", _saint_or_street),
