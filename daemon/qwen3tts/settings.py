@@ -99,6 +99,16 @@ class VoiceSettings:
 
 
 @dataclass(frozen=True)
+class TextSettings:
+    """How announcement text becomes what the model says (see docs/text.md)."""
+
+    normalize: bool = True
+    """Say numbers, times, prices, units and codes as words; a message may opt out. Default true."""
+    lexicon: Path | None = None
+    """Site lexicon YAML (words or patterns -> how they are said), reloaded on SIGHUP. Default none."""
+
+
+@dataclass(frozen=True)
 class MqttSettings:
     """The MQTT broker and topic contract."""
 
@@ -240,6 +250,7 @@ class Settings:
     devices: DeviceSettings = field(default_factory=DeviceSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     voice: VoiceSettings = field(default_factory=VoiceSettings)
+    text: TextSettings = field(default_factory=TextSettings)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     announcements: AnnouncementSettings = field(default_factory=AnnouncementSettings)
     audio: AudioSettings = field(default_factory=AudioSettings)

@@ -55,6 +55,12 @@ def test_the_runtime_does_not_reach_up_into_the_appliance():
     assert offenders(files_under("runtime"), ("qwen3tts.appliance",)) == []
 
 
+def test_the_text_front_end_stands_alone():
+    assert files_under("text"), "no text front end files found"
+    forbidden = ("qwen3tts.appliance", "qwen3tts.runtime", "qwen3tts.engine", "qwen3tts.model", "openvino")
+    assert offenders(files_under("text"), forbidden) == []
+
+
 def test_paho_only_in_the_mqtt_adapter_and_sounddevice_only_in_the_audio_adapter():
     paho = [p for p in files_under() if p.name != "mqtt.py"]
     audio = [p for p in files_under() if p.name != "alsa.py"]

@@ -1,0 +1,98 @@
+"""German, French, Spanish, Italian, Portuguese, Russian, Japanese, Korean: num2words says the numbers.
+
+These languages get the announcer's core: cardinals and decimals, times, prices, percentages, the
+common units, and codes read digit by digit. The words below are how each language names a unit or a
+currency (words.py); number words always come from num2words. Korean times stay as written (Korean says hours
+with native numbers, which num2words does not produce).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from functools import cache
+
+from num2words import num2words
+
+from qwen3tts.text.normalize.scanner import MAX_CARDINAL_DIGITS, URL, Rule, keep, rewrite, rule
+from qwen3tts.text.normalize.words import WORDS, Words
+
+
+def normalize(text: str, language: str) -> str:
+    return rewrite(text, _rules(language)) if language in WORDS else text
+
+
+def _cardinal(number: str, words: Words) -> str:
+    thousands, decimal = (".", ",") if words.decimal_comma else (",", ".")
+    plain = number.replace(thousands, "") if re.search(rf"\d\{thousands}\d{{3}}(?!\d)", number) else number
+    whole, _, fraction = plain.partition(decimal)
+    if (len(whole) > 1 and whole.startswith("0") and not fraction) or len(whole) > MAX_CARDINAL_DIGITS:
+        said = _digits(whole, words)
+    else:
+        said = num2words(int(whole), lang=words.code)
+    return f"{said}{words.joiner}{words.point}{words.joiner}{_digits(fraction, words)}" if fraction else said
+
+
+def _digits(number: str, words: Words) -> str:
+    return words.joiner.join(num2words(int(ch), lang=words.code) for ch in number if ch.isdigit())
+
+
+@cache
+def _rules(language: str) -> tuple[Rule, ...]:
+    words = WORDS[language]
+    number = (
+        r"\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d+(?:,\d+)?"
+        if words.decimal_comma
+        else (r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+    )
+    units = "|".join(re.escape(u) for u in sorted(words.units, key=len, reverse=True))
+    j = words.joiner
+
+    def time(m: re.Match[str]) -> str | None:
+        hour, minute = int(m["h"]), int(m["m"])
+        if hour > 24:
+            return None
+        if words.time is None or words.time_full_hour is None:
+            return m.group(0)
+        h = num2words(hour, lang=words.code)
+        if minute == 0:
+            return words.time_full_hour.format(h=h)
+        zero = f"{words.minute_zero} " if words.minute_zero and minute < 10 else ""
+        return words.time.format(h=h, m=zero + num2words(minute, lang=words.code))
+
+    def money(amount: str) -> str:
+        value = Decimal(_cardinal_source(amount, words))
+        whole, hundredths = int(value), int((value - int(value)) * 100)
+        w = _cardinal(str(whole), words)
+        if not hundredths:
+            return words.one_euro if whole == 1 else words.euros_whole.format(w=w)
+        return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))
+
+    return (
+        rule("url", URL, keep),
+        rule("time", r"(?<!\d)(?P<h>\d{1,2})(?::|\s?h\s?)(?P<m>[0-5]\d)(?!\d)(?:\s?Uhr\b)?", time),
+        rule(
+            "money",
+            rf"(?:€\s?(?P<amount>{number})|(?P<a2>{number})\s?(?:€|EUR\b|[Ee]uros?\b))",
+            lambda m: money(m["amount"] or m["a2"]),
+        ),
+        rule("percent", rf"(?P<n>{number})\s?%", lambda m: f"{_cardinal(m['n'], words)}{j}{words.percent}"),
+        rule(
+            "unit",
+            rf"(?P<n>{number})\s?(?P<unit>{units})(?![\w/])",
+            lambda m: f"{_cardinal(m['n'], words)}{j}{words.units[m['unit']]}",
+        ),
+        rule(
+            "code",
+            r"\b(?:(?P<letters>[A-Z]{1,3})|(?P<spaced>[A-Z]{2,4}) )(?P<num>\d{1,5})\b",
+            lambda m: f"{m['letters'] or m['spaced']} {_digits(m['num'], words)}",
+        ),
+        rule("number", rf"(?<![A-Za-z0-9.,])(?:{number})(?![\d])", lambda m: _cardinal(m.group(0), words)),
+    )
+
+
+def _cardinal_source(number: str, words: Words) -> str:
+    """1.250,50 (decimal comma) or 1,250.50 -> 1250.50, for Decimal."""
+    if words.decimal_comma:
+        return number.replace(".", "").replace(",", ".")
+    return number.replace(",", "")
