@@ -22,6 +22,7 @@ from qwen3tts.appliance.announcement import Announcement
 from qwen3tts.appliance.messages import CHIME_VALUES, PRIORITIES, Say
 from qwen3tts.appliance.payload import check_clean, has_speakable_text, quote
 from qwen3tts.errors import RequestError
+from qwen3tts.text import resolve_language
 
 if TYPE_CHECKING:
     from qwen3tts.settings import AnnouncementSettings
@@ -32,15 +33,14 @@ INSTRUCT_IGNORED = "instruct ignored: this bundle cannot follow style instructio
 def _resolve_language(tag: str, supported: Collection[str]) -> str:
     """The bundle's language name for `tag` (RequestError if none); `supported` empty accepts any.
 
-    The one place language tags are resolved: model names (`english`, any case) are accepted here;
-    ISO 639-1 / BCP 47 tags (`en`, `de-DE`, `zh-CN`) are mapped by qwen3tts.text.resolve_language.
+    The one place language tags are resolved at the front door: model names (`english`, any case),
+    ISO 639-1 / BCP 47 tags (`en`, `de-DE`, `zh-CN`) are mapped by qwen3tts.text.resolve_language;
+    the answer keeps the bundle's own spelling of the name.
     """
-    if tag.lower() == "auto" or not supported:
-        return tag.lower() if tag.lower() == "auto" else tag
-    for name in supported:
-        if name.lower() == tag.lower():
-            return name
-    raise RequestError(f"unknown language {quote(tag, 64)}; known: {', '.join(sorted(supported))}, auto")
+    if not supported:
+        return "auto" if tag.lower() == "auto" else tag
+    name = resolve_language(tag, supported)
+    return next((known for known in supported if known.lower() == name), name)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,15 @@ the bundle can speak, or rejects the tag with a reason the sender can act on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from qwen3tts.errors import RequestError
 
 AUTO = "auto"
+# The shape of a BCP 47 tag (primary language subtag, then subtags of 1-8 letters or digits):
+# a malformed tag such as "en-" or "--" is refused rather than guessed at.
+_TAG_SHAPE = re.compile(r"[a-z]{2,3}(-[a-z0-9]{1,8})*")
 
 # The release's languages, as `supported` defaults to when no bundle is at hand (e.g. `qwen3tts text`).
 MODEL_LANGUAGES: tuple[str, ...] = (
@@ -88,8 +92,10 @@ def resolve_language(tag: str | None, supported: Iterable[str] = MODEL_LANGUAGES
     if wanted in _NOT_SPOKEN or wanted.split("-")[0] in _NOT_SPOKEN:
         spoken = _NOT_SPOKEN.get(wanted) or _NOT_SPOKEN[wanted.split("-")[0]]
         raise RequestError(f"language {tag!r} ({spoken}) is not spoken by this model ({_known(names)})")
+    if wanted.replace("-", "_") in MODEL_LANGUAGES:
+        raise RequestError(f"language {tag!r} is not in this bundle ({_known(names)})")
     primary = wanted.split("-")[0]
-    name = ISO_TO_MODEL.get(primary)
+    name = ISO_TO_MODEL.get(primary) if _TAG_SHAPE.fullmatch(wanted) else None
     if name is None:
         raise RequestError(f"unknown language {tag!r}: use a model name or ISO/BCP 47 tag ({_known(names)})")
     if name not in names:

@@ -63,7 +63,7 @@ def test_accepted_say_is_spooled_before_it_is_acknowledged(harness):
         ('{"text": "a", "repeat": 11}', "repeat must be between 1 and 10"),
         ('{"text": "a", "ttl": 0}', "ttl must be positive"),
         ('{"text": "a", "voice": "zed"}', "unknown voice 'zed'; known: ryan"),
-        ('{"text": "a", "lang": "french"}', "unknown language 'french'"),
+        ('{"text": "a", "lang": "french"}', "language 'french' is not in this bundle"),
     ],
 )
 def test_invalid_say_is_acknowledged_and_rejected_with_the_reason(harness, payload, reason):
