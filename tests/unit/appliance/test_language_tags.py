@@ -1,6 +1,4 @@
-"""Language tags at the front door: model names and ISO 639-1 / BCP 47 tags (issue 13).
-
-"""
+"""Language tags at the front door: model names and ISO 639-1 / BCP 47 tags (issue 13)."""
 
 from __future__ import annotations
 
