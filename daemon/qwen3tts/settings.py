@@ -297,9 +297,9 @@ def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None
 def read_http_token(http: HttpServerSettings, environ: dict[str, str] | None = None) -> str | None:
     """The HTTP bearer token from token_file, else from $CREDENTIALS_DIRECTORY/http-token."""
     token = _read_secret(http.token_file, "http-token", "servers.http.token_file", environ)
-    if token == "":
-        raise ConfigError("servers.http.token_file: the token file is empty")
-    return token
+    if token == "" and http.token_file is not None:
+        raise ConfigError(f"servers.http.token_file: {http.token_file} is empty")
+    return token or None  # an empty systemd credential (the installer's placeholder) means no token
 
 
 def _read_secret(path: Path | None, credential: str, key: str, environ: dict[str, str] | None) -> str | None:

@@ -81,8 +81,10 @@ def test_the_http_token_comes_from_its_file_or_the_credentials_directory(tmp_pat
     )
     assert read_http_token(HttpServerSettings(), environ={}) is None
     (tmp_path / "empty").write_text("\n")
-    with pytest.raises(ConfigError, match="token file is empty"):
+    with pytest.raises(ConfigError, match="empty"):
         read_http_token(HttpServerSettings(token_file=tmp_path / "empty"), environ={})
+    (creds / "http-token").write_text("")  # the installer's empty placeholder: no token
+    assert read_http_token(HttpServerSettings(), environ={"CREDENTIALS_DIRECTORY": str(creds)}) is None
 
 
 def test_yaml_values_then_overrides_apply_in_order(tmp_path):
