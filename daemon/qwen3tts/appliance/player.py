@@ -160,7 +160,7 @@ class Player:
     def _play(self, ann: Announcement | None, barge_in: bool) -> None:
         if ann is None:
             return
-        sentences = split_text(ann.text)
+        sentences = split_text(ann.text, ann.lang or self.voice.language)
         speaking = _Speaking(ann, sentences)
         with self._lock:
             self._speaking[ann.id] = speaking

@@ -14,8 +14,12 @@ from qwen3tts.engine.sequence import Priority, Request
 FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
 
 
-def split_text(text: str) -> list[str]:
-    """The pieces of `text` synthesised one request each (the one place the text front end is called)."""
+def split_text(text: str, language: str = "auto") -> list[str]:
+    """The pieces of `text` synthesised one request each (the one place the text front end is called).
+
+    `language` is the request's engine language; the sentence splitter does not need it yet, the text
+    front end (normalisation per language) will.
+    """
     return split_sentences(text) or [text]
 
 

@@ -132,7 +132,7 @@ class SpeechStream:
 
     def add(self, job: SpeechJob) -> None:
         """Queue the sentences of `job`; the first is submitted now if nothing runs (errors raise here)."""
-        self._pending += [(job, sentence) for sentence in split_text(job.text)]
+        self._pending += [(job, sentence) for sentence in split_text(job.text, job.language)]
         if self._handle is None:
             self._submit_next()
 

@@ -244,7 +244,7 @@ class _TextStream:
                 raise RequestError(f"streamed text too long (> {self.max_chars} characters)")
             return []
         self.buffer += text
-        pieces = split_text(self.buffer) if self.buffer.strip() else []
+        pieces = split_text(self.buffer, self.voice.language) if self.buffer.strip() else []
         if len(pieces) < 2:
             return []
         # the last piece may continue in the next chunk; keep a trailing space so words do not join
