@@ -116,8 +116,13 @@ class WyomingHandler(AsyncEventHandler):
                     break
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                if event is None or not await self.handle_event(event):
+                if event is None:
                     break
+                try:
+                    await self.handle_event(event)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:  # hostile or broken event
+                    why = f"malformed {event.type} event: {type(exc).__name__}: {exc}"
+                    await self._error(why, "bad_event")
         finally:
             self._worker.cancel()  # the client is gone: stop its synthesis now
             await asyncio.gather(self._worker, return_exceptions=True)

@@ -96,6 +96,19 @@ def test_an_unknown_voice_gets_an_error_event_and_the_connection_stays_usable(se
     assert running.handles == []
 
 
+def test_a_malformed_event_gets_an_error_and_the_connection_stays_usable(serve):
+    running = serve()
+    events = [
+        Event(type="synthesize", data={"txt": "no text field"}),
+        Event(type="synthesize", data={"text": "Hi there.", "voice": {"name": 42}}),
+        Describe().event(),
+    ]
+    received = asyncio.run(exchange(running.servers.wyoming_port, events, "info"))
+    errors = [Error.from_event(e) for e in received[:-1]]
+    assert [e.code for e in errors] == ["bad_event", "bad_event"]
+    assert running.handles == []
+
+
 def test_an_event_over_the_size_limit_is_refused_before_its_body_is_read(serve):
     running = serve("servers.max_body_bytes=2048")
     huge = Synthesize(text="word " * 1000).event()
