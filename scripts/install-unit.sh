@@ -21,6 +21,7 @@ if [ ! -f /etc/qwen3tts/config.yaml ]; then
         config/qwen3tts.yaml >/etc/qwen3tts/config.yaml
 fi
 [ -f /etc/qwen3tts/mqtt.pass ] || install -m 0600 /dev/null /etc/qwen3tts/mqtt.pass
+[ -f /etc/qwen3tts/http.token ] || install -m 0600 /dev/null /etc/qwen3tts/http.token
 install -m 0644 systemd/qwen3tts.service /etc/systemd/system/qwen3tts.service
 systemctl daemon-reload 2>/dev/null || true
 cat <<MSG

@@ -235,6 +235,48 @@ class ThermalSettings:
 
 
 @dataclass(frozen=True)
+class WyomingServerSettings:
+    """The Wyoming TTS server Home Assistant's Wyoming integration talks to."""
+
+    enabled: bool = False
+    """Serve the Wyoming protocol. Default false."""
+    host: str = "127.0.0.1"
+    """Address to bind; a non-loopback address also needs allow_network. Default 127.0.0.1."""
+    port: int = field(default=10200, metadata={"min": 1, "max": 65535})
+    """TCP port (wyoming-piper's is 10200 too). Default 10200."""
+    allow_network: bool = False
+    """Permit a non-loopback bind; Wyoming has no authentication: firewall the port. Default false."""
+
+
+@dataclass(frozen=True)
+class HttpServerSettings:
+    """The OpenAI-compatible HTTP API (/v1/audio/speech, /v1/voices, /healthz, /metrics)."""
+
+    enabled: bool = False
+    """Serve the HTTP API. Default false."""
+    host: str = "127.0.0.1"
+    """Address to bind; a non-loopback address requires a token. Default 127.0.0.1."""
+    port: int = field(default=8080, metadata={"min": 1, "max": 65535})
+    """TCP port. Default 8080."""
+    token_file: Path | None = None
+    """Bearer token file, else $CREDENTIALS_DIRECTORY/http-token; needed off loopback. Default none."""
+
+
+@dataclass(frozen=True)
+class ServersSettings:
+    """Network front doors sharing the engine: audio goes back to the caller, never to the speaker."""
+
+    wyoming: WyomingServerSettings = field(default_factory=WyomingServerSettings)
+    """The Wyoming server."""
+    http: HttpServerSettings = field(default_factory=HttpServerSettings)
+    """The HTTP server."""
+    max_concurrent_requests: int = field(default=2, metadata={"min": 1, "max": 64})
+    """Network requests synthesised at once over both servers; more are refused as busy. Default 2."""
+    max_body_bytes: int = field(default=65536, metadata={"min": 1024})
+    """Largest HTTP request body or Wyoming event (header, data and payload) in bytes. Default 64 KiB."""
+
+
+@dataclass(frozen=True)
 class LoggingSettings:
     """Operator logs."""
 
@@ -255,6 +297,7 @@ class Settings:
     announcements: AnnouncementSettings = field(default_factory=AnnouncementSettings)
     audio: AudioSettings = field(default_factory=AudioSettings)
     thermal: ThermalSettings = field(default_factory=ThermalSettings)
+    servers: ServersSettings = field(default_factory=ServersSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
 
 
@@ -263,14 +306,26 @@ def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None
 
     Secrets never live in the YAML: it is often world-readable and ends up in bug reports.
     """
+    return _read_secret(mqtt.password_file, "mqtt-password", "mqtt.password_file", environ)
+
+
+def read_http_token(http: HttpServerSettings, environ: dict[str, str] | None = None) -> str | None:
+    """The HTTP bearer token from token_file, else from $CREDENTIALS_DIRECTORY/http-token."""
+    token = _read_secret(http.token_file, "http-token", "servers.http.token_file", environ)
+    if token == "" and http.token_file is not None:
+        raise ConfigError(f"servers.http.token_file: {http.token_file} is empty")
+    return token or None  # an empty systemd credential (the installer's placeholder) means no token
+
+
+def _read_secret(path: Path | None, credential: str, key: str, environ: dict[str, str] | None) -> str | None:
+    """A secret from its file, else from systemd's credentials directory; None when neither exists."""
     environ = os.environ if environ is None else environ
-    path = mqtt.password_file
     if path is None and environ.get("CREDENTIALS_DIRECTORY"):
-        candidate = Path(environ["CREDENTIALS_DIRECTORY"]) / "mqtt-password"
+        candidate = Path(environ["CREDENTIALS_DIRECTORY"]) / credential
         path = candidate if candidate.exists() else None
     if path is None:
         return None
     try:
         return path.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise ConfigError(f"mqtt.password_file: cannot read {path}: {exc.strerror}") from exc
+        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}") from exc

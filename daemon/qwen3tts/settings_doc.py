@@ -58,12 +58,23 @@ def render_default_yaml() -> str:
     for section in dataclasses.fields(Settings):
         value = getattr(defaults, section.name)
         lines += ["", f"# {inspect.getdoc(type(value))}", f"{section.name}:"]
-        plain = settings_to_dict(value)
-        for item in dataclasses.fields(value):
-            doc = field_doc(type(value), item.name) or ""
-            lines.append(f"  # {doc}")
-            lines.append(f"  {item.name}: {_yaml_scalar(plain[item.name])}")
+        lines += _section_lines(value, "  ")
     return "\n".join(lines) + "\n"
+
+
+def _section_lines(section: Any, indent: str) -> list[str]:
+    """Commented `key: value` lines of one section; a nested section (servers.http) is indented below."""
+    lines = []
+    plain = settings_to_dict(section)
+    for item in dataclasses.fields(section):
+        value = getattr(section, item.name)
+        lines.append(f"{indent}# {field_doc(type(section), item.name) or ''}")
+        if dataclasses.is_dataclass(value):
+            lines.append(f"{indent}{item.name}:")
+            lines += _section_lines(value, indent + "  ")
+        else:
+            lines.append(f"{indent}{item.name}: {_yaml_scalar(plain[item.name])}")
+    return lines
 
 
 def _yaml_scalar(value: Any) -> str:

@@ -66,3 +66,24 @@ def test_paho_only_in_the_mqtt_adapter_and_sounddevice_only_in_the_audio_adapter
     audio = [p for p in files_under() if p.name != "alsa.py"]
     assert offenders(paho, ("paho",)) == []
     assert offenders(audio, ("sounddevice",)) == []
+
+
+def test_the_servers_reach_the_engine_and_only_the_pure_text_to_request_modules_of_the_appliance():
+    servers = files_under("servers")
+    assert servers, "no server files found"
+    assert offenders(servers, ("paho", "sounddevice", "openvino", "qwen3tts.model")) == []
+    allowed = {"qwen3tts.appliance.synthesis", "qwen3tts.appliance.sentences"}
+    appliance = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in servers
+        for name in imported_modules(path)
+        if name.startswith("qwen3tts.appliance") and name not in allowed
+    ]
+    assert appliance == []
+
+
+def test_no_lower_layer_imports_the_servers_and_their_libraries_stay_in_servers():
+    lower = files_under("engine") + files_under("runtime") + files_under("model")
+    assert offenders(lower, ("qwen3tts.servers",)) == []
+    elsewhere = [p for p in files_under() if "servers" not in p.relative_to(PACKAGE).parts]
+    assert offenders(elsewhere, ("wyoming", "starlette", "uvicorn", "prometheus_client")) == []

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.settings import MqttSettings, Settings, read_mqtt_password
+from qwen3tts.settings import HttpServerSettings, MqttSettings, Settings, read_http_token, read_mqtt_password
 from qwen3tts.settings_doc import field_doc, render_default_yaml
 from qwen3tts.settings_loader import load_settings
 
@@ -30,13 +30,61 @@ def test_the_committed_default_config_loads_to_the_defaults():
     assert load_settings(REPO / "config" / "qwen3tts.yaml") == Settings()
 
 
+def undocumented(section, path: str) -> list[str]:
+    """Key paths under `section` (a settings dataclass instance) without a docstring, nested ones too."""
+    missing = []
+    for item in dataclasses.fields(section):
+        if not field_doc(type(section), item.name):
+            missing.append(f"{path}.{item.name}")
+        value = getattr(section, item.name)
+        if dataclasses.is_dataclass(value):
+            missing += undocumented(value, f"{path}.{item.name}")
+    return missing
+
+
 def test_every_settings_field_has_a_docstring():
     sections = [f.type for f in dataclasses.fields(Settings)]
     missing = []
     for section in dataclasses.fields(Settings()):
-        cls = type(getattr(Settings(), section.name))
-        missing += [f"{section.name}.{f.name}" for f in dataclasses.fields(cls) if not field_doc(cls, f.name)]
+        missing += undocumented(getattr(Settings(), section.name), section.name)
     assert sections and not missing, missing
+
+
+def test_nested_server_sections_load_from_yaml_and_overrides(tmp_path):
+    path = write(tmp_path, "servers:\n  wyoming:\n    enabled: true\n    port: 10300\n")
+    settings = load_settings(path, ["servers.http.port=8081"])
+    assert settings.servers.wyoming.enabled and settings.servers.wyoming.port == 10300
+    assert settings.servers.http.port == 8081 and not settings.servers.http.enabled
+    with pytest.raises(ConfigError, match=r"servers\.wyoming\.port: expected an integer in 1\.\.65535"):
+        load_settings(None, ["servers.wyoming.port=0"])
+    with pytest.raises(ConfigError, match=r"servers\.http\.token: unknown key"):
+        load_settings(None, ["servers.http.token=hunter2"])  # secrets never in the YAML
+
+
+def test_the_servers_are_off_and_on_loopback_by_default():
+    servers = Settings().servers
+    assert not servers.wyoming.enabled and not servers.http.enabled
+    assert (servers.wyoming.host, servers.wyoming.port) == ("127.0.0.1", 10200)
+    assert (servers.http.host, servers.http.port) == ("127.0.0.1", 8080)
+    assert not servers.wyoming.allow_network
+
+
+def test_the_http_token_comes_from_its_file_or_the_credentials_directory(tmp_path):
+    secret = tmp_path / "token"
+    secret.write_text("t0ken\n")
+    assert read_http_token(HttpServerSettings(token_file=secret), environ={}) == "t0ken"
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "http-token").write_text("from-systemd")
+    assert (
+        read_http_token(HttpServerSettings(), environ={"CREDENTIALS_DIRECTORY": str(creds)}) == "from-systemd"
+    )
+    assert read_http_token(HttpServerSettings(), environ={}) is None
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ConfigError, match="empty"):
+        read_http_token(HttpServerSettings(token_file=tmp_path / "empty"), environ={})
+    (creds / "http-token").write_text("")  # the installer's empty placeholder: no token
+    assert read_http_token(HttpServerSettings(), environ={"CREDENTIALS_DIRECTORY": str(creds)}) is None
 
 
 def test_yaml_values_then_overrides_apply_in_order(tmp_path):

@@ -25,7 +25,7 @@ from qwen3tts.appliance.intake import announcement_events
 from qwen3tts.appliance.messages import PRIORITIES
 from qwen3tts.appliance.playback import PlaybackEvent, Utterance
 from qwen3tts.appliance.queue import AnnouncementQueue
-from qwen3tts.appliance.sentences import split_sentences
+from qwen3tts.appliance.synthesis import sentence_request, split_text
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.settings import Settings
@@ -35,15 +35,6 @@ log = logging.getLogger(__name__)
 ENGINE_PRIORITY = {"normal": Priority.NORMAL, "priority": Priority.PRIORITY, "emergency": Priority.EMERGENCY}
 SAMPLE_RATE = 24000
 CHARS_PER_SECOND = 14.0  # rough speaking rate, only for sizing the jitter buffer
-# Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
-# model that misses its end-of-speech token cannot hold the speaker for minutes.
-FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
-
-
-def frame_budget(sentence: str, max_frames: int) -> int:
-    """Frames one sentence may take: generous for speech, bounded for a runaway generation."""
-    weight = sum(2 if ord(ch) > 0x2E80 else 1 for ch in sentence)  # a CJK character ~ two letters
-    return min(max_frames, FRAMES_BASE + int(FRAMES_PER_CHAR * weight))
 
 
 @dataclass
@@ -169,7 +160,7 @@ class Player:
     def _play(self, ann: Announcement | None, barge_in: bool) -> None:
         if ann is None:
             return
-        sentences = split_sentences(ann.text) or [ann.text]
+        sentences = split_text(ann.text, ann.lang or self.voice.language)
         speaking = _Speaking(ann, sentences)
         with self._lock:
             self._speaking[ann.id] = speaking
@@ -205,14 +196,14 @@ class Player:
                 self._measure_rtf(time.perf_counter() - started, produced / SAMPLE_RATE)
 
     def _request(self, ann: Announcement, sentence: str, index: int) -> Request:
-        return Request(
-            id=f"{ann.id}#{ann.plays_done}.{index}",
-            text=sentence,
+        return sentence_request(
+            f"{ann.id}#{ann.plays_done}.{index}",
+            sentence,
             language=ann.lang or self.voice.language,
-            speaker=ann.voice or self.voice.voice,
+            voice=ann.voice or self.voice.voice,
             instruct=ann.instruct or self.voice.instruct,
             priority=ENGINE_PRIORITY[ann.priority],
-            max_frames=frame_budget(sentence, self.settings.engine.max_frames),
+            max_frames=self.settings.engine.max_frames,
         )
 
     def _cancel_speech(self, speaking: _Speaking) -> None:

@@ -24,7 +24,8 @@ def validate_request(request: Request, config: EngineConfig) -> tuple[SamplingPa
     if not isinstance(request.text, str) or not request.text.strip():
         raise RequestError(f"request {request.id!r}: text must be a non-empty string")
     if request.priority not in tuple(Priority):
-        raise RequestError(f"{request.id!r}: priority must be 0, 1 or 2, not {request.priority!r}")
+        levels = ", ".join(str(int(p)) for p in Priority)
+        raise RequestError(f"{request.id!r}: priority must be one of {levels}, not {request.priority!r}")
     if request.seed is not None and (not isinstance(request.seed, int) or request.seed < 0):
         raise RequestError(f"request {request.id!r}: seed must be a non-negative integer or None")
     max_frames = config.max_frames if request.max_frames is None else request.max_frames

@@ -47,6 +47,8 @@ class EngineStats:
     frames_per_second: float  # frames generated over the last FPS_WINDOW_S seconds, all requests
     max_batch: int
     num_preemptions: int
+    num_steps: int = 0  # steps that produced frames, since start
+    num_frames: int = 0  # frames produced, since start: num_frames / num_steps is the mean batch
 
 
 @dataclass
@@ -88,6 +90,8 @@ class Engine:
         self._stopping = False
         self._recent_frames: deque[tuple[float, int]] = deque()
         self._frames_per_second = 0.0
+        self._num_steps = 0
+        self._num_frames = 0
 
     # ---- public API (any thread) ----
 
@@ -135,6 +139,8 @@ class Engine:
             frames_per_second=self._frames_per_second,
             max_batch=self._pending_max_batch or self.scheduler.max_batch,
             num_preemptions=self.scheduler.num_preemptions,
+            num_steps=self._num_steps,
+            num_frames=self._num_frames,
         )
 
     def start(self) -> None:
@@ -352,6 +358,9 @@ class Engine:
         log.debug("finished %r", seq)
 
     def _count_frames(self, num_frames: int) -> None:
+        if num_frames:
+            self._num_steps += 1
+            self._num_frames += num_frames
         now = time.monotonic()
         self._recent_frames.append((now, num_frames))
         while self._recent_frames and self._recent_frames[0][0] < now - FPS_WINDOW_S:

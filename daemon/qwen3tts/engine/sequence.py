@@ -23,8 +23,13 @@ NUM_CODE_GROUPS = 16  # codes per frame: code 0 from the talker, codes 1..15 fro
 
 
 class Priority(enum.IntEnum):
-    """Announcement levels as in PA paging (appliance-notes.md §2.7)."""
+    """Announcement levels as in PA paging, plus BACKGROUND below them for audio returned to a caller.
 
+    BACKGROUND (network requests: Wyoming, HTTP) waits behind every announcement and is the first
+    preemption victim, so the appliance's own speaker never queues behind a network client.
+    """
+
+    BACKGROUND = -1
     NORMAL = 0
     PRIORITY = 1
     EMERGENCY = 2

@@ -1,0 +1,143 @@
+"""Network front doors sharing the engine: a Wyoming server (Home Assistant) and an OpenAI-style HTTP API.
+
+`start_servers(settings, engine, bundle_info, metrics_source)` binds the enabled servers (bind errors and
+unsafe binds raise here, before anything is served), runs both on one asyncio loop in one thread, and
+returns a `Servers` whose `.stop()` cancels every network request and closes the sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from concurrent.futures import Future
+
+from qwen3tts.errors import ConfigError
+from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
+from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
+from qwen3tts.servers.synthesis import Synthesizer
+from qwen3tts.servers.voices import BundleInfo
+from qwen3tts.settings import Settings, read_http_token
+
+__all__ = ["ApplianceFigures", "BundleInfo", "Servers", "start_servers"]
+
+log = logging.getLogger(__name__)
+STOP_TIMEOUT_S = 5.0
+
+
+class Servers:
+    """The running servers: their loop thread, bound ports, metrics and synthesizer."""
+
+    def __init__(self, synth: Synthesizer, metrics: ServerMetrics):
+        self.synth = synth
+        self.metrics = metrics
+        self.wyoming_port: int | None = None
+        self.http_port: int | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="qwen3tts-servers", daemon=True)
+        self._closers: list = []  # coroutine functions run on stop
+        self._stopped = False
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def call(self, coro, timeout: float | None = None):
+        """Run a coroutine on the servers' loop from another thread and return its result."""
+        future: Future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        """Cancel every network request, close the listeners, end the loop thread. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self.call(self._shutdown(), timeout=STOP_TIMEOUT_S + 1)
+        except Exception:
+            log.exception("servers: unclean shutdown")
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(STOP_TIMEOUT_S)
+        self.synth.shutdown()
+        log.info("servers stopped")
+
+    async def _shutdown(self) -> None:
+        self.synth.close_all()
+        for close in reversed(self._closers):
+            try:
+                await asyncio.wait_for(close(), STOP_TIMEOUT_S)
+            except Exception:
+                log.exception("servers: closing a listener failed")
+
+
+def start_servers(
+    settings: Settings,
+    engine,
+    bundle_info: BundleInfo,
+    metrics_source: ApplianceSource | None = None,
+    environ: dict[str, str] | None = None,
+) -> Servers:
+    """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port."""
+    config = settings.servers
+    token = read_http_token(config.http, environ) if config.http.enabled else None
+    if config.http.enabled:
+        check_http_bind(config.http.host, token)
+    if config.wyoming.enabled:
+        check_wyoming_bind(config.wyoming.host, config.wyoming.allow_network)
+    metrics = ServerMetrics(engine, metrics_source)
+    synth = Synthesizer(
+        engine,
+        bundle_info,
+        metrics,
+        max_concurrent=config.max_concurrent_requests,
+        max_text_chars=settings.engine.max_text_chars,
+        max_frames=settings.engine.max_frames,
+    )
+    servers = Servers(synth, metrics)
+    sockets = []
+    try:
+        if config.wyoming.enabled:
+            sockets.append(("wyoming", _bind(config.wyoming.host, config.wyoming.port, "servers.wyoming")))
+        if config.http.enabled:
+            sockets.append(("http", _bind(config.http.host, config.http.port, "servers.http")))
+        servers._thread.start()
+        for name, sock in sockets:
+            servers.call(_start(servers, name, sock, token, config.max_body_bytes), timeout=30)
+    except BaseException:
+        for _, sock in sockets:
+            sock.close()
+        if servers._thread.is_alive():
+            servers.stop()
+        raise
+    return servers
+
+
+async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, max_body: int) -> None:
+    port = sock.getsockname()[1]
+    if name == "wyoming":
+        from qwen3tts.servers.wyoming import start_wyoming
+
+        servers._closers.append(await start_wyoming(sock, servers.synth, max_body))
+        servers.wyoming_port = port
+    else:
+        from qwen3tts.servers.http import start_http
+
+        servers._closers.append(await start_http(sock, servers.synth, max_body, token))
+        servers.http_port = port
+    log.info("%s server listening on %s port %d", name, sock.getsockname()[0], port)
+
+
+def _bind(host: str, port: int, key: str) -> socket.socket:
+    """A listening TCP socket, bound here so a busy port is an error at start, naming the setting."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"{key}.port: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.setblocking(False)
+    return sock

@@ -1,0 +1,67 @@
+"""What `qwen3tts doctor` says about the network servers: ports, binds, guards, and whether a port is free.
+
+Pure reporting: nothing is served; a port is only bound for an instant to see whether it is free.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from qwen3tts.errors import ConfigError
+from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind, is_loopback
+from qwen3tts.settings import Settings, read_http_token
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    text: str
+
+
+def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> list[Check]:
+    """One line per server: disabled, or where it binds, what guards it, and whether the port is free."""
+    config = settings.servers
+    checks = []
+    wyoming, http = config.wyoming, config.http
+    if not wyoming.enabled:
+        checks.append(Check(True, f"wyoming: disabled (servers.wyoming.enabled; port {wyoming.port})"))
+    else:
+        guard = "loopback only" if is_loopback(wyoming.host) else "NETWORK, no authentication: firewall it"
+        policy = lambda: check_wyoming_bind(wyoming.host, wyoming.allow_network)  # noqa: E731
+        checks.append(_bind_check("wyoming", wyoming.host, wyoming.port, guard, policy))
+    if not http.enabled:
+        checks.append(Check(True, f"http: disabled (servers.http.enabled; port {http.port})"))
+    else:
+        try:
+            token = read_http_token(http, environ)
+        except ConfigError as exc:
+            return [*checks, Check(False, f"http: {exc}")]
+        guard = ("bearer token required" if token else "no token") + (
+            "" if is_loopback(http.host) else ", on the network"
+        )
+        checks.append(
+            _bind_check("http", http.host, http.port, guard, lambda: check_http_bind(http.host, token))
+        )
+    return checks
+
+
+def _bind_check(name: str, host: str, port: int, guard: str, policy) -> Check:
+    try:
+        policy()
+    except ConfigError as exc:
+        return Check(False, f"{name}: {exc}")
+    free = port_is_free(host, port)
+    state = "free" if free else "in use (by the running daemon, or another program)"
+    return Check(True, f"{name}: {host}:{port}, {guard}; port {state}")
+
+
+def port_is_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True

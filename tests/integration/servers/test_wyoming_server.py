@@ -1,0 +1,134 @@
+"""The Wyoming server against the `wyoming` package's own async TCP client (what Home Assistant uses)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Describe, Info
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+    SynthesizeVoice,
+)
+
+from qwen3tts.engine.sequence import Priority, SequenceStatus
+
+pytestmark = pytest.mark.slow
+
+
+async def exchange(port: int, events: list[Event], until: str, limit: int = 500) -> list[Event]:
+    """Send `events`, then read until an event of type `until` (included)."""
+    async with AsyncTcpClient("127.0.0.1", port, read_timeout=60) as client:
+        for event in events:
+            await client.write_event(event)
+        received = []
+        while len(received) < limit:
+            event = await client.read_event()
+            assert event is not None, f"connection closed after {[e.type for e in received]}"
+            received.append(event)
+            if event.type == until:
+                return received
+    raise AssertionError(f"no {until} in {[e.type for e in received]}")
+
+
+def test_describe_lists_the_bundles_voices_and_language_codes_with_streaming(serve):
+    running = serve()
+    [event] = asyncio.run(exchange(running.servers.wyoming_port, [Describe().event()], "info"))
+    info = Info.from_event(event)
+    [program] = info.tts
+    assert program.supports_synthesize_streaming
+    assert {voice.name for voice in program.voices} == set(running.runtime.spec.speakers)
+    assert {"en", "zh", "de"} <= set(program.voices[0].languages)
+
+
+def test_synthesize_streams_audio_chunks_between_start_and_stop(serve):
+    running = serve()
+    synthesize = Synthesize(text="Hello from the appliance.", voice=SynthesizeVoice(name="vivian"))
+    events = asyncio.run(exchange(running.servers.wyoming_port, [synthesize.event()], "audio-stop"))
+    assert AudioStart.is_type(events[0].type) and AudioStop.is_type(events[-1].type)
+    start = AudioStart.from_event(events[0])
+    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+    chunks = [AudioChunk.from_event(e) for e in events[1:-1]]
+    assert len(chunks) >= 2  # streamed as produced: a 2-frame first chunk, then the rest
+    assert all(AudioChunk.is_type(e.type) for e in events[1:-1])
+    # every sample the engine produced arrives, as 16-bit mono
+    [handle] = running.handles
+    assert handle.status in (SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH)
+    frames = len(handle.frames)
+    assert sum(chunk.samples for chunk in chunks) == frames * 1920
+    assert running.requests[0].priority == Priority.BACKGROUND  # below every announcement
+
+
+def test_streaming_text_synthesises_each_complete_sentence_then_reports_stopped(serve):
+    running = serve()
+    voice = SynthesizeVoice(name="ryan")
+    events = [
+        SynthesizeStart(voice=voice).event(),
+        SynthesizeChunk(text="The first sentence is complete now. The sec").event(),
+        SynthesizeChunk(text="ond one arrives in pieces.").event(),
+        # Home Assistant also sends the whole text for servers without streaming: ignored here
+        Synthesize(text="The first sentence is complete now. The second one arrives in pieces.").event(),
+        SynthesizeStop().event(),
+    ]
+    received = asyncio.run(exchange(running.servers.wyoming_port, events, "synthesize-stopped"))
+    types = [e.type for e in received]
+    assert SynthesizeStopped.is_type(types[-1])
+    assert types.count("audio-start") == 2 and types.count("audio-stop") == 2
+    texts = [request.text for request in running.requests]
+    assert texts == ["The first sentence is complete now.", "The second one arrives in pieces."]
+    assert {request.speaker for request in running.requests} == {"ryan"}
+
+
+def test_an_unknown_voice_gets_an_error_event_and_the_connection_stays_usable(serve):
+    running = serve()
+    bad = Synthesize(text="Hello there.", voice=SynthesizeVoice(name="alloy")).event()
+    events = asyncio.run(exchange(running.servers.wyoming_port, [bad, Describe().event()], "info"))
+    error = Error.from_event(events[0])
+    assert "unknown voice 'alloy'" in error.text and error.code == "RequestError"
+    assert running.handles == []
+
+
+def test_a_malformed_event_gets_an_error_and_the_connection_stays_usable(serve):
+    running = serve()
+    events = [
+        Event(type="synthesize", data={"txt": "no text field"}),
+        Event(type="synthesize", data={"text": "Hi there.", "voice": {"name": 42}}),
+        Describe().event(),
+    ]
+    received = asyncio.run(exchange(running.servers.wyoming_port, events, "info"))
+    errors = [Error.from_event(e) for e in received[:-1]]
+    assert [e.code for e in errors] == ["bad_event", "bad_event"]
+    assert running.handles == []
+
+
+def test_an_event_over_the_size_limit_is_refused_before_its_body_is_read(serve):
+    running = serve("servers.max_body_bytes=2048")
+    huge = Synthesize(text="word " * 1000).event()
+    [event] = asyncio.run(exchange(running.servers.wyoming_port, [huge], "error"))
+    assert Error.from_event(event).code == "too_large"
+    assert running.handles == []
+
+
+def test_a_client_that_disconnects_mid_synthesis_cancels_its_engine_request(serve):
+    running = serve("engine.max_frames=2048")
+    text = "This sentence is long enough to keep the tiny model busy for many seconds, " * 2
+
+    async def listen_then_hang_up() -> None:
+        async with AsyncTcpClient("127.0.0.1", running.servers.wyoming_port, read_timeout=60) as client:
+            await client.write_event(Synthesize(text=text.strip()).event())
+            assert AudioStart.is_type((await client.read_event()).type)
+            assert AudioChunk.is_type((await client.read_event()).type)
+
+    asyncio.run(listen_then_hang_up())
+    [handle] = running.handles
+    assert handle.wait(30), "the engine request was not ended after the client left"
+    assert handle.status is SequenceStatus.FINISHED_CANCELLED
+    assert running.outcomes("wyoming")["cancelled"] == 1
