@@ -6,21 +6,30 @@ so a change to sentence splitting or to the per-sentence frame budget changes bo
 
 from __future__ import annotations
 
-from qwen3tts.appliance.sentences import split_sentences
 from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.text import Lexicon, prepare
+from qwen3tts.text.languages import MODEL_LANGUAGES
 
 # Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
 # model that misses its end-of-speech token cannot hold the speaker for minutes.
 FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
 
 
-def split_text(text: str, language: str = "auto") -> list[str]:
-    """The pieces of `text` synthesised one request each (the one place the text front end is called).
+def split_text(
+    text: str,
+    language: str = "auto",
+    *,
+    normalize: bool = True,
+    lexicon: Lexicon | None = None,
+    supported: tuple[str, ...] = MODEL_LANGUAGES,
+) -> list[str]:
+    """What the model gets for `text`, one engine request per piece (the one call of the text front end).
 
-    `language` is the request's engine language; the sentence splitter does not need it yet, the text
-    front end (normalisation per language) will.
+    Pieces come from `qwen3tts.text.prepare`: split without changing the text, the site lexicon
+    applied, then numbers, times, units and codes read out for `language` (detected for `auto`).
     """
-    return split_sentences(text) or [text]
+    prepared = prepare(text, language=language, normalize=normalize, lexicon=lexicon, supported=supported)
+    return [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
 
 
 def frame_budget(sentence: str, max_frames: int) -> int:
