@@ -8,7 +8,7 @@ import pytest
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import MqttSettings, Settings, read_mqtt_password
 from qwen3tts.settings_doc import field_doc, render_default_yaml
-from qwen3tts.settings_loader import load_settings
+from qwen3tts.settings_loader import build, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,8 @@ def test_the_committed_default_config_is_the_rendering_of_the_code():
 
 
 def test_the_committed_default_config_loads_to_the_defaults():
-    assert load_settings(REPO / "config" / "qwen3tts.yaml") == Settings()
+    assert load_settings(REPO / "config" / "qwen3tts.yaml") == load_settings()
+    assert build(Settings, {}, "") == Settings()
 
 
 def test_every_settings_field_has_a_docstring():

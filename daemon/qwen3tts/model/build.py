@@ -77,6 +77,7 @@ def build_bundle(
                 "codec_chunks": tuple(codec_chunks),
                 "versions": _versions(),
                 "source_files": _source_hashes(checkpoint),
+                "random_weights": layout.has_random_weights(checkpoint.path),
             },
         )
     shutil.rmtree(out_dir, ignore_errors=True)

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 SHAPES = ("tiny", "tiny-1.7b", "0.6b", "1.7b")
+RANDOM_WEIGHTS_KEY = "qwen3tts_random_weights"
+"""config.json key that marks a checkpoint written here: `build` records it, `inspect`/status show it.
+The official loader keeps unknown config keys as attributes and otherwise ignores them."""
 REAL_TEXT_VOCAB_SIZE = 151936
 
 CODEC_SPECIAL_IDS = {
@@ -117,6 +120,7 @@ def model_config(variant: str, shape: str, text_ids: dict[str, int], text_vocab_
         "im_end_token_id": text_ids["<|im_end|>"],
         "im_start_token_id": text_ids["<|im_start|>"],
         "model_type": "qwen3_tts",
+        RANDOM_WEIGHTS_KEY: True,
         "speaker_encoder_config": {"enc_dim": d.hidden, "sample_rate": 24000, **d.speaker_encoder},
         "talker_config": talker_config(variant, d, text_vocab_size),
         "tokenizer_type": "qwen3_tts_tokenizer_12hz",
