@@ -26,7 +26,7 @@ class ModelSettings:
     """Directory of the OpenVINO bundle (manifest.json inside); `qwen3tts build` makes one. Default null:
     the embedded random bundle <state>/bundle-tiny that `run --embedded` builds (see docs/operations.md)."""
     checkpoint: Path | None = None
-    """Release checkpoint `qwen3tts build` reads when no --checkpoint is given (docs/models.md). Default none."""
+    """Release checkpoint `qwen3tts build` reads without --checkpoint (docs/models.md). Default none."""
     weights: Literal["int8", "f16", "f32"] = "int8"
     """Weight precision policy used by `build` when it has to build the bundle. Default int8."""
     cache_dir: Path | None = None
