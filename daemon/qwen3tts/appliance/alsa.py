@@ -169,7 +169,7 @@ class AlsaSink:
     def latency(self) -> float:
         return float(self._stream.latency) if self._stream is not None and self.state == "ok" else 0.0
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:  # cut or not, what was written plays out
         if self.state != "ok" or self._resampler is None:
             return
         self._write_device(self._resampler.flush())

@@ -185,7 +185,7 @@ class Playback:
             buffer.abandon()
             with self._lock:
                 self._run = None
-        t_end, drain_error = self._drain()
+        t_end, drain_error = self._drain(complete=kind != "cancelled")
         if drain_error is not None and kind == "finished":
             kind, reason = "error", drain_error
         return self._emit(run, kind, t_end, reason)
@@ -277,13 +277,13 @@ class Playback:
         self.underflows += 1
         log.debug("underflow in %s (%d so far)", run.utt.id, run.underflows)
 
-    def _drain(self) -> tuple[float, str | None]:
+    def _drain(self, complete: bool) -> tuple[float, str | None]:
         """Wait until the last written sample has been heard; (that time, error text or None)."""
         t_last_write = self._clock()
         latency = self.sink.latency()
         error = None
         try:
-            self.sink.end()
+            self.sink.end(complete)
         except Exception as exc:  # the announcement is over either way; report, do not raise
             error = f"{type(exc).__name__}: {exc}"
             log.warning("audio sink failed at the end of an announcement: %s", error)
