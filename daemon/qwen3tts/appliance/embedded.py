@@ -101,8 +101,13 @@ def ensure_tiny_bundle(settings: Settings) -> None:
         return
     if bundle != default_bundle():
         raise BundleError(f"model.bundle: {bundle} is not the embedded default {default_bundle()}")
+    import nncf  # noqa: F401 - imported here so its stdout handler can be routed into the log
+
+    from qwen3tts.logs import quiet_libraries
     from qwen3tts.model.build import build_bundle
     from qwen3tts.model.tiny import write_checkpoint
+
+    quiet_libraries()
 
     checkpoint = bundle.parent / "tiny-checkpoint"
     if not (checkpoint / "config.json").exists():
