@@ -48,6 +48,26 @@ class DeviceSettings:
     cpu_pinning: bool = True
     """Pin CPU inference threads to cores. Default true."""
 
+    def __post_init__(self) -> None:
+        for key in ("talker", "codec"):
+            for index, name in enumerate(getattr(self, key)):
+                _check_device_name(f"devices.{key}[{index}]", name)
+
+
+VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+"""OpenVINO's meta-devices: they choose or split devices themselves, which the device plan does here."""
+
+
+def _check_device_name(path: str, name: str) -> None:
+    family = name.split(":", 1)[0].split(".", 1)[0].strip().upper()
+    if family in VIRTUAL_DEVICES:
+        raise ConfigError(
+            f"{path}: {name!r} is an OpenVINO meta-device, not supported: list real devices in order of "
+            "preference instead, e.g. [GPU, CPU] (the first that compiles wins; see `qwen3tts devices`)"
+        )
+    if not family or ":" in name:
+        raise ConfigError(f"{path}: expected a device name such as CPU, GPU, GPU.1 or NPU, got {name!r}")
+
 
 @dataclass(frozen=True)
 class EngineSettings:

@@ -90,7 +90,9 @@ def test_a_bad_voice_or_language_is_a_clear_error_before_anything_compiles(
 ):
     result = say(tiny_models.bundle("custom_voice", "tiny", "int8"), tmp_path / "x.wav", *extra)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith(f"qwen3tts say: RequestError: {message}")  # no id
+    assert (
+        result.stderr.strip().splitlines()[-1].startswith(f"qwen3tts say: RequestError: {message}")
+    )  # no id
     assert "runs on" not in result.stderr  # no graph was compiled
     assert not (tmp_path / "x.wav").exists()
 

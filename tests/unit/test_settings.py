@@ -104,3 +104,14 @@ def test_the_mqtt_password_comes_from_its_file_or_the_credentials_directory(tmp_
 def test_a_password_key_in_yaml_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"mqtt\.password: unknown key"):
         load_settings(write(tmp_path, "mqtt:\n  password: hunter2\n"))
+
+
+@pytest.mark.parametrize("value", ["[AUTO]", "[GPU, AUTO]", "[AUTO:GPU,CPU]", "[MULTI:GPU,CPU]", "[hetero]"])
+def test_openvino_meta_devices_are_rejected_at_load_with_the_key_path(value):
+    with pytest.raises(ConfigError, match=r"devices\.talker\[\d\]: .* is an OpenVINO meta-device"):
+        load_settings(None, [f"devices.talker={value}"])
+
+
+def test_real_device_names_and_numbered_gpus_load():
+    settings = load_settings(None, ["devices.talker=[GPU.1, gpu, CPU]", "devices.codec=[NPU, CPU]"])
+    assert settings.devices.talker == ("GPU.1", "gpu", "CPU")

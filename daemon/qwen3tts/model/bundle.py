@@ -142,7 +142,11 @@ def describe_bundle(bundle_dir: Path, verify_files: bool = False) -> str:
 
 def weights_kind(manifest: Manifest) -> str:
     """'random (qwen3tts tiny)' or 'release' — for inspect, the start-up log and the MQTT status."""
-    return "random (qwen3tts tiny)" if manifest.random_weights else "release"
+    return weights_label(manifest.random_weights)
+
+
+def weights_label(random_weights: bool) -> str:
+    return "random (qwen3tts tiny)" if random_weights else "release"
 
 
 def _to_plain(value: Any) -> Any:
