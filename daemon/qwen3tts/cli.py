@@ -30,7 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tiny": ("qwen3tts.commands.tiny", "tiny", "write a random checkpoint in the release layout"),
     "inspect": ("qwen3tts.commands.inspect", "inspect", "describe a checkpoint or bundle directory"),
     "bench": ("qwen3tts.commands.bench", "bench", "measure speed, latency and memory of a bundle"),
-    "doctor": ("qwen3tts.commands.doctor", "doctor", "list thermal sensors and the governor's decision"),
+    "doctor": (
+        "qwen3tts.commands.doctor",
+        "doctor",
+        "check OpenVINO, devices, bundle, spool, broker, audio, heat",
+    ),
     "devices": ("qwen3tts.commands.devices", "devices", "print the OpenVINO device plan and properties"),
     "config": ("qwen3tts.commands.config", "config", "print the effective or the default configuration"),
 }

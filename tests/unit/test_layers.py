@@ -60,3 +60,9 @@ def test_paho_only_in_the_mqtt_adapter_and_sounddevice_only_in_the_audio_adapter
     audio = [p for p in files_under() if p.name != "alsa.py"]
     assert offenders(paho, ("paho",)) == []
     assert offenders(audio, ("sounddevice",)) == []
+
+
+def test_only_the_doctor_command_reaches_into_the_doctor_package():
+    outside = [p for p in files_under() if p.parent.name not in ("doctor", "commands")]
+    assert files_under("doctor"), "no doctor files found"
+    assert offenders(outside, ("qwen3tts.doctor",)) == []
