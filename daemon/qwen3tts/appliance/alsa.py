@@ -6,7 +6,6 @@ rate (24 kHz -> device rate is resampled here with soxr, not by alsa-lib), fed b
 from the one audio thread; `end()` stops the stream, which drains it, so "finished" really means
 played. A failed write marks the device lost; `begin()`/`recover()` then re-initialise PortAudio
 (its device list is frozen at start), find the device by name again and reopen, with backoff.
-See appliance-notes.md §7.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ each block, so a barge-in is noticed within one block; it then fades out over `f
 drops everything still buffered and stops the source (`Utterance.cancel_source`, e.g. the engine
 handle's cancel). Speech fades in and out over `fade_ms` too, at the start, at the end and around
 an underrun. `finished` is sent when the last sample has been played: after the sink drained and
-at least the stream latency after the last write (appliance-notes.md §7.1, §8).
+at least the stream latency after the last write.
 """
 
 from __future__ import annotations

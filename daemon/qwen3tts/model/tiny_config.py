@@ -3,7 +3,7 @@
 Real field names and the real codec ids everywhere (codec vocabulary 3072 and codebook 2048, so the
 official suppress range `[vocab - 1024, vocab)` works); only the sizes shrink for the tiny shapes.
 Shapes:
-- "0.6b" / "1.7b": the documented release sizes (qwen3-tts-model.md §2), for benchmarks.
+- "0.6b" / "1.7b": the documented release sizes, for benchmarks.
 - "tiny": 0.6B style (code predictor as wide as the talker, so no small_to_mtp_projection,
   attention width 2x hidden as in the real 0.6B, text hidden != talker hidden).
 - "tiny-1.7b": 1.7B style (talker 64 != code predictor 32, so small_to_mtp_projection exists).
