@@ -115,6 +115,7 @@ def audio_check(audio: AudioSettings) -> Check:
     except Qwen3TTSError as exc:
         fix = "connect a sound card; check `aplay -l`, audio.device, and the service user's group audio"
         if audio.sink == "alsa":
+            fix += " (a running daemon holds the device: `systemctl stop qwen3tts` before this check)"
             return Check("audio", False, f"ALSA output {audio.device or 'default'}: {exc}", fix)
         wav = _wav_dir_check(audio.wav_dir, needed=True)
         return Check("audio", False, f"no ALSA output ({exc}); falls back to WAV files: {wav.detail}", fix,
