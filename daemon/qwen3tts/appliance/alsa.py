@@ -250,7 +250,8 @@ def open_sink(settings: AudioSettings, *, on_state: StateCallback | None = None)
         try:
             return AlsaSink(device, block_ms=block_ms, on_state=on_state).open()
         except AudioError as exc:
-            log.warning("no ALSA output (%s); writing announcements as WAV files to %s", exc, wav_dir)
+            # what `auto` promises, so not a warning; `audio.sink: alsa` makes a missing card an error
+            log.info("no ALSA output (%s); audio.sink auto writes WAV files to %s", exc, wav_dir)
             return WavSink(wav_dir)
     raise AudioError(f"unknown audio sink {sink!r} (alsa, wav, null or auto)")
 
