@@ -35,3 +35,19 @@ def test_inspect_lists_the_sha256_of_every_checkpoint_file(tiny_models, capsys):
     for name in ("config.json", "model.safetensors", "speech_tokenizer/model.safetensors"):
         digest = hashlib.sha256((checkpoint / name).read_bytes()).hexdigest()
         assert f"{digest}  {name}" in out
+
+
+def test_only_a_checkpoint_carrying_the_tiny_marker_counts_as_random(tiny_models, tmp_path):
+    import json
+
+    from qwen3tts.model.bundle import has_random_weights
+    from qwen3tts.model.tiny_config import RANDOM_WEIGHTS_KEY
+
+    checkpoint = tiny_models.checkpoint("custom_voice", "tiny")
+    assert has_random_weights(checkpoint)
+    release_like = tmp_path / "release"
+    release_like.mkdir()
+    config = json.loads((checkpoint / "config.json").read_text())
+    del config[RANDOM_WEIGHTS_KEY]
+    (release_like / "config.json").write_text(json.dumps(config))
+    assert not has_random_weights(release_like)
