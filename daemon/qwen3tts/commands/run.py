@@ -39,13 +39,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     stoppers: list[threading.Thread] = []
 
     def on_stop(signum, _frame) -> None:
-        if startup.service is not None and startup.done.is_set():
+        if startup.started():
             stoppers.append(_stop_in_background(startup.service))
         else:
             stop_requested.set()
 
     def on_hup(_signum, _frame) -> None:
-        if startup.service is not None and startup.done.is_set():
+        if startup.started():
             startup.service.reload()
         else:
             log.info("SIGHUP during start-up ignored (nothing loaded yet to reload)")
@@ -106,6 +106,10 @@ class _Startup:
             self.error = exc
         finally:
             self.done.set()
+
+    def started(self) -> bool:
+        """The service is up (READY sent): signals now go to it."""
+        return self.done.is_set() and self.error is None and self.service is not None
 
     def _keep_broker(self, broker) -> None:
         self.broker = broker
