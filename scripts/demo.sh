@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 PORT=1883
 SITE=demo
 BASE="qwen3tts/$SITE"
+# The demo keeps its state (tiny bundle, spool, WAV files) and compile cache inside the checkout;
+# a plain `qwen3tts run` uses $XDG_STATE_HOME/qwen3tts and $XDG_CACHE_HOME/qwen3tts (docs/operations.md).
+export XDG_STATE_HOME="$PWD/var/state" XDG_CACHE_HOME="$PWD/var/cache"
+WAV_DIR="$XDG_STATE_HOME/qwen3tts/wav"
 mkdir -p var
 rm -f var/demo-events.log
 
@@ -47,7 +51,7 @@ done
 grep -q '"event":"finished","id":"demo-1"' var/demo-events.log || { echo "no finished event" >&2; exit 1; }
 echo "events for demo-1:"
 sed 's/^/  /' var/demo-events.log
-wav=$(ls -t var/wav/*demo-1*.wav 2>/dev/null | head -1 || true)
+wav=$(ls -t "$WAV_DIR"/*demo-1*.wav 2>/dev/null | head -1 || true)
 if [ -n "$wav" ]; then echo "audio written to $wav (no sound card found)"; else echo "audio played on ALSA"; fi
 echo "try it yourself:"
 echo "  mosquitto_pub -h 127.0.0.1 -p $PORT -t $BASE/say -m 'The next train leaves in five minutes.'"

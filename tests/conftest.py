@@ -16,6 +16,28 @@ from bundles import TinyModels  # noqa: E402
 from mosquitto_broker import Mosquitto, Recorder  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _state_and_cache_in_tmp(tmp_path_factory) -> Iterator[None]:
+    """Default paths (qwen3tts.paths) point into the session's tmp dir: no test writes into $HOME."""
+    import os
+
+    saved = {
+        k: os.environ.get(k)
+        for k in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY")
+    }
+    root = tmp_path_factory.mktemp("xdg")
+    os.environ["XDG_STATE_HOME"] = str(root / "state")
+    os.environ["XDG_CACHE_HOME"] = str(root / "cache")
+    os.environ.pop("STATE_DIRECTORY", None)
+    os.environ.pop("CACHE_DIRECTORY", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
     """Tiny release-layout checkpoints and their bundles, each written once per session."""

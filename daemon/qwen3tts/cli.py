@@ -14,6 +14,7 @@ from pathlib import Path
 
 from qwen3tts import __version__
 from qwen3tts.errors import NotAvailableError, Qwen3TTSError
+from qwen3tts.logs import set_level, setup_logging, stderr_line
 
 log = logging.getLogger("qwen3tts")
 
@@ -29,7 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tiny": ("qwen3tts.commands.tiny", "tiny", "write a random checkpoint in the release layout"),
     "inspect": ("qwen3tts.commands.inspect", "inspect", "describe a checkpoint or bundle directory"),
     "bench": ("qwen3tts.commands.bench", "bench", "measure speed, latency and memory of a bundle"),
-    "doctor": ("qwen3tts.commands.doctor", "doctor", "list thermal sensors and the governor's decision"),
+    "doctor": (
+        "qwen3tts.commands.doctor",
+        "doctor",
+        "check OpenVINO, devices, bundle, spool, broker, audio, heat",
+    ),
     "devices": ("qwen3tts.commands.devices", "devices", "print the OpenVINO device plan and properties"),
     "config": ("qwen3tts.commands.config", "config", "print the effective or the default configuration"),
     "text": ("qwen3tts.commands.text", "text", "print what the model gets: pieces, words, language"),
@@ -68,31 +73,24 @@ def _add_arguments(module_name: str, parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _configure_logging(args.debug)
+    setup_logging(logging.DEBUG if args.debug else logging.INFO)
     try:
         from qwen3tts.settings_loader import load_settings
 
         settings = load_settings(args.config, args.overrides)
         if not args.debug:
-            logging.getLogger().setLevel(settings.logging.level)
+            set_level(settings.logging.level)
         module_name, function_name, _ = COMMANDS[args.command]
         command = getattr(importlib.import_module(module_name), function_name)
         return int(command(args, settings) or 0)
     except NotAvailableError as exc:
-        print(f"qwen3tts {args.command}: not available yet: {exc}", file=sys.stderr)
+        print(stderr_line(f"qwen3tts {args.command}: not available yet: {exc}"), file=sys.stderr)
         return EXIT_NOT_AVAILABLE
     except Qwen3TTSError as exc:
-        if args.debug:
+        if args.debug:  # the traceback, once; the line below would repeat its last line
             log.exception("%s failed", args.command)
-        print(f"qwen3tts {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        else:
+            print(stderr_line(f"qwen3tts {args.command}: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-
-
-def _configure_logging(debug: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )

@@ -22,14 +22,15 @@ Priority = Literal["normal", "priority", "emergency"]
 class ModelSettings:
     """Where the OpenVINO bundle comes from."""
 
-    bundle: Path = Path("var/bundle-tiny")
-    """Directory of the OpenVINO bundle (manifest.json inside). Default var/bundle-tiny."""
+    bundle: Path | None = None
+    """Directory of the OpenVINO bundle (manifest.json inside); `qwen3tts build` makes one. Default null:
+    the embedded random bundle <state>/bundle-tiny that `run --embedded` builds (see docs/operations.md)."""
     checkpoint: Path | None = None
-    """Hugging Face release checkpoint to build the bundle from when it is missing. Default none."""
+    """Release checkpoint `qwen3tts build` reads without --checkpoint (docs/models.md). Default none."""
     weights: Literal["int8", "f16", "f32"] = "int8"
     """Weight precision policy used by `build` when it has to build the bundle. Default int8."""
     cache_dir: Path | None = None
-    """OpenVINO compile cache directory ($CACHE_DIRECTORY under systemd). Default none (no cache)."""
+    """OpenVINO compile cache directory. Default null: <cache>/openvino ($CACHE_DIRECTORY under systemd)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,26 @@ class DeviceSettings:
     """CPU inference threads; 0 lets OpenVINO use every core. Default 0."""
     cpu_pinning: bool = True
     """Pin CPU inference threads to cores. Default true."""
+
+    def __post_init__(self) -> None:
+        for key in ("talker", "codec"):
+            for index, name in enumerate(getattr(self, key)):
+                _check_device_name(f"devices.{key}[{index}]", name)
+
+
+VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+"""OpenVINO's meta-devices: they choose or split devices themselves, which the device plan does here."""
+
+
+def _check_device_name(path: str, name: str) -> None:
+    family = name.split(":", 1)[0].split(".", 1)[0].strip().upper()
+    if family in VIRTUAL_DEVICES:
+        raise ConfigError(
+            f"{path}: {name!r} is an OpenVINO meta-device, not supported: list real devices in order of "
+            "preference instead, e.g. [GPU, CPU] (the first that compiles wins; see `qwen3tts devices`)"
+        )
+    if not family or ":" in name:
+        raise ConfigError(f"{path}: expected a device name such as CPU, GPU, GPU.1 or NPU, got {name!r}")
 
 
 @dataclass(frozen=True)
@@ -158,8 +179,8 @@ class MqttSettings:
 class AnnouncementSettings:
     """Validation limits and the durable queue."""
 
-    spool_dir: Path = Path("var/spool")
-    """Directory of the durable spool ($STATE_DIRECTORY/spool under systemd). Default var/spool."""
+    spool_dir: Path | None = None
+    """Directory of the durable spool. Default null: <state>/spool ($STATE_DIRECTORY under systemd)."""
     max_payload_bytes: int = field(default=65536, metadata={"min": 64})
     """Largest accepted say payload in bytes. Default 64 KiB."""
     max_queue: int = field(default=100, metadata={"min": 1})
@@ -184,8 +205,8 @@ class AudioSettings:
     """auto uses ALSA when an output device exists, else WAV files. Default auto."""
     device: str = ""
     """ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
-    wav_dir: Path = Path("var/wav")
-    """Directory for the wav sink, one file per announcement. Default var/wav."""
+    wav_dir: Path | None = None
+    """Directory for the wav sink, one file per announcement. Default null: <state>/wav."""
     volume: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
     """Master volume, 0..1. Default 1.0."""
     muted: bool = False

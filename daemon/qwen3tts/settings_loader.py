@@ -18,17 +18,21 @@ from typing import Any, Literal
 import yaml
 
 from qwen3tts.errors import ConfigError
+from qwen3tts.paths import with_default_paths
 from qwen3tts.settings import Settings
 
 
 def load_settings(path: Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Settings:
-    """Settings from defaults, then the YAML file at `path` (if given), then `key.path=value` overrides."""
+    """Settings from defaults, then the YAML file at `path` (if given), then `key.path=value` overrides.
+
+    Paths left null get their locations from the environment (qwen3tts.paths), never the working directory.
+    """
     tree: dict[str, Any] = {}
     if path is not None:
         tree = _read_yaml(path)
     for item in overrides:
         _apply_override(tree, item)
-    return build(Settings, tree, "")
+    return with_default_paths(build(Settings, tree, ""))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

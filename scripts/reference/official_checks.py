@@ -1,8 +1,8 @@
 """Checks that a checkpoint written by `qwen3tts tiny` is what the official code expects.
 
 A checkpoint that loads with missing keys is silently completed with random tensors by
-`from_pretrained`, and a degenerate random codec makes every waveform comparison pass vacuously
-(qwen3-tts-model.md §8.5, pitfall 10). Both would make golden fixtures worthless, so the generator
+`from_pretrained`, and a degenerate random codec makes every waveform comparison pass vacuously.
+Both would make golden fixtures worthless, so the generator
 stops with a CheckpointMismatchError instead. Runs only in the reference venv.
 """
 
@@ -73,7 +73,7 @@ def check_codec_not_degenerate(decoder, codebook_size: int) -> dict:
 
 
 def check_chat_slicing(input_ids, config) -> None:
-    """generate() slices the prompt by position (§3.1): 3 role tokens, then the text, then 5 closing ones."""
+    """generate() slices the prompt by position: 3 role tokens, then the text, then 5 closing ones."""
     ids = [int(i) for i in input_ids]
     role, closing = ids[:3], ids[-5:]
     # <|im_end|> \n <|im_start|>, then the role's "assistant" and "\n" again

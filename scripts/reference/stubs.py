@@ -2,7 +2,7 @@
 
 `qwen_tts.core.__init__` imports the 25 Hz tokenizer (`speech_vq.py`), which needs all three, although
 the 12 Hz path we use never calls them. torchaudio has no wheel for torch 2.13, so they are replaced by
-empty modules (qwen3-tts-model.md §8.5, pitfall 1). Runs only in the reference venv.
+empty modules. Runs only in the reference venv.
 """
 
 from __future__ import annotations

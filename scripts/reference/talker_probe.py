@@ -3,7 +3,7 @@
 The prompt comes from the official code itself: `Qwen3TTSForConditionalGeneration.generate` builds
 it and hands it to `talker.generate`, where a wrapper records it. The stages are then replayed by
 hand on the official modules (prefill, teacher-forced decode, code predictor), following
-qwen3-tts-model.md §4, and a hand-written greedy loop must reproduce the official greedy codes
+the official loop, and a hand-written greedy loop must reproduce the official greedy codes
 exactly, which proves that the replay is the same computation. Runs only in the reference venv.
 """
 
@@ -72,7 +72,7 @@ def capture_official(tts, call) -> OfficialRun:
 
 
 class TalkerReplay:
-    """The talker loop of qwen3-tts-model.md §4.1 written with the official modules."""
+    """The talker loop written with the official modules."""
 
     def __init__(self, model):
         self.talker = model.talker
@@ -117,7 +117,7 @@ class TalkerReplay:
         return trailing[step] if step < trailing.shape[0] else run.tts_pad_embed.view(-1)
 
     def code_predictor(self, hidden: torch.Tensor, frame: torch.Tensor, pick=None):
-        """Teacher-forced code predictor for one frame (§4.2): (15, codebook) logits for codes 1..15.
+        """Teacher-forced code predictor for one frame: (15, codebook) logits for codes 1..15.
 
         `frame` (16,) gives code 0 and the codes fed back; with `pick` (logits -> code) the fed-back codes
         come from `pick` instead, which makes it the free-running greedy predictor. Returns (logits, codes).
@@ -141,7 +141,7 @@ class TalkerReplay:
         return torch.stack(logits), torch.tensor(codes)
 
     def processed_code0_logits(self, logits: torch.Tensor, generated: list[int], repetition_penalty: float):
-        """HF processor order (§5): repetition penalty, min_new_tokens=2 (no EOS), suppress specials."""
+        """HF processor order: repetition penalty, min_new_tokens=2 (no EOS), suppress specials."""
         logits = logits.clone()
         for token in set(generated):
             value = logits[token]

@@ -6,8 +6,8 @@ tokenizer_config.json it was made from, and for each probe text the ids that tra
 tests/unit/model/test_tokenizer.py compares our TextTokenizer against these ids.
 
 Usage (from the repository root):
-    /work/refvenv/bin/python scripts/reference/tokenizer_expectations.py
-    /work/refvenv/bin/python scripts/reference/tokenizer_expectations.py --tokenizer-dir DIR
+    scripts/reference/.venv/bin/python scripts/reference/tokenizer_expectations.py
+    scripts/reference/.venv/bin/python scripts/reference/tokenizer_expectations.py --tokenizer-dir DIR
 Without --tokenizer-dir the files are written by qwen3tts.model.tiny_vocab into a temporary folder.
 """
 

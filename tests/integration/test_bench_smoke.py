@@ -68,9 +68,26 @@ def test_every_batch_size_reports_per_stage_time_per_frame(bench_report):
         assert summary["decode_steps"] >= 1, batch
         per_frame = summary["per_frame_ms"]
         assert all(_positive(per_frame[s]) or (s == "host" and per_frame[s] >= 0) for s in STAGES), per_frame
-        # the total is the whole step, so it can only exceed the talker + code predictor calls inside it
-        assert per_frame["total"] >= per_frame["talker"] + per_frame["code_predictor"]
+        # the total is the whole step: exactly its parts, host being the time between the calls
+        parts = sum(per_frame[s] for s in ("talker", "code_predictor", "codec", "host"))
+        assert parts == pytest.approx(per_frame["total"], rel=1e-9)
         assert 0 <= summary["host_share"] < 1
+
+
+@pytest.mark.slow
+def test_each_stage_has_one_figure_in_both_tables(bench_report):
+    for summary in bench_report["batches"].values():
+        for stage, limits in summary["limits"].items():
+            assert limits["measured_ms_per_frame"] == pytest.approx(summary["per_frame_ms"][stage], rel=1e-9)
+    assert "= total" in bench_report["_stdout"]
+
+
+def test_child_commands_of_bench_write_to_stderr_not_into_the_report(tmp_path, capfd):
+    from qwen3tts.bench.suite import _cli
+
+    _cli("tiny", str(tmp_path / "checkpoint"))
+    out, err = capfd.readouterr()
+    assert out == "" and "wrote custom_voice tiny checkpoint" in err
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """`qwen3tts say` synthesises a WAV end to end from a tiny bundle of each variant."""
 
+import re
 import subprocess
 import sys
 import wave
@@ -7,7 +8,7 @@ import wave
 import numpy as np
 import pytest
 
-FRAMES = 12  # max_frames: N sampled tokens give N-1 frames of 1920 samples
+FRAMES = 12  # --max-frames: frames of 1920 samples
 
 
 def say(bundle, out, *extra):
@@ -55,7 +56,8 @@ def test_say_writes_a_wav_and_reports_latency_and_real_time_factor(
     result = say(bundle, tmp_path / "out.wav", *extra)
     assert result.returncode == 0, result.stderr[-2000:]
     samples = read(tmp_path / "out.wav")
-    assert samples.size == (FRAMES - 1) * 1920
+    frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
+    assert 0 < frames <= FRAMES and samples.size == frames * 1920  # a random model may sample EOS early
     assert np.abs(samples).max() > 100  # not silence
     assert "first audio after" in result.stdout and "real-time factor" in result.stdout
 
@@ -75,10 +77,76 @@ def test_a_base_bundle_speaks_with_the_voice_of_a_reference_wav(tiny_models, tmp
     assert not np.array_equal(read(tmp_path / "plain.wav"), read(tmp_path / "cloned.wav"))
 
 
-def test_an_unknown_voice_is_a_clear_error_and_a_nonzero_exit(tiny_models, tmp_path):
-    result = say(tiny_models.bundle("custom_voice", "tiny", "int8"), tmp_path / "x.wav", "--voice", "nobody")
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--voice", "nobody"], "unknown voice 'nobody'"),
+        (["--language", "klingon"], "unknown language 'klingon'"),
+        (["--instruct", "whisper"], "instruct is not supported by a 0b6 custom_voice model"),
+    ],
+)
+def test_a_bad_voice_or_language_is_a_clear_error_before_anything_compiles(
+    tiny_models, tmp_path, extra, message
+):
+    result = say(tiny_models.bundle("custom_voice", "tiny", "int8"), tmp_path / "x.wav", *extra)
     assert result.returncode == 1
-    assert "RequestError: unknown voice 'nobody'" in result.stderr
+    assert (
+        result.stderr.strip().splitlines()[-1].startswith(f"qwen3tts say: RequestError: {message}")
+    )  # no id
+    assert "runs on" not in result.stderr  # no graph was compiled
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_text_cut_by_the_frame_cap_says_so_and_surrounding_whitespace_is_ignored(tiny_models, tmp_path):
+    bundle = tiny_models.bundle("custom_voice", "tiny", "int8")
+    long_text = "This sentence is much longer than three frames can ever hold. " * 3
+    command = [
+        sys.executable,
+        "-m",
+        "qwen3tts",
+        "say",
+        "--bundle",
+        str(bundle),
+        "--greedy",
+        "--max-frames",
+        "3",
+    ]
+    padded = subprocess.run(
+        [*command, f"  \n {long_text} \t ", "--out", str(tmp_path / "padded.wav")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    plain = subprocess.run(
+        [*command, long_text.strip(), "--out", str(tmp_path / "plain.wav")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert padded.returncode == 0 and plain.returncode == 0, padded.stderr[-2000:]
+    assert "the text was cut: it reached the cap of 3 frames" in padded.stdout
+    assert read(tmp_path / "padded.wav").size == 3 * 1920
+    np.testing.assert_allclose(read(tmp_path / "padded.wav"), read(tmp_path / "plain.wav"), atol=2)
+
+
+def test_a_whitespace_only_text_is_refused_before_compiling(tiny_models, tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qwen3tts",
+            "say",
+            "  \n ",
+            "--bundle",
+            str(tiny_models.bundle("custom_voice", "tiny", "int8")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "qwen3tts say: RequestError: text is empty"
+    assert "runs on" not in result.stderr
 
 
 def test_without_out_say_plays_through_the_configured_sink(tiny_models, tmp_path):
@@ -106,4 +174,4 @@ def test_without_out_say_plays_through_the_configured_sink(tiny_models, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     assert "played on wav" in result.stdout
     [played] = list(tmp_path.glob("*.wav"))
-    assert read(played).size == (FRAMES - 1) * 1920
+    assert read(played).size == FRAMES * 1920

@@ -85,7 +85,7 @@ class FakeSink:
     def latency(self) -> float:
         return self.latency_s
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:
         self.events.append(("end", self._item, self.clock()))
         self._item = None
 

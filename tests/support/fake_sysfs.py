@@ -1,6 +1,6 @@
 """A fake sysfs tree for thermal tests: thermal zones, hwmon coretemp, i915/xe GPU files, the NPU.
 
-Files are real files under a temporary directory, laid out like the kernel's (appliance-notes.md §6.1),
+Files are real files under a temporary directory, laid out like the kernel's,
 so the readers run unchanged. A file can also be made to fail like sysfs does (EIO, ENODATA, EACCES):
 `fail(path, errno)` records it and `install(monkeypatch)` routes the readers' open() through a stub
 that raises for those paths; tests run as root here, so chmod could not make a file unreadable.

@@ -87,3 +87,9 @@ def test_no_lower_layer_imports_the_servers_and_their_libraries_stay_in_servers(
     assert offenders(lower, ("qwen3tts.servers",)) == []
     elsewhere = [p for p in files_under() if "servers" not in p.relative_to(PACKAGE).parts]
     assert offenders(elsewhere, ("wyoming", "starlette", "uvicorn", "prometheus_client")) == []
+
+
+def test_only_the_doctor_command_reaches_into_the_doctor_package():
+    outside = [p for p in files_under() if p.parent.name not in ("doctor", "commands")]
+    assert files_under("doctor"), "no doctor files found"
+    assert offenders(outside, ("qwen3tts.doctor",)) == []

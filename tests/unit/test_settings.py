@@ -8,7 +8,7 @@ import pytest
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import HttpServerSettings, MqttSettings, Settings, read_http_token, read_mqtt_password
 from qwen3tts.settings_doc import field_doc, render_default_yaml
-from qwen3tts.settings_loader import load_settings
+from qwen3tts.settings_loader import build, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,8 @@ def test_the_committed_default_config_is_the_rendering_of_the_code():
 
 
 def test_the_committed_default_config_loads_to_the_defaults():
-    assert load_settings(REPO / "config" / "qwen3tts.yaml") == Settings()
+    assert load_settings(REPO / "config" / "qwen3tts.yaml") == load_settings()
+    assert build(Settings, {}, "") == Settings()
 
 
 def undocumented(section, path: str) -> list[str]:
@@ -151,3 +152,14 @@ def test_the_mqtt_password_comes_from_its_file_or_the_credentials_directory(tmp_
 def test_a_password_key_in_yaml_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"mqtt\.password: unknown key"):
         load_settings(write(tmp_path, "mqtt:\n  password: hunter2\n"))
+
+
+@pytest.mark.parametrize("value", ["[AUTO]", "[GPU, AUTO]", "[AUTO:GPU,CPU]", "[MULTI:GPU,CPU]", "[hetero]"])
+def test_openvino_meta_devices_are_rejected_at_load_with_the_key_path(value):
+    with pytest.raises(ConfigError, match=r"devices\.talker\[\d\]: .* is an OpenVINO meta-device"):
+        load_settings(None, [f"devices.talker={value}"])
+
+
+def test_real_device_names_and_numbered_gpus_load():
+    settings = load_settings(None, ["devices.talker=[GPU.1, gpu, CPU]", "devices.codec=[NPU, CPU]"])
+    assert settings.devices.talker == ("GPU.1", "gpu", "CPU")

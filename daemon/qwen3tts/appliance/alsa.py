@@ -6,7 +6,6 @@ rate (24 kHz -> device rate is resampled here with soxr, not by alsa-lib), fed b
 from the one audio thread; `end()` stops the stream, which drains it, so "finished" really means
 played. A failed write marks the device lost; `begin()`/`recover()` then re-initialise PortAudio
 (its device list is frozen at start), find the device by name again and reopen, with backoff.
-See appliance-notes.md §7.
 """
 
 from __future__ import annotations
@@ -169,7 +168,7 @@ class AlsaSink:
     def latency(self) -> float:
         return float(self._stream.latency) if self._stream is not None and self.state == "ok" else 0.0
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:  # cut or not, what was written plays out
         if self.state != "ok" or self._resampler is None:
             return
         self._write_device(self._resampler.flush())
@@ -251,7 +250,8 @@ def open_sink(settings: AudioSettings, *, on_state: StateCallback | None = None)
         try:
             return AlsaSink(device, block_ms=block_ms, on_state=on_state).open()
         except AudioError as exc:
-            log.warning("no ALSA output (%s); writing announcements as WAV files to %s", exc, wav_dir)
+            # what `auto` promises, so not a warning; `audio.sink: alsa` makes a missing card an error
+            log.info("no ALSA output (%s); audio.sink auto writes WAV files to %s", exc, wav_dir)
             return WavSink(wav_dir)
     raise AudioError(f"unknown audio sink {sink!r} (alsa, wav, null or auto)")
 

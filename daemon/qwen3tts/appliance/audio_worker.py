@@ -1,6 +1,6 @@
 """The audio thread: one long-lived thread that plays utterances one after another.
 
-Serialised playback (two announcements never mix, appliance-notes.md §1.3) with a small FIFO in
+Serialised playback (two announcements never mix) with a small FIFO in
 front of it. Ordering by priority is the announcement queue's job; this queue only holds what is
 already being synthesised. Barge-in, cancel and flush take the worker's lock, so "put the emergency
 first and interrupt what plays" and "drop everything queued and interrupt what plays" are atomic.

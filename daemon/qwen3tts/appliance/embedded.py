@@ -11,9 +11,11 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from qwen3tts.errors import ConfigError
+from qwen3tts.errors import BundleError, ConfigError
+from qwen3tts.paths import default_bundle
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,13 @@ class LocalBroker:
                 self.process.kill()
 
 
-def ensure_broker(settings: Settings, state_dir: Path) -> LocalBroker | None:
-    """Start a loopback mosquitto when the configured broker is local and not running."""
+def ensure_broker(
+    settings: Settings, state_dir: Path, on_created: Callable[[LocalBroker], None] | None = None
+) -> LocalBroker | None:
+    """Start a loopback mosquitto when the configured broker is local and not running.
+
+    `on_created` gets the broker before its process starts, so a stop during start-up can end it.
+    """
     mqtt = settings.mqtt
     if broker_listening(mqtt.host, mqtt.port):
         return None
@@ -77,24 +84,35 @@ def ensure_broker(settings: Settings, state_dir: Path) -> LocalBroker | None:
         log.warning("broker %s:%d is not reachable yet; the client keeps retrying", mqtt.host, mqtt.port)
         return None
     broker = LocalBroker(mqtt.port, state_dir)
+    if on_created is not None:
+        on_created(broker)
     broker.start()
     return broker
 
 
-def ensure_tiny_bundle(settings: Settings, var_dir: Path) -> None:
-    """Write and build the tiny bundle the embedded default speaks with, if it is not there yet."""
+def ensure_tiny_bundle(settings: Settings) -> None:
+    """Write and build the random tiny bundle at its default path, if it is not there yet.
+
+    Only ever at `paths.default_bundle()`: a configured bundle that is missing is an error (see
+    `commands.run`), never silently replaced by random weights.
+    """
     bundle = settings.model.bundle
     if (bundle / "manifest.json").exists():
         return
+    if bundle != default_bundle():
+        raise BundleError(f"model.bundle: {bundle} is not the embedded default {default_bundle()}")
+    import nncf  # noqa: F401 - imported here so its stdout handler can be routed into the log
+
+    from qwen3tts.logs import quiet_libraries
     from qwen3tts.model.build import build_bundle
     from qwen3tts.model.tiny import write_checkpoint
 
-    checkpoint = settings.model.checkpoint or var_dir / "tiny-checkpoint"
-    if not (Path(checkpoint) / "config.json").exists():
+    quiet_libraries()
+
+    checkpoint = bundle.parent / "tiny-checkpoint"
+    if not (checkpoint / "config.json").exists():
         log.info("writing a tiny random checkpoint to %s (no real weights on this machine)", checkpoint)
         write_checkpoint(checkpoint, variant="custom_voice", shape="tiny")
     log.info("building the bundle %s from %s", bundle, checkpoint)
     chunks = (settings.engine.first_chunk_frames, settings.engine.chunk_frames)
-    build_bundle(
-        Path(checkpoint), bundle, weights=settings.model.weights, codec_chunks=chunks, report=log.info
-    )
+    build_bundle(checkpoint, bundle, weights=settings.model.weights, codec_chunks=chunks, report=log.info)

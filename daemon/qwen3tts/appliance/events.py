@@ -47,6 +47,8 @@ class Status(Message):
     voice: str = ""
     device_plan: dict[str, str] = field(default_factory=dict)
     bundle: str = ""
+    weights: str = ""
+    """release, or random (qwen3tts tiny) for a bundle built from a random checkpoint."""
 
     def payload(self) -> bytes:
         return encode_json(asdict(self))

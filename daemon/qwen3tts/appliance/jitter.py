@@ -3,7 +3,7 @@
 A feeder thread drains an announcement's PCM iterator (the engine's Handle) into a `PcmBuffer` as
 fast as chunks arrive; the audio thread takes fixed-size blocks out of it. Playback starts only
 when enough is buffered that a synthesis slower than real time will not run dry before the end:
-`jitter_threshold()` (appliance-notes.md §7.1, underruns).
+`jitter_threshold()`.
 """
 
 from __future__ import annotations

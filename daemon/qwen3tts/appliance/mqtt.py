@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import queue
 import socket
 import ssl
 import threading
@@ -220,17 +222,7 @@ class MqttClient:
         return client
 
     def _tls_context(self) -> ssl.SSLContext:
-        try:
-            context = ssl.create_default_context(cafile=str(self.settings.tls_ca))
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(f"mqtt.tls_ca: cannot load {self.settings.tls_ca}: {exc}") from exc
-        if self.settings.tls_cert is not None:
-            key = str(self.settings.tls_key) if self.settings.tls_key else None
-            try:
-                context.load_cert_chain(str(self.settings.tls_cert), key)
-            except (OSError, ssl.SSLError) as exc:
-                raise ConfigError(f"mqtt.tls_cert: cannot load {self.settings.tls_cert}: {exc}") from exc
-        return context
+        return tls_context(self.settings)
 
     def _connect(self, client: paho.Client) -> None:
         host, port, keepalive = self.settings.host, self.settings.port, self.settings.keepalive
@@ -310,3 +302,45 @@ class MqttClient:
             self._on_inbound(Inbound(msg.topic, bytes(msg.payload), meta, token))
         except Exception:  # an exception here would kill paho's network thread
             log.exception("could not enqueue a message from %s", msg.topic)
+
+
+def tls_context(settings: MqttSettings) -> ssl.SSLContext:
+    try:
+        context = ssl.create_default_context(cafile=str(settings.tls_ca))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"mqtt.tls_ca: cannot load {settings.tls_ca}: {exc}") from exc
+    if settings.tls_cert is not None:
+        key = str(settings.tls_key) if settings.tls_key else None
+        try:
+            context.load_cert_chain(str(settings.tls_cert), key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"mqtt.tls_cert: cannot load {settings.tls_cert}: {exc}") from exc
+    return context
+
+
+def probe_broker(settings: MqttSettings, timeout: float = 5.0) -> str | None:
+    """Connect once and disconnect (for `qwen3tts doctor`): None if the broker accepted us, else why not.
+
+    A throwaway client id, no will, no availability message: a running daemon is neither kicked off
+    (same client id) nor shown offline.
+    """
+    client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=f"qwen3tts-doctor-{os.getpid()}")
+    if settings.username:
+        client.username_pw_set(settings.username, read_mqtt_password(settings))
+    if settings.tls_ca is not None:
+        client.tls_set_context(tls_context(settings))
+    answers: queue.Queue = queue.Queue()
+    client.on_connect = lambda _c, _u, _f, code, _p: answers.put(code)
+    try:
+        client.connect(settings.host, settings.port, keepalive=max(5, int(timeout)))
+    except (OSError, ssl.SSLError) as exc:  # refused, unreachable, certificate rejected
+        return f"{type(exc).__name__}: {exc}"
+    client.loop_start()
+    try:
+        code = answers.get(timeout=timeout)
+    except queue.Empty:
+        return f"no answer to CONNECT within {timeout:g} s"
+    finally:
+        client.disconnect()
+        client.loop_stop()
+    return f"refused: {code}" if code.is_failure else None

@@ -2,7 +2,7 @@
 
 The watchdog ping is earned, not free-running: each supervised worker (MQTT, engine, audio) posts a
 heartbeat, and WATCHDOG=1 goes out only while every registered worker has beaten recently. A hung
-pipeline therefore stops the pings and systemd restarts the service (appliance-notes.md §5.2).
+pipeline therefore stops the pings and systemd restarts the service.
 Off systemd (no NOTIFY_SOCKET) every call is a silent no-op.
 """
 

@@ -6,7 +6,7 @@ each block, so a barge-in is noticed within one block; it then fades out over `f
 drops everything still buffered and stops the source (`Utterance.cancel_source`, e.g. the engine
 handle's cancel). Speech fades in and out over `fade_ms` too, at the start, at the end and around
 an underrun. `finished` is sent when the last sample has been played: after the sink drained and
-at least the stream latency after the last write (appliance-notes.md §7.1, §8).
+at least the stream latency after the last write.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class Playback:
             buffer.abandon()
             with self._lock:
                 self._run = None
-        t_end, drain_error = self._drain()
+        t_end, drain_error = self._drain(complete=kind != "cancelled")
         if drain_error is not None and kind == "finished":
             kind, reason = "error", drain_error
         return self._emit(run, kind, t_end, reason)
@@ -277,13 +277,13 @@ class Playback:
         self.underflows += 1
         log.debug("underflow in %s (%d so far)", run.utt.id, run.underflows)
 
-    def _drain(self) -> tuple[float, str | None]:
+    def _drain(self, complete: bool) -> tuple[float, str | None]:
         """Wait until the last written sample has been heard; (that time, error text or None)."""
         t_last_write = self._clock()
         latency = self.sink.latency()
         error = None
         try:
-            self.sink.end()
+            self.sink.end(complete)
         except Exception as exc:  # the announcement is over either way; report, do not raise
             error = f"{type(exc).__name__}: {exc}"
             log.warning("audio sink failed at the end of an announcement: %s", error)

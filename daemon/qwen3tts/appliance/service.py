@@ -30,6 +30,7 @@ from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.player import Player, Voice
 from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.thermal import ThermalMonitor
+from qwen3tts.model.bundle import weights_kind
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,9 +96,10 @@ class Service:
         self.audio.start()
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         log.info(
-            "ready: %s %s bundle, devices %s, sink %s",
+            "ready: %s %s bundle with %s weights, devices %s, sink %s",
             spec.size,
             spec.variant,
+            weights_kind(self.runtime.manifest),
             self.runtime.plan.summary(),
             self.sink.name,
         )
@@ -217,6 +219,7 @@ class Service:
             voice=self.player.voice.voice or "",
             device_plan={**self.runtime.plan.summary(), "audio": f"{self.sink.name}:{self._sink_state}"},
             bundle=str(self.settings.model.bundle),
+            weights=weights_kind(self.runtime.manifest),
         )
 
     def _publish_status(self) -> None:
@@ -226,12 +229,11 @@ class Service:
         self.notifier.status(f"{status.state}; queue={status.queue_depth}; {thermal}".rstrip("; "))
 
     def _on_thermal(self, level: str, batch: int, reason: str) -> None:
-        log.warning("thermal level %s: batch limit %d (%s)", level, batch, reason)
-        self._status_dirty.set()
+        self._status_dirty.set()  # the thermal monitor logs the change itself
 
     def _on_sink_state(self, state: str, detail: str) -> None:
         self._sink_state = state
-        log.warning("audio device %s: %s", state, detail)
+        log.log(logging.INFO if state == "ok" else logging.WARNING, "audio device %s: %s", state, detail)
         self._status_dirty.set()
 
     # ---- reload and stop ----

@@ -47,8 +47,11 @@ class Sink(Protocol):
     def latency(self) -> float:
         """Seconds between a write returning and its last sample being heard."""
 
-    def end(self) -> None:
-        """End of one announcement: flush the resampler and block until everything written has played."""
+    def end(self, complete: bool = True) -> None:
+        """End of one announcement: flush the resampler and block until everything written has played.
+
+        `complete` is False when it was cut (stop, barge-in, shutdown): a sound card still drains,
+        a file sink drops what it wrote so nothing half-said looks like a finished announcement."""
 
     def recover(self) -> bool:
         """Try to get a lost output back (respecting a backoff); True when the sink is usable."""
@@ -101,7 +104,7 @@ class NullSink:
     def latency(self) -> float:
         return 0.0
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:
         pass
 
     def recover(self) -> bool:
@@ -120,7 +123,8 @@ class WavSink:
     """One 16-bit mono WAV file per announcement, `<dir>/<nnnnnn>-<id>.wav`, written whole or not at all.
 
     The file is written as `.part` and renamed at `end()`, so a kiosk watching the directory never
-    picks up half an announcement. The counter prefix keeps repeats and equal ids apart.
+    picks up half an announcement; a cut announcement's `.part` is deleted, and `.part` files a crash
+    left behind are deleted when the sink opens. The counter prefix keeps repeats and equal ids apart.
     """
 
     paced = False
@@ -139,6 +143,7 @@ class WavSink:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AudioError(f"wav sink: cannot create {self.directory}: {exc.strerror}") from exc
+        self._remove_stale_parts()
 
     def begin(self, item_id: str) -> None:
         self._abandon()
@@ -159,8 +164,12 @@ class WavSink:
     def latency(self) -> float:
         return 0.0
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:
         if self._wave is None or self._part is None:
+            return
+        if not complete:
+            log.info("dropped %s: the announcement was cut", self._part.name)
+            self._abandon()
             return
         self._write_pcm(self._resampler.flush())
         self._wave.close()
@@ -184,6 +193,15 @@ class WavSink:
             self._wave.writeframes(pcm.tobytes())
         except OSError as exc:
             raise AudioError(f"wav sink: cannot write {self._part}: {exc.strerror}") from exc
+
+    def _remove_stale_parts(self) -> None:
+        """Half-written files of a process that died mid-announcement: never finished, never published."""
+        for stale in sorted(self.directory.glob("*.wav.part")):
+            try:
+                stale.unlink()
+                log.info("removed %s, left by an earlier crash", stale)
+            except OSError as exc:
+                log.warning("cannot remove %s: %s", stale, exc.strerror)
 
     def _abandon(self) -> None:
         """Drop a half-written file (an announcement that failed before end())."""

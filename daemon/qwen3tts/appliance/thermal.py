@@ -1,7 +1,8 @@
 """Thermal governor: keep synthesis inside the thermal envelope by resizing the engine's batch.
 
-The controller of appliance-notes.md §6.3. Each sample, the hottest counted sensor is smoothed with an
-EWMA and mapped onto discrete batch levels (settings.thermal.batch_levels, cool to hot):
+The controller described in docs/architecture.md (thermal governor). Each sample, the hottest
+counted sensor is smoothed with an EWMA and mapped onto discrete batch levels
+(settings.thermal.batch_levels, cool to hot):
   - step DOWN one level at once, on every sample where the smoothed temperature is above T_hot or any
     GPU throttle reason is set (throttle bits are a leading indicator: the package is at its limit);
   - step UP one level only after the smoothed temperature has stayed at or below T_hot - hysteresis for

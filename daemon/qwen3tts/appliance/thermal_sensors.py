@@ -1,4 +1,4 @@
-"""Read-only sysfs telemetry for the thermal governor (appliance-notes.md §6.1).
+"""Read-only sysfs telemetry for the thermal governor.
 
 Every reader takes the sysfs root (`/sys` in production, a fake tree in tests) and never raises for a
 sensor: a missing, unreadable, garbled or EIO-raising file (Wi-Fi zones do that while the radio is

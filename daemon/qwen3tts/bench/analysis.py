@@ -59,12 +59,9 @@ class Roofline:
     compute: float = 0.0  # s the FLOPs need at the matmul peak
     bytes: float = 0.0
     flops: float = 0.0
-    frames: int = 0  # frames this stage produced (talker, code predictor) or decoded (codec)
+    frames: int = 0  # frames generated in the measured steps (the codec's cost is spread over them)
 
-    def add(
-        self, measured: float, num_bytes: float, flops: float, machine: MachineLimits, peak: str, frames: int
-    ) -> None:
-        self.frames += frames
+    def add(self, measured: float, num_bytes: float, flops: float, machine: MachineLimits, peak: str) -> None:
         self.measured += measured
         self.bytes += num_bytes
         self.flops += flops
@@ -101,7 +98,6 @@ def rooflines(steps: list[StepRecord], costs: BundleCosts, machine: MachineLimit
                     call.tokens * costs.talker.flops + attention,
                     machine,
                     peaks["talker"],
-                    call.rows,
                 )
             elif call.stage == "code_predictor":
                 cost = costs.code_predictor
@@ -111,37 +107,41 @@ def rooflines(steps: list[StepRecord], costs: BundleCosts, machine: MachineLimit
                     call.rows * cost.flops,
                     machine,
                     peaks["code_predictor"],
-                    call.rows,
                 )
             else:
                 cost = costs.codec[costs.codec_chunk(call.tokens)]
-                lines["codec"].add(
-                    call.seconds, cost.weight_bytes_read, cost.flops, machine, peaks["codec"], call.tokens
-                )
+                lines["codec"].add(call.seconds, cost.weight_bytes_read, cost.flops, machine, peaks["codec"])
+    generated = sum(step.frames for step in steps)
+    for line in lines.values():
+        line.frames = generated
     return lines
 
 
 def summarize_run(run: BatchRun, costs: BundleCosts, machine: MachineLimits) -> dict:
-    """The numbers of one batch run over its steady decode steps (prefill and warm-up left out)."""
+    """The numbers of one batch run over its steady decode steps (prefill and warm-up left out).
+
+    Every per-frame figure is a mean over the same steps and the same generated frames, so
+    talker + code predictor + codec + host = total exactly; the codec's chunk calls are spread over
+    the frames generated meanwhile (a 12-frame chunk runs once every 12 steps).
+    """
     steps = run.decode_steps
     if not steps:
         return {"batch": run.batch, "repeat": run.repeat, "e2e_s": run.e2e_seconds, "decode_steps": 0}
     mean_step = statistics.fmean(s.wall for s in steps)
-    codec_frames = sum(c.tokens for s in steps for c in s.calls if c.stage == "codec") or 1
+    frames = sum(s.frames for s in steps)
     lines = rooflines(steps, costs, machine)
+    per_frame = {
+        stage: 1e3 * lines[stage].measured / frames for stage in ("talker", "code_predictor", "codec")
+    }
+    per_frame["host"] = 1e3 * sum(s.host for s in steps) / frames
+    per_frame["total"] = 1e3 * sum(s.wall for s in steps) / frames
     return {
         "batch": run.batch,
         "repeat": run.repeat,
         "decode_steps": len(steps),
         "e2e_s": run.e2e_seconds,
         "step_ms": 1e3 * mean_step,
-        "per_frame_ms": {
-            "talker": 1e3 * statistics.median(s.seconds("talker") for s in steps) / run.batch,
-            "code_predictor": 1e3 * statistics.median(s.seconds("code_predictor") for s in steps) / run.batch,
-            "codec": 1e3 * sum(s.seconds("codec") for s in steps) / codec_frames,
-            "host": 1e3 * statistics.median(s.host for s in steps) / run.batch,
-            "total": 1e3 * mean_step / run.batch,
-        },
+        "per_frame_ms": per_frame,
         "host_share": sum(s.host for s in steps) / sum(s.wall for s in steps),
         "rtf_per_stream": mean_step / FRAME_SECONDS,
         "frames_per_s": run.batch / mean_step,
@@ -156,12 +156,23 @@ def _frames_per_stream(run: BatchRun) -> int:
 
 
 def median_summary(runs: list[dict]) -> dict:
+    """The repeat with the median total time per frame, whole: element-wise medians of the stages
+    would no longer add up to the total, nor match the roofline table's figures."""
+    timed = sorted((r for r in runs if r.get("decode_steps")), key=lambda r: r["per_frame_ms"]["total"])
+    if not timed:
+        return _elementwise_median(runs)
+    median_run = dict(timed[(len(timed) - 1) // 2])
+    median_run.pop("repeat", None)
+    return median_run
+
+
+def _elementwise_median(runs: list[dict]) -> dict:
     """Element-wise median of repeated run summaries (numbers only; nested dicts recursively)."""
     first = runs[0]
     merged: dict = {}
     for key, value in first.items():
         if isinstance(value, dict):
-            merged[key] = median_summary([r[key] for r in runs])
+            merged[key] = _elementwise_median([r[key] for r in runs])
         elif isinstance(value, int | float) and not isinstance(value, bool) and key not in ("batch",):
             merged[key] = statistics.median(r[key] for r in runs)
         else:

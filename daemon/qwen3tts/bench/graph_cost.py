@@ -8,7 +8,7 @@ and counts as nothing. Bytes are the stored precision (int8 + scales, f16, f32).
 FLOPs: 2 per multiply-add of MatMul, Convolution, GroupConvolution, ConvolutionBackpropData and
 ScaledDotProductAttention nodes with static shapes; a dynamic dimension counts as 1, so the talker's
 count is per token and the code predictor's per batch row. The talker's attention has a dynamic
-context and is added from the spec (`attention_flops`), as in qwen3-tts-model.md §10.
+context and is added from the spec (`attention_flops`).
 """
 
 from __future__ import annotations
@@ -125,5 +125,5 @@ def read_graph_cost(xml: Path, core: ov.Core | None = None) -> GraphCost:
 
 
 def attention_flops(num_heads: int, head_dim: int, num_layers: int, context: int) -> int:
-    """QK^T and AV for one new token against `context` cached positions (qwen3-tts-model.md §10)."""
+    """QK^T and AV for one new token against `context` cached positions."""
     return 4 * num_heads * head_dim * context * num_layers

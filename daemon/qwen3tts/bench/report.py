@@ -29,6 +29,10 @@ def markdown(report: dict) -> str:
         f"median of {w['repeats']} runs"
         + (" (PROFILED: per-op counters slow inference)" if w["profiled"] else "")
         + ".",
+        "ms/frame are means over the steady decode steps of the median run: talker + code predictor + "
+        "codec + host = total (the codec's chunk calls spread over the frames generated meanwhile; host "
+        "is the engine's Python and numpy between the calls). The roofline table and the plot show the "
+        "same figures.",
         "",
         "| batch | talker ms/frame | code pred. ms/frame | codec ms/frame | host ms/frame | total ms/frame "
         "| RTF per stream | frames/s | x real time | host share |",

@@ -59,9 +59,11 @@ def prepare_bundle(options: BenchOptions) -> tuple[Path, Path | None]:
 
 
 def _cli(*args: str) -> None:
-    """In a child process, so writing and building never count toward this process's peak RSS."""
+    """In a child process, so writing and building never count toward this process's peak RSS.
+
+    Its output goes to stderr with the logs: stdout carries only the report."""
     log.info("running qwen3tts %s", " ".join(args))
-    subprocess.run([sys.executable, "-m", "qwen3tts", *args], check=True)
+    subprocess.run([sys.executable, "-m", "qwen3tts", *args], check=True, stdout=sys.stderr)
 
 
 def bench_settings(settings: Settings, options: BenchOptions) -> Settings:

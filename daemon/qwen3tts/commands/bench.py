@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", type=Path, help="the bundle's checkpoint (for --vs-reference with --bundle)"
     )
-    parser.add_argument("--work-dir", type=Path, default=Path("var/bench"), help="where --shape builds")
+    parser.add_argument(
+        "--work-dir", type=Path, help="where --shape builds (default: <cache>/bench, see docs/operations.md)"
+    )
     parser.add_argument(
         "--weights", choices=("int8", "f16", "f32"), default="int8", help="--shape build policy"
     )
@@ -68,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def bench(args: argparse.Namespace, settings: Settings) -> int:
     from qwen3tts.bench import report
     from qwen3tts.bench.suite import BenchOptions, run_suite
+    from qwen3tts.paths import cache_dir
 
     if args.plot:
         report.require_matplotlib()
@@ -76,7 +79,7 @@ def bench(args: argparse.Namespace, settings: Settings) -> int:
     options = BenchOptions(
         bundle=args.bundle or (None if args.shape else settings.model.bundle),
         shape=args.shape,
-        work_dir=args.work_dir,
+        work_dir=args.work_dir or cache_dir() / "bench",
         weights=args.weights,
         kv_cache_precision=args.kv_cache_precision,
         batch_sizes=args.batch_sizes,

@@ -6,11 +6,14 @@ import argparse
 import time
 from pathlib import Path
 
+from qwen3tts.errors import ConfigError
 from qwen3tts.settings import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", type=Path, required=True, help="release checkpoint directory")
+    parser.add_argument(
+        "--checkpoint", type=Path, help="release checkpoint directory (default: model.checkpoint setting)"
+    )
     parser.add_argument("--out", type=Path, help="bundle directory to write (default: model.bundle setting)")
     parser.add_argument(
         "--weights",
@@ -24,9 +27,12 @@ def build(args: argparse.Namespace, settings: Settings) -> int:
     from qwen3tts.model.bundle import describe_bundle
 
     out = args.out or settings.model.bundle
+    checkpoint = args.checkpoint or settings.model.checkpoint
+    if checkpoint is None:
+        raise ConfigError("build: give --checkpoint DIR (or set model.checkpoint); see docs/models.md")
     started = time.perf_counter()
     chunks = (settings.engine.first_chunk_frames, settings.engine.chunk_frames)
-    build_bundle(args.checkpoint, out, weights=args.weights or settings.model.weights, codec_chunks=chunks)
+    build_bundle(checkpoint, out, weights=args.weights or settings.model.weights, codec_chunks=chunks)
     print(describe_bundle(out))
     print(f"built in {time.perf_counter() - started:.1f} s")
     return 0

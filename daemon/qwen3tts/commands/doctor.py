@@ -1,91 +1,69 @@
-"""`qwen3tts doctor`: the thermal sensors this machine exposes, their readings, and the governor's call.
+"""`qwen3tts doctor`: check every link an appliance needs, each with ✔/✘ and the fix; exit 1 when
+something needed is broken. `--json` for scripts, `--thermal` for the detailed sensor listing.
 
-Reads sysfs once (or a fake tree given with --sysfs-root) and prints every sensor the thermal governor
-can see, marking the zones that count, then what the governor would decide from that one sample.
-Unknown readings print as "unknown"; nothing here needs privileges or a model.
+Run it as the service would: with the same --config, and under systemd's paths
+(STATE_DIRECTORY=/var/lib/qwen3tts CACHE_DIRECTORY=/var/cache/qwen3tts) — see docs/operations.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
-from qwen3tts.appliance.thermal import ThermalGovernor, level_names
-from qwen3tts.appliance.thermal_sensors import SensorSnapshot, read_sensors
 from qwen3tts.settings import Settings
-
-UNKNOWN = "unknown"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument("--thermal", action="store_true", help="only list the thermal sensors in detail")
     parser.add_argument(
         "--sysfs-root",
         type=Path,
         metavar="DIR",
         help="root of sysfs to read (default: thermal.sysfs_root, normally /sys)",
     )
+    parser.add_argument("--dev-root", type=Path, default=Path("/dev"), metavar="DIR", help="default /dev")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker")
 
 
 def doctor(args: argparse.Namespace, settings: Settings) -> int:
     thermal = settings.thermal
     if args.sysfs_root is not None:
         thermal = dataclasses.replace(thermal, sysfs_root=args.sysfs_root)
-    snapshot = read_sensors(thermal.sysfs_root)
-    print(f"sysfs root: {thermal.sysfs_root}")
-    for line in sensor_lines(snapshot, thermal.zone_types):
-        print(line)
-    decision = ThermalGovernor(thermal).update(snapshot, now=0.0)
-    print("governor:")
-    print(f"  temperature: {_celsius(decision.raw_temperature_c)} from {decision.temperature_source}")
-    step_up_c = decision.t_hot_c - thermal.hysteresis_c
-    print(f"  T_hot: {decision.t_hot_c:.1f} °C ({decision.t_hot_source}); "
-          f"step up at or below {step_up_c:.1f} °C after {thermal.dwell_s:g} s")  # fmt: skip
-    print(f"  GPU throttling: {', '.join(decision.throttle_reasons) or 'none'}")
-    levels = zip(level_names(len(thermal.batch_levels)), thermal.batch_levels, strict=True)
-    print(f"  levels: {', '.join(f'{name}={batch}' for name, batch in levels)}")
-    print(f"  decision: level {decision.level_name}, batch {decision.batch} ({decision.reason})")
-    if not thermal.enabled:
-        print("  note: thermal.enabled is false, so the daemon does not run the governor")
-    return 0
+    if args.thermal:
+        from qwen3tts.doctor.thermal import print_thermal_report
+
+        print_thermal_report(thermal)
+        return 0
+    from qwen3tts.doctor.check import exit_code, render_json, render_text
+
+    checks = run_checks(settings, thermal, args.dev_root, args.timeout)
+    sys.stdout.write(render_json(checks) if args.json else render_text(checks))
+    return exit_code(checks)
 
 
-def sensor_lines(snapshot: SensorSnapshot, zone_types: tuple[str, ...]) -> list[str]:
-    """Human-readable lines for every sensor in `snapshot`; counted zones are marked with '*'."""
-    counted = set(zone_types)
-    lines = [f"thermal zones (* counts: {', '.join(zone_types)}):"]
-    for zone in snapshot.zones:
-        mark = "*" if zone.type in counted else " "
-        trips = ", ".join(f"{t.type or UNKNOWN} {_celsius(t.temp_c)}" for t in zone.trips)
-        lines.append(f" {mark} {zone.name} {zone.type or UNKNOWN}: {_celsius(zone.temp_c)}"
-                     + (f"  trips: {trips}" if trips else ""))  # fmt: skip
-    lines += _none_if_empty(snapshot.zones)
-    lines.append("hwmon coretemp:")
-    for temp in snapshot.coretemp:
-        limits = f"  max {_celsius(temp.max_c)}, crit {_celsius(temp.crit_c)}"
-        lines.append(f"   {temp.chip} {temp.label}: {_celsius(temp.temp_c)}{limits}")
-    lines += _none_if_empty(snapshot.coretemp)
-    lines.append("GPU:")
-    for gt in snapshot.gpus:
-        throttle = (", ".join(gt.throttle_reasons) or "none") if gt.throttle_known else UNKNOWN
-        lines.append(f"   {gt.card} {gt.driver} {gt.gt}: {_mhz(gt.act_freq_mhz)} of {_mhz(gt.max_freq_mhz)}"
-                     f", throttle: {throttle}")  # fmt: skip
-    lines += _none_if_empty(snapshot.gpus)
-    lines.append("NPU:")
-    for npu in snapshot.npus:
-        busy = UNKNOWN if npu.busy_time_us is None else f"{npu.busy_time_us} us"
-        lines.append(f"   {npu.name}: busy time {busy}, frequency {_mhz(npu.freq_mhz)}")
-    lines += _none_if_empty(snapshot.npus)
-    return lines
+def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core=None) -> list:
+    """Every check, in the order a sound goes: model and devices, storage, broker, speaker, heat."""
+    from qwen3tts.doctor import platform, service
+    from qwen3tts.doctor.check import Check
 
+    checks = []
+    try:
+        import openvino as ov
 
-def _none_if_empty(items) -> list[str]:
-    return [] if items else ["   none found"]
-
-
-def _celsius(value: float | None) -> str:
-    return UNKNOWN if value is None else f"{value:.1f} °C"
-
-
-def _mhz(value: int | None) -> str:
-    return UNKNOWN if value is None else f"{value} MHz"
+        core = core or ov.Core()
+        checks.append(platform.openvino_check(core))
+        checks += platform.device_checks(core, settings.devices, dev_root, thermal.sysfs_root)
+    except Exception as exc:  # a broken OpenVINO install is exactly what the doctor is for
+        fix = "reinstall the package's venv (scripts/setup.sh or scripts/install-unit.sh)"
+        checks.append(Check("OpenVINO", False, f"{type(exc).__name__}: {exc}", fix))
+    checks += service.bundle_check(settings.model.bundle)
+    checks += service.spool_checks(settings.announcements.spool_dir)
+    checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
+    checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))
+    checks += service.broker_checks(settings.mqtt, timeout)
+    checks.append(service.audio_check(settings.audio))
+    checks.append(platform.thermal_check(thermal))
+    return checks

@@ -1,59 +1,165 @@
-"""`qwen3tts run`: the appliance daemon (systemd runs exactly this)."""
+"""`qwen3tts run`: the appliance daemon (systemd runs exactly this).
+
+Start-up (building the embedded bundle, compiling graphs: seconds to minutes) runs in its own thread
+so that SIGTERM or Ctrl-C during it stops the process at once with exit 0: a compile inside OpenVINO
+cannot be interrupted, so the main thread leaves without waiting for it. Once started, the signals
+drain the service in order (see appliance/service.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import socket
+import sys
+import threading
 
+from qwen3tts.errors import BundleError
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
+
+POLL_S = 0.1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedded",
         action="store_true",
-        help="first-run default: start a loopback mosquitto if none runs, build the tiny bundle if missing",
+        help="first-run default: start a loopback mosquitto if none runs, build the random tiny bundle "
+        "at its default path if missing",
     )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from qwen3tts.appliance.service import Service
     from qwen3tts.settings_loader import check_writable_dirs
 
     check_writable_dirs(settings)  # one line naming the key now, not a traceback after the compile
-    broker = None
-    if args.embedded:
-        from qwen3tts.appliance.embedded import ensure_broker, ensure_tiny_bundle
+    startup = _Startup(settings, args.embedded, args.config)
+    stop_requested = threading.Event()
+    stoppers: list[threading.Thread] = []
 
-        var_dir = settings.model.bundle.parent
-        ensure_tiny_bundle(settings, var_dir)
-        broker = ensure_broker(settings, var_dir / "mosquitto")
-    service = Service(settings, config_path=args.config)
-    signal.signal(signal.SIGTERM, lambda *_: _stop_in_background(service))
-    signal.signal(signal.SIGINT, lambda *_: _stop_in_background(service))
-    signal.signal(signal.SIGHUP, lambda *_: service.reload())
+    def on_stop(signum, _frame) -> None:
+        if startup.started():
+            stoppers.append(_stop_in_background(startup.service))
+        else:
+            stop_requested.set()
+
+    def on_hup(_signum, _frame) -> None:
+        if startup.started():
+            startup.service.reload()
+        else:
+            log.info("SIGHUP during start-up ignored (nothing loaded yet to reload)")
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGHUP, on_hup)
+    threading.Thread(target=startup.run, name="startup", daemon=True).start()
+    while not startup.done.wait(POLL_S):
+        if stop_requested.is_set():
+            _leave_during_startup(startup)
+    if startup.error is not None:
+        startup.stop_broker()
+        raise startup.error
+    service = startup.service
     try:
-        service.start()
-        site = settings.mqtt.site or socket.gethostname()
-        print(
-            f"qwen3tts is listening. Try:\n  mosquitto_pub -h {settings.mqtt.host} -p {settings.mqtt.port} "
-            f"-t {settings.mqtt.prefix}/{site}/say -m 'Hello from qwen3tts.'",
-            flush=True,
-        )
+        if stop_requested.is_set():  # the signal came in the last poll interval
+            stoppers.append(_stop_in_background(service))
+        else:
+            site = settings.mqtt.site or socket.gethostname()
+            print(
+                f"qwen3tts is listening. Try:\n  mosquitto_pub -h {settings.mqtt.host} "
+                f"-p {settings.mqtt.port} -t {settings.mqtt.prefix}/{site}/say -m 'Hello from qwen3tts.'",
+                flush=True,
+            )
         while not service.wait(1.0):
             pass
     finally:
-        if broker is not None:
-            broker.stop()
+        for stopper in stoppers:  # the broker goes last: the service says `offline` through it
+            stopper.join()
+        startup.stop_broker()
     return 0
 
 
-def _stop_in_background(service) -> None:
-    """Signal handlers must return quickly; the main thread waits for the stop to complete."""
-    import threading
+class _Startup:
+    """Everything before READY, run off the main thread; `done` is set when it succeeded or failed."""
 
-    threading.Thread(target=service.stop, name="shutdown").start()
+    def __init__(self, settings: Settings, embedded: bool, config_path):
+        self.settings, self.embedded, self.config_path = settings, embedded, config_path
+        self.done = threading.Event()
+        self.service = None
+        self.broker = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from qwen3tts.appliance.service import Service
+
+        try:
+            require_bundle(self.settings, self.embedded)
+            if self.embedded:
+                from qwen3tts.appliance.embedded import ensure_broker
+                from qwen3tts.paths import state_dir
+
+                ensure_broker(self.settings, state_dir() / "mosquitto", on_created=self._keep_broker)
+            self.service = Service(self.settings, config_path=self.config_path)
+            self.service.start()
+        except BaseException as exc:  # handed to the main thread, which reports it like any command error
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def started(self) -> bool:
+        """The service is up (READY sent): signals now go to it."""
+        return self.done.is_set() and self.error is None and self.service is not None
+
+    def _keep_broker(self, broker) -> None:
+        self.broker = broker
+
+    def stop_broker(self) -> None:
+        if self.broker is not None:
+            self.broker.stop()
+
+
+def require_bundle(settings: Settings, embedded: bool) -> None:
+    """The configured bundle, or with --embedded the random tiny one built at its own default path."""
+    from qwen3tts.paths import default_bundle
+
+    bundle = settings.model.bundle
+    if (bundle / "manifest.json").exists():
+        return
+    is_default = bundle == default_bundle()
+    if embedded and is_default:
+        from qwen3tts.appliance.embedded import ensure_tiny_bundle
+
+        ensure_tiny_bundle(settings)
+        return
+    hint = " or `qwen3tts run --embedded` for the random demo bundle" if is_default else ""
+    raise BundleError(
+        f"model.bundle: no bundle at {bundle}. Build it from a release checkpoint with "
+        f"`qwen3tts build --checkpoint DIR --out {bundle}` (docs/models.md){hint}"
+    )
+
+
+def _leave_during_startup(startup: _Startup) -> None:
+    """SIGTERM/Ctrl-C before READY: nothing is accepted or playing yet, so leave now with exit 0.
+
+    os._exit because the start-up thread may be inside an OpenVINO compile that cannot be cancelled
+    and must not race the interpreter's teardown; the spool is fsynced on every change, so nothing is lost.
+    """
+    log.info("stop requested during start-up; exiting")
+    if startup.service is not None:
+        startup.service.notifier.stopping()
+    startup.stop_broker()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _stop_in_background(service) -> threading.Thread:
+    """Signal handlers must return quickly; the main thread waits for the stop to complete."""
+    thread = threading.Thread(target=service.stop, name="shutdown")
+    thread.start()
+    return thread

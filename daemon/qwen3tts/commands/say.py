@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
+from qwen3tts.engine.sequence import Request
+from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 
 SAMPLE_RATE = 24000
@@ -23,27 +24,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ref-audio", type=Path, help="reference WAV whose voice a Base bundle speaks with")
     parser.add_argument("--seed", type=int, help="sampling seed: same seed, same audio")
     parser.add_argument("--greedy", action="store_true", help="argmax instead of sampling")
-    parser.add_argument("--max-frames", type=int, help="cap on 80 ms frames (default: engine.max_frames)")
+    parser.add_argument(
+        "--max-frames", type=_positive, help="at most this many 80 ms frames (default: engine.max_frames)"
+    )
     parser.add_argument("--out", type=Path, help="write a 24 kHz 16-bit WAV here instead of playing it")
 
 
 def say(args: argparse.Namespace, settings: Settings) -> int:
-    from qwen3tts.engine.sequence import Request
+    from qwen3tts.engine.sequence import SequenceStatus
     from qwen3tts.runtime.loader import load_runtime
 
-    runtime = load_runtime(args.bundle or settings.model.bundle, settings)
-    voice = settings.voice
-    request = Request(
-        id=uuid.uuid4().hex[:12],
-        text=args.text,
-        language=args.language or voice.language,
-        speaker=args.voice or voice.voice or _default_speaker(runtime.spec),
-        instruct=args.instruct or voice.instruct or None,
-        seed=args.seed,
-        greedy=args.greedy,
-        max_frames=args.max_frames,
-        ref_audio=str(args.ref_audio) if args.ref_audio else None,
-    )
+    bundle = args.bundle or settings.model.bundle
+    spec = _bundle_spec(bundle)
+    request = _request(args, settings, spec)
+    _check(request, spec)  # before minutes of compiling, not after
+    runtime = load_runtime(bundle, settings)
     runtime.engine.start()
     try:
         started = time.perf_counter()
@@ -54,6 +49,8 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
                 first_audio = time.perf_counter() - started
             chunks.append(chunk)
         elapsed = time.perf_counter() - started
+    except RequestError as exc:  # the engine names the request by its id, which means nothing here
+        raise RequestError(str(exc).replace(f"request {request.id!r}: ", "")) from exc
     finally:
         runtime.engine.stop()
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
@@ -66,12 +63,58 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _play(pcm, settings)
     rtf = elapsed / seconds if seconds else float("inf")
+    frames = handle.frames.shape[0]
     print(
-        f"{seconds:.2f} s of audio ({handle.frames.shape[0]} frames) in {elapsed:.2f} s: "
+        f"{seconds:.2f} s of audio ({frames} frames) in {elapsed:.2f} s: "
         f"first audio after {first_audio or 0:.3f} s, real-time factor {rtf:.2f}"
         + (f", wrote {args.out}" if args.out else "")
     )
+    if handle.status is SequenceStatus.FINISHED_LENGTH:
+        limit = "--max-frames" if args.max_frames else "engine.max_frames"
+        print(
+            f"the text was cut: it reached the cap of {frames} frames ({frames * 0.08:.1f} s; raise {limit})"
+        )
     return 0
+
+
+def _request(args: argparse.Namespace, settings: Settings, spec) -> Request:
+    """The request `say` submits; the text without the surrounding whitespace the official code ignores."""
+    voice = settings.voice
+    return Request(
+        id="say",
+        text=args.text.strip(),
+        language=args.language or voice.language,
+        speaker=args.voice or voice.voice or _default_speaker(spec),
+        instruct=args.instruct or voice.instruct or None,
+        seed=args.seed,
+        greedy=args.greedy,
+        # the engine counts sampled tokens like HF's max_new_tokens: N tokens give N - 1 frames
+        max_frames=None if args.max_frames is None else args.max_frames + 1,
+        ref_audio=str(args.ref_audio) if args.ref_audio else None,
+    )
+
+
+def _bundle_spec(bundle: Path):
+    from qwen3tts.model.bundle import read_manifest
+
+    return read_manifest(bundle, verify_files=False).spec  # load_runtime verifies every file next
+
+
+def _check(request: Request, spec) -> None:
+    """The prompt builder's own checks (voice, language, instruct, reference), on the spec alone."""
+    from qwen3tts.runtime.prompt import PromptBuilder
+
+    PromptBuilder(spec, tokenizer=None, text_table=None, codec_table=None).validate(request)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a whole number of frames, got {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 frame, got {value}")
+    return value
 
 
 def _default_speaker(spec) -> str | None:

@@ -1,4 +1,4 @@
-"""Engine limits and the official sampling defaults (qwen3-tts-model.md §5).
+"""Engine limits and the official sampling defaults.
 
 These are the engine's own knobs; settings.py (owned by the lead) maps its YAML keys onto them.
 """
@@ -14,7 +14,7 @@ from qwen3tts.errors import ConfigError, RequestError
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How one request samples; the defaults are the official wrapper's (`generate`, §5)."""
+    """How one request samples; the defaults are the official wrapper's (`generate`)."""
 
     temperature: float = 0.9
     """Talker (code 0) softmax temperature; 0 means greedy."""

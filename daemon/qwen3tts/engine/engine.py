@@ -1,7 +1,7 @@
 """Engine: submit() -> streaming Handle, cancel(), set_max_batch(), stats(), and the step loop.
 
 One thread runs the loop; every step is schedule -> ONE talker call -> sample code 0 -> ONE code
-predictor call -> codec chunks (qwen3-tts-model.md §4.1). A failure inside one request finishes only
+predictor call -> codec chunks. A failure inside one request finishes only
 that request: a batched call that raises is retried one sequence at a time to find the culprit.
 """
 
@@ -273,7 +273,7 @@ class Engine:
         seq = row.seq
         try:
             seq.append_frame(np.concatenate([[row.code0], codes]), next_embed)
-            if seq.num_frames >= seq.max_frames - 1:  # the next token would get no frame (§4.1)
+            if seq.num_frames >= seq.max_frames - 1:  # the next token would get no frame
                 self._finish(seq, SequenceStatus.FINISHED_LENGTH)
             else:
                 self._emit_audio(seq, final=False)

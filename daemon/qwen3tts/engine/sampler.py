@@ -1,4 +1,4 @@
-"""Code-0 sampling on the host, in the official HF processor order (qwen3-tts-model.md §5):
+"""Code-0 sampling on the host, in the official HF processor order:
 
     repetition penalty -> min-new-tokens (EOS masked) -> suppress [vocab-1024, vocab) except EOS
     -> temperature -> top-k -> top-p -> softmax -> draw

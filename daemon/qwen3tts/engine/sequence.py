@@ -1,7 +1,7 @@
 """One synthesis request and all of its state while the engine works on it (STYLE habit 3).
 
 Talker positions of a sequence: the prompt rows first, then one row per generated frame (that frame's
-summed codec embeddings plus the text-track vector of its step, qwen3-tts-model.md §4.1). A position is
+summed codec embeddings plus the text-track vector of its step). A position is
 "computed" once its K/V sit in the paged cache; after a preemption nothing is computed and every known
 position is prefilled again, so the audio continues where it stopped without re-emitting anything.
 """
@@ -62,7 +62,7 @@ class Request:
 class Prompt:
     """The talker input of a request, as the prompt builder (runtime/prompt.py) produces it."""
 
-    embeddings: np.ndarray  # (P, H) f32: text track + codec track summed per position (§3.2)
+    embeddings: np.ndarray  # (P, H) f32: text track + codec track summed per position
     trailing_text: np.ndarray  # (T, H) f32: text-track vector added at generation step t < T
     pad_vector: np.ndarray  # (H,) f32: tts_pad, the text-track vector once trailing_text runs out
 
@@ -139,7 +139,7 @@ class Sequence:
 
     @property
     def code0_history(self) -> np.ndarray:
-        """Code-0 tokens sampled so far: the only ids the repetition penalty sees (§5)."""
+        """Code-0 tokens sampled so far: the only ids the repetition penalty sees."""
         return self._frames[: self.num_frames, 0]
 
     def token_embeddings(self, start: int, stop: int) -> np.ndarray:

@@ -26,7 +26,7 @@ from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
 log = logging.getLogger(__name__)
 
 # Weight precision per component for each `--weights` choice. INT8_SYM where it does not hurt
-# (ARCHITECTURE decision 6): the talker's matmuls; embeddings (Gather) stay f16.
+# (docs/architecture.md, decision 6): the talker's matmuls; embeddings (Gather) stay f16.
 PRECISION_POLICIES: dict[str, dict[str, str]] = {
     "int8": {"talker": "int8", "code_predictor": "int8", "codec": "f16", "tables": "f16"},
     "f16": {"talker": "f16", "code_predictor": "f16", "codec": "f16", "tables": "f16"},
@@ -77,6 +77,7 @@ def build_bundle(
                 "codec_chunks": tuple(codec_chunks),
                 "versions": _versions(),
                 "source_files": _source_hashes(checkpoint),
+                "random_weights": layout.has_random_weights(checkpoint.path),
             },
         )
     shutil.rmtree(out_dir, ignore_errors=True)

@@ -19,6 +19,7 @@ from typing import Any
 from qwen3tts.errors import BundleError
 from qwen3tts.model import spec as spec_types
 from qwen3tts.model.spec import ModelSpec
+from qwen3tts.model.tiny_config import RANDOM_WEIGHTS_KEY
 
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1
@@ -47,6 +48,16 @@ class Manifest:
     versions: dict[str, str]  # qwen3tts, openvino, nncf
     source_files: dict[str, str]  # checkpoint-relative path -> sha256
     files: dict[str, str]  # bundle-relative path -> sha256
+    random_weights: bool = False  # built from a `qwen3tts tiny` checkpoint: it babbles, it is no voice
+
+
+def has_random_weights(checkpoint_dir: Path) -> bool:
+    """True for a checkpoint `qwen3tts tiny` wrote (its config.json carries the marker)."""
+    try:
+        config = json.loads((Path(checkpoint_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get(RANDOM_WEIGHTS_KEY) is True
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -111,13 +122,15 @@ def verify_bundle_files(bundle_dir: Path, manifest: Manifest) -> None:
         raise BundleError(f"{bundle_dir}: " + "; ".join(problems))
 
 
-def describe_bundle(bundle_dir: Path) -> str:
-    manifest = read_manifest(bundle_dir, verify_files=False)
+def describe_bundle(bundle_dir: Path, verify_files: bool = False) -> str:
+    """What `inspect` and `build` print; with `verify_files` every sha256 is checked first."""
+    manifest = read_manifest(bundle_dir, verify_files=verify_files)
     spec = manifest.spec
     size = sum((Path(bundle_dir) / name).stat().st_size for name in manifest.files)
     lines = [
         f"bundle {bundle_dir}: {spec.variant}, size {spec.size}, "
         f"{len(manifest.files)} files, {size / 1e6:.1f} MB",
+        f"  weights: {weights_kind(manifest)}",
         f"  precision: {', '.join(f'{k} {v}' for k, v in sorted(manifest.precision.items()))}",
         f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames",
         f"  built with: {', '.join(f'{k} {v}' for k, v in sorted(manifest.versions.items()))}",
@@ -125,6 +138,15 @@ def describe_bundle(bundle_dir: Path) -> str:
         f"  languages: {', '.join(spec.languages) or '-'}",
     ]
     return "\n".join(lines)
+
+
+def weights_kind(manifest: Manifest) -> str:
+    """'random (qwen3tts tiny)' or 'release' — for inspect, the start-up log and the MQTT status."""
+    return weights_label(manifest.random_weights)
+
+
+def weights_label(random_weights: bool) -> str:
+    return "random (qwen3tts tiny)" if random_weights else "release"
 
 
 def _to_plain(value: Any) -> Any:

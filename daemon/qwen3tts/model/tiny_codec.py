@@ -3,7 +3,7 @@
 Writes `config.json`, `model.safetensors` (fp32, keys `decoder.*` and `encoder.*` exactly as the
 state dict of the official `Qwen3TTSTokenizerV2Model`) and `preprocessor_config.json`.
 
-The weights are drawn so the decoder is far from degenerate (qwen3-tts-model.md §8.5, pitfall 10):
+The weights are drawn so the decoder is far from degenerate:
 the official `post_init` leaves codebooks, Snake parameters and biases at zero and layer scales near
 identity, and the random decoder then outputs silence that ignores the codes, which would let a
 parity test pass vacuously. Every tensor has its own generator seeded from (seed, crc32(name)), so

@@ -3,7 +3,7 @@
 Real field names and the real codec ids everywhere (codec vocabulary 3072 and codebook 2048, so the
 official suppress range `[vocab - 1024, vocab)` works); only the sizes shrink for the tiny shapes.
 Shapes:
-- "0.6b" / "1.7b": the documented release sizes (qwen3-tts-model.md §2), for benchmarks.
+- "0.6b" / "1.7b": the documented release sizes, for benchmarks.
 - "tiny": 0.6B style (code predictor as wide as the talker, so no small_to_mtp_projection,
   attention width 2x hidden as in the real 0.6B, text hidden != talker hidden).
 - "tiny-1.7b": 1.7B style (talker 64 != code predictor 32, so small_to_mtp_projection exists).
@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 SHAPES = ("tiny", "tiny-1.7b", "0.6b", "1.7b")
+RANDOM_WEIGHTS_KEY = "qwen3tts_random_weights"
+"""config.json key that marks a checkpoint written here: `build` records it, `inspect`/status show it.
+The official loader keeps unknown config keys as attributes and otherwise ignores them."""
 REAL_TEXT_VOCAB_SIZE = 151936
 
 CODEC_SPECIAL_IDS = {
@@ -117,6 +120,7 @@ def model_config(variant: str, shape: str, text_ids: dict[str, int], text_vocab_
         "im_end_token_id": text_ids["<|im_end|>"],
         "im_start_token_id": text_ids["<|im_start|>"],
         "model_type": "qwen3_tts",
+        RANDOM_WEIGHTS_KEY: True,
         "speaker_encoder_config": {"enc_dim": d.hidden, "sample_rate": 24000, **d.speaker_encoder},
         "talker_config": talker_config(variant, d, text_vocab_size),
         "tokenizer_type": "qwen3_tts_tokenizer_12hz",

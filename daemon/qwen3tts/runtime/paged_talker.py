@@ -2,7 +2,7 @@
 
 The scheduler and block manager (engine/) decide which sequences run and which physical KV blocks they
 own; this class only turns that into the 7 index tensors of the paged model, runs one step and returns
-each sequence's last-token rows. Feed layout: openvino-notes.md §3.
+each sequence's last-token rows.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class PagedTalker:
         return logits[last_rows, 0].copy(), hidden[last_rows, 0].copy()
 
     def _feed(self, seqs: Sequence[SeqStep]) -> dict[str, np.ndarray]:
-        """The 7 per-step inputs of the paged model (openvino-notes.md §3.1)."""
+        """The 7 per-step inputs of the paged model."""
         counts = [int(embeds.shape[0]) for embeds, _, _ in seqs]
         pasts = [int(past) for _, past, _ in seqs]
         if min(counts) < 1 or min(pasts) < 0:

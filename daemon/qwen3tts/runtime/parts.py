@@ -1,7 +1,7 @@
 """Compiling the bundle's graphs onto the device plan: one function per kind of part.
 
 The talker is read as the stateful IR and converted to PagedAttention here, at every start (a saved
-PA IR does not load back: openvino-notes.md §9). The code predictor and the codec chunk graphs are
+PA IR does not load back in OpenVINO 2026.4). The code predictor and the codec chunk graphs are
 plain static/dynamic graphs and may use the OpenVINO compile cache.
 """
 

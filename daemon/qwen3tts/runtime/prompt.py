@@ -1,4 +1,4 @@
-"""Two-track prompt embeddings: text track + codec track summed per position (qwen3-tts-model.md §3.2).
+"""Two-track prompt embeddings: text track + codec track summed per position.
 
 Mirrors the prompt assembly of `Qwen3TTSForConditionalGeneration.generate` (official package):
 

@@ -62,3 +62,28 @@ def test_a_failed_announcement_file_holds_what_a_speaker_would_have_played_and_n
     played = read_wav(path)
     assert path.name == "000001-x.wav" and len(played) == 2400 + 4800  # lead-in + speech, no tail
     assert played[-1] == 0.0 and played[2400 + 2400] == pytest.approx(0.3, abs=1 / 32767)
+
+
+def test_an_announcement_cut_at_shutdown_leaves_no_wav_file_and_the_next_one_is_whole(tmp_path):
+    sink = WavSink(tmp_path)
+    settings = AudioSettings(lead_in_ms=100, tail_ms=100)
+    playback = Playback(sink, settings, ChimeSet.silent())
+
+    def cut_after_a_while():
+        for i, block in enumerate(speech(2.0)):
+            if i == 5:  # what Service.stop does with on_shutdown: cancel
+                assert playback.interrupt("cut", reason="shutdown")
+            yield block
+
+    final = playback.play(Utterance("cut", cut_after_a_while()))
+    assert (final.kind, final.reason) == ("cancelled", "shutdown")
+    assert list(tmp_path.iterdir()) == []  # neither a .wav nor a .part
+    assert playback.play(Utterance("next", speech(0.2))).kind == "finished"
+    assert [p.name for p in tmp_path.iterdir()] == ["000002-next.wav"]
+
+
+def test_part_files_a_crash_left_are_removed_when_the_sink_opens_and_finished_files_stay(tmp_path):
+    (tmp_path / "000007-crashed.wav.part").write_bytes(b"RIFF half")
+    (tmp_path / "000006-done.wav").write_bytes(b"RIFF whole")
+    WavSink(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["000006-done.wav"]

@@ -69,3 +69,33 @@ def test_the_unit_is_a_notify_service_with_a_watchdog_and_keeps_write_execute_me
         "MemoryDenyWriteExecute=no",
     ):
         assert re.search(rf"^{re.escape(line)}", text, flags=re.M), line
+
+
+def test_the_unit_allows_ip_traffic_only_to_loopback_and_private_ranges():
+    text = UNIT.read_text(encoding="utf-8")
+    denied = re.findall(r"^IPAddressDeny=(.*)$", text, flags=re.M)
+    allowed = " ".join(re.findall(r"^IPAddressAllow=(.*)$", text, flags=re.M)).split()
+    assert denied == ["any"]
+    assert sorted(allowed) == sorted(
+        [
+            "localhost",
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+            "169.254.0.0/16",
+            "fc00::/7",
+            "fe80::/10",
+        ]
+    )
+
+
+def test_systemd_sees_the_ip_restriction(unit_with_real_exec):
+    result = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", str(unit_with_real_exec)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (line,) = [line for line in result.stdout.splitlines() if "IPAddressDeny=" in line]
+    # without the two directives this reads "Service does not define an IP address allow list"
+    assert "defines IP address allow list with non-localhost entries" in line, line

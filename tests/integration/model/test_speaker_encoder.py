@@ -29,7 +29,7 @@ from qwen3tts.runtime.speaker import (
 )
 
 EXPECTATIONS = Path(__file__).resolve().parents[2] / "fixtures" / "speaker_expectations.npz"
-REGENERATE = "regenerate with: /work/refvenv/bin/python scripts/reference/speaker_expectations.py"
+REGENERATE = "regenerate with: scripts/reference/.venv/bin/python scripts/reference/speaker_expectations.py"
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 TOL = 1e-4  # max |ours - official| relative to max |official|
 RATES = {"24k": 24000, "16k": 16000}

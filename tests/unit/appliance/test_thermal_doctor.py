@@ -1,4 +1,4 @@
-"""`qwen3tts doctor --sysfs-root DIR`: the sensors found, their readings, and the governor's decision."""
+"""`qwen3tts doctor --thermal --sysfs-root DIR`: the sensors found, their readings, the governor's call."""
 
 import errno
 import subprocess
@@ -10,7 +10,7 @@ from qwen3tts.cli import main
 
 
 def doctor_output(capsys, *args, global_args=()):
-    code = main([*global_args, "doctor", *args])
+    code = main([*global_args, "doctor", "--thermal", *args])
     return code, capsys.readouterr().out
 
 
@@ -59,7 +59,7 @@ def test_doctor_prints_unknown_for_broken_files_and_none_found_for_absent_ones(t
 def test_the_doctor_command_runs_as_a_subprocess_against_a_fake_tree(tmp_path):
     laptop(tmp_path, package_c=88.0)
     result = subprocess.run(
-        [sys.executable, "-m", "qwen3tts", "doctor", "--sysfs-root", str(tmp_path)],
+        [sys.executable, "-m", "qwen3tts", "doctor", "--thermal", "--sysfs-root", str(tmp_path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -16,7 +16,7 @@ from qwen3tts.model.tiny_config import GENERATION_CONFIG, model_config
 
 TEXT_IDS = {"assistant": 77091, "<|im_start|>": 151644, "<|im_end|>": 151645, "<tts_pad>": 151671,
             "<tts_text_bos>": 151672, "<tts_text_eod>": 151673}  # fmt: skip
-# The release speech_tokenizer/config.json decoder part (qwen3-tts-model.md §2.5).
+# The release speech_tokenizer/config.json decoder part.
 CODEC_CONFIG = {
     "model_type": "qwen3_tts_tokenizer_12hz",
     "decoder_config": {
@@ -200,7 +200,7 @@ def test_codec_config_of_another_model_type_is_rejected():
 
 
 def test_documented_parameter_totals_follow_from_the_layout():
-    # qwen3-tts-model.md §2.4: 914.6M (0.6B Base) and 1928.7M (1.7B Base) parameters
+    # the release model cards: 914.6M (0.6B Base) and 1928.7M (1.7B Base) parameters
     totals = {
         shape: sum(
             int(np.prod(s)) for s in model_tensor_shapes(parse(release_config("base", shape))).values()

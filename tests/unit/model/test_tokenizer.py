@@ -15,7 +15,7 @@ from qwen3tts.model.tokenizer import TextTokenizer, assistant_text, instruct_tex
 EXPECTATIONS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "tokenizer_expectations.json"
 EXPECTATIONS = json.loads(EXPECTATIONS_PATH.read_text(encoding="utf-8"))
 CASES = EXPECTATIONS["cases"]
-REGENERATE = "regenerate with: /work/refvenv/bin/python scripts/reference/tokenizer_expectations.py"
+REGENERATE = "regenerate with: scripts/reference/.venv/bin/python scripts/reference/tokenizer_expectations.py"
 FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 
 

@@ -1,4 +1,4 @@
-"""The code predictor as one OpenVINO graph per frame for a whole batch (ARCHITECTURE decision 4).
+"""The code predictor as one OpenVINO graph per frame for a whole batch (docs/architecture.md, decision 4).
 
 Mirrors `Qwen3TTSTalkerCodePredictorModelForConditionalGeneration.generate` as called from
 `Qwen3TTSTalkerForConditionalGeneration.forward` (qwen_tts/core/models/modeling_qwen3_tts.py): the

@@ -4,7 +4,7 @@ Mirrors `Qwen3TTSTokenizerV2Decoder.forward` in `qwen_tts/core/tokenizer_12hz/
 modeling_qwen3_tts_tokenizer_v2.py`. That decoder is strictly causal: every conv is left-padded
 with zeros, every transposed conv is trimmed on the right, attention is causal with a sliding window.
 So a chunk of frames can be decoded from a small carried state and the concatenated chunks equal one
-full decode of all frames (qwen3-tts-model.md §6.2), at any length, at a constant cost per frame:
+full decode of all frames, at any length, at a constant cost per frame:
 
 - each causal conv (pre_conv, ConvNeXt depthwise convs, decoder convs, dilated residual convs)
   carries its last (kernel - 1) * dilation input samples; zeros at the start are exactly the

@@ -1,4 +1,4 @@
-"""Talker input embeddings: the text track and the codec track (qwen3-tts-model.md §3, §4.1).
+"""Talker input embeddings: the text track and the codec track.
 
 Mirrors, in `qwen_tts/core/models/modeling_qwen3_tts.py`:
 - text track: `talker.text_projection(talker.model.text_embedding(id))`, where text_projection is

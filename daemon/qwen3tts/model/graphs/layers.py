@@ -234,7 +234,7 @@ def attend(
     """GQA scaled-dot-product attention of q [B,h,S,D] over k/v [B,kvh,T,D], then `{prefix}.o_proj`.
 
     The SDPA keeps an explicit mask and the Unsqueeze/Broadcast/Reshape GQA expansion: the pattern
-    paged_attention_transformation recognises (openvino-notes.md §10).
+    paged_attention_transformation recognises.
     """
     attn = ops.scaled_dot_product_attention(
         q, repeat_kv(k_all, dims), repeat_kv(v_all, dims), mask, causal=False

@@ -5,7 +5,7 @@ Mirrors `Qwen3TTSTalkerModel` + `Qwen3TTSTalkerForConditionalGeneration.codec_he
 a sum of a text-track and a codec-track vector), so the graph starts at `inputs_embeds`.
 
 The interleaved MRoPE of the release gets identical positions on all three axes, which makes it exactly
-1D rotate-half RoPE (qwen3-tts-model.md §4.1); the graph therefore takes 1D `position_ids`.
+1D rotate-half RoPE; the graph therefore takes 1D `position_ids`.
 
 Graph contract (names are constants below):
 - inputs: `inputs_embeds` [B, S, hidden] f32, `attention_mask` [B, T] i64 (T = past + S),
@@ -13,7 +13,7 @@ Graph contract (names are constants below):
 - outputs: `logits` [B, S, vocab] (codec_head on every position), `last_hidden_state` [B, S, hidden]
   (after the final norm; the code predictor's input).
 - per layer and K/V: ReadValue(initializer) -> Gather v8(beam_idx) -> Concat -> Assign / SDPA v13 with an
-  explicit float mask, GQA through Unsqueeze -> Broadcast -> Reshape (openvino-notes.md §2, §10).
+  explicit float mask, GQA through Unsqueeze -> Broadcast -> Reshape.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class StatefulKVCache:
 
     The ReadValue needs an initializer input and a Gather v8 on `beam_idx` after it, otherwise
     paged_attention_transformation does not match and fails with a misleading "undeclared parameters"
-    error (openvino-notes.md §10, ablation table). `sinks` collects the Assign ops for ov.Model.
+    error. `sinks` collects the Assign ops for ov.Model.
     """
 
     def __init__(self, batch: ov.Output, beam_idx: ov.Output, dims: layers.AttentionDims):
@@ -102,7 +102,7 @@ def build_talker(spec: TalkerSpec, weights: Mapping[str, np.ndarray]) -> ov.Mode
 def to_paged(model: ov.Model) -> ov.Model:
     """A PagedAttention copy of a stateful talker (the input model is left untouched).
 
-    Run this at every start: a saved PA IR does not load back (openvino-notes.md §9). The result takes
+    Run this at every start: a saved PA IR does not load back. The result takes
     inputs_embeds [T, hidden], position_ids [T], past_lens, subsequence_begins, block_indices,
     block_indices_begins, max_context_len and key_cache.{i} / value_cache.{i}; see runtime/paged_talker.py.
     """

@@ -1,0 +1,63 @@
+"""Where qwen3tts keeps its files when the configuration does not say: never the current directory.
+
+Under systemd the unit's `StateDirectory=` and `CacheDirectory=` arrive as $STATE_DIRECTORY and
+$CACHE_DIRECTORY (a colon-separated list when a unit declares several; the first is ours). Elsewhere
+the XDG base directories: $XDG_STATE_HOME/qwen3tts (~/.local/state/qwen3tts) for the spool, WAV
+files and the embedded tiny bundle, $XDG_CACHE_HOME/qwen3tts (~/.cache/qwen3tts) for the OpenVINO
+compile cache. A path set in the configuration always wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from qwen3tts.settings import Settings
+
+APP = "qwen3tts"
+TINY_BUNDLE = "bundle-tiny"
+"""Name of the embedded random bundle inside the state directory (`run --embedded` builds it there)."""
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Spool, WAV files, the embedded bundle: $STATE_DIRECTORY, else $XDG_STATE_HOME/qwen3tts."""
+    return _base_dir(environ, "STATE_DIRECTORY", "XDG_STATE_HOME", (".local", "state"))
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """What can be thrown away (the compile cache): $CACHE_DIRECTORY, else $XDG_CACHE_HOME/qwen3tts."""
+    return _base_dir(environ, "CACHE_DIRECTORY", "XDG_CACHE_HOME", (".cache",))
+
+
+def default_bundle(environ: Mapping[str, str] | None = None) -> Path:
+    """The embedded tiny bundle's one location; no other path ever gets random weights built into it."""
+    return state_dir(environ) / TINY_BUNDLE
+
+
+def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = None) -> Settings:
+    """`settings` with every path the configuration left empty (null) set to its default location."""
+    model, announcements, audio = settings.model, settings.announcements, settings.audio
+    state = state_dir(environ)
+    model = dataclasses.replace(
+        model,
+        bundle=model.bundle or state / TINY_BUNDLE,
+        cache_dir=model.cache_dir or cache_dir(environ) / "openvino",
+    )
+    announcements = dataclasses.replace(announcements, spool_dir=announcements.spool_dir or state / "spool")
+    audio = dataclasses.replace(audio, wav_dir=audio.wav_dir or state / "wav")
+    return dataclasses.replace(settings, model=model, announcements=announcements, audio=audio)
+
+
+def _base_dir(
+    environ: Mapping[str, str] | None, systemd_key: str, xdg_key: str, home_default: tuple[str, ...]
+) -> Path:
+    environ = os.environ if environ is None else environ
+    systemd = environ.get(systemd_key, "").split(":")[0]
+    if systemd:
+        return Path(systemd)
+    xdg = environ.get(xdg_key, "")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore relative values
+        return Path(xdg) / APP
+    return Path(environ.get("HOME") or Path.home()).joinpath(*home_default, APP)
