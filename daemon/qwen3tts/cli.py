@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("qwen3tts.commands.doctor", "doctor", "list thermal sensors and the governor's decision"),
     "devices": ("qwen3tts.commands.devices", "devices", "print the OpenVINO device plan and properties"),
     "config": ("qwen3tts.commands.config", "config", "print the effective or the default configuration"),
+    "voice": ("qwen3tts.commands.voice", "voice", "add, list or remove named voices (cloned or designed)"),
 }
 
 

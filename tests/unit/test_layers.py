@@ -60,3 +60,16 @@ def test_paho_only_in_the_mqtt_adapter_and_sounddevice_only_in_the_audio_adapter
     audio = [p for p in files_under() if p.name != "alsa.py"]
     assert offenders(paho, ("paho",)) == []
     assert offenders(audio, ("sounddevice",)) == []
+
+
+def test_the_voice_registry_is_read_without_openvino_or_the_appliance():
+    assert files_under("voices"), "no voices files found"
+    forbidden = (
+        "openvino",
+        "qwen3tts.runtime",
+        "qwen3tts.appliance",
+        "qwen3tts.engine",
+        "paho",
+        "sounddevice",
+    )
+    assert offenders(files_under("voices"), forbidden) == []
