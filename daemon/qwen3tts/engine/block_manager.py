@@ -35,7 +35,7 @@ class BlockManager:
         self.ref_counts = [0] * num_blocks
         self._cached_block_ids: dict[bytes, int] = {}  # content key -> block holding those K/V
         self._block_keys: dict[int, bytes] = {}  # the reverse, for eviction
-        self.num_prefix_queried_tokens = 0  # positions looked up at admissions
+        self.num_prefix_queried_tokens = 0  # known positions of admitted sequences (prefix caching on)
         self.num_prefix_hit_tokens = 0  # ... of which were found computed in the cache
 
     @property
@@ -120,6 +120,13 @@ class BlockManager:
         seq.num_keyed_blocks = len(seq.block_table)
         self.num_prefix_hit_tokens += seq.num_computed_tokens
         return seq.num_computed_tokens
+
+    def undo_cached_prefix(self, seq: Sequence) -> None:
+        """Give back the hits of an admission that did not get its other blocks: it waits holding nothing."""
+        self.num_prefix_queried_tokens -= seq.num_tokens if self.enable_prefix_caching else 0
+        self.num_prefix_hit_tokens -= seq.num_computed_tokens
+        self.free(seq)
+        seq.num_computed_tokens = 0
 
     def cache_computed_blocks(self, seq: Sequence) -> None:
         """Register `seq`'s full, computed blocks under their content keys (once each).

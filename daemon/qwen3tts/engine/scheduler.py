@@ -175,8 +175,7 @@ class Scheduler:
             self.block_manager.allocate_cached_prefix(seq)  # shared hits count as computed
             num_tokens = min(seq.num_uncomputed_tokens, out.budget)
             if not self._make_blocks(seq, num_tokens, out):
-                self.block_manager.free(seq)  # it waits holding nothing; the lookup repeats next step
-                seq.num_computed_tokens = 0
+                self.block_manager.undo_cached_prefix(seq)  # the lookup repeats at the next step
                 return
             self.waiting.remove(seq)
             self.running.append(seq)

@@ -155,6 +155,9 @@ def test_a_preempted_sequence_gets_its_own_cached_blocks_back_and_recomputes_onl
     # a's 10 positions: blocks 0 and 1 are hits, positions 8 and 9 are prefilled into block 2.
     assert step(s) == [("a", 8, 2)]
     assert a.block_table == [0, 1, 2] and s.num_preemptions == 1
+    # Admissions a (9 positions), e (5), a again (10, 8 of them hits); a's failed attempt is not counted.
+    bm = s.block_manager
+    assert (bm.num_prefix_queried_tokens, bm.num_prefix_hit_tokens) == (24, 8)
 
 
 def test_a_sequence_that_fails_registers_no_new_blocks():
