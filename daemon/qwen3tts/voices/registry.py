@@ -93,6 +93,8 @@ class VoiceRegistry:
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
+        # name -> (identity of its voice.json, the voice): a request re-reads nothing unless it changed
+        self._loaded: dict[str, tuple[tuple[int, int, int], RegisteredVoice]] = {}
 
     def names(self, bundle_hash: str | None = None) -> list[str]:
         """Sorted names of the stored voices; with `bundle_hash`, only those made for that bundle."""
@@ -114,14 +116,27 @@ class VoiceRegistry:
 
     def get(self, name: str, bundle_hash: str) -> RegisteredVoice:
         """The voice `name` for the bundle `bundle_hash`; VoiceError when unknown, foreign or damaged."""
-        meta = self._read_meta(name)
-        if meta["bundle_hash"] != bundle_hash:
+        voice = self._load(name)
+        if voice.bundle_hash != bundle_hash:
             raise VoiceError(
-                f"voice {name!r} was made for another model bundle ({meta['bundle_hash'][:12]}, this one is "
+                f"voice {name!r} was made for another model bundle ({voice.bundle_hash[:12]}, this one is "
                 f"{bundle_hash[:12]}); add it again with `qwen3tts voice add`"
             )
+        return voice
+
+    def _load(self, name: str) -> RegisteredVoice:
+        """Read once; again only when voice.json was replaced (add --replace renames a new directory)."""
+        try:
+            st = (self.directory / validate_name(name) / VOICE_JSON).stat()
+            identity = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            identity = None
+        cached = self._loaded.get(name)
+        if identity is not None and cached is not None and cached[0] == identity:
+            return cached[1]
+        meta = self._read_meta(name)
         arrays = {key: self._read_array(name, key, meta) for key in ARRAYS}
-        return RegisteredVoice(
+        voice = RegisteredVoice(
             name=name,
             kind=meta["kind"],
             bundle_hash=meta["bundle_hash"],
@@ -132,6 +147,9 @@ class VoiceRegistry:
             ref_audio=arrays["reference"],
             ref_codes=arrays["ref_codes"],
         )
+        if identity is not None:
+            self._loaded[name] = (identity, voice)
+        return voice
 
     def add(self, voice: RegisteredVoice, replace: bool = False) -> Path:
         """Store `voice` atomically; VoiceError if the name exists (unless `replace`)."""
@@ -158,12 +176,16 @@ class VoiceRegistry:
                 "files": files,
             }
             (staging / VOICE_JSON).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-            if replace and target.exists():
-                shutil.rmtree(target)
+            old = None
+            if replace and target.exists():  # moved aside, not deleted: a crash keeps one of the two
+                old = Path(tempfile.mkdtemp(prefix=f".old-{name}-", dir=self.directory))
+                os.rename(target, old / name)
             os.rename(staging, target)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         log.info("voice %s added (%s, bundle %s)", name, voice.kind, voice.bundle_hash[:12])
         return target
 
@@ -172,6 +194,7 @@ class VoiceRegistry:
         if not (target / VOICE_JSON).is_file():
             raise VoiceError(f"no voice named {name!r}")
         shutil.rmtree(target)
+        self._loaded.pop(name, None)
         log.info("voice %s removed", name)
 
     # ---- reading ----

@@ -70,6 +70,15 @@ def test_remove_deletes_and_an_existing_name_is_not_silently_overwritten(tmp_pat
         registry.remove("anna")
 
 
+def test_a_voice_is_read_once_and_again_after_it_was_replaced(tmp_path):
+    registry = VoiceRegistry(tmp_path)
+    registry.add(clone())
+    first = registry.get("anna", BUNDLE)
+    assert registry.get("anna", BUNDLE) is first  # no second read
+    VoiceRegistry(tmp_path).add(clone(ref_text="replaced"), replace=True)  # e.g. by `qwen3tts voice add`
+    assert registry.get("anna", BUNDLE).ref_text == "replaced"
+
+
 def test_a_voice_made_for_another_bundle_is_refused_and_not_listed_for_this_one(tmp_path):
     registry = VoiceRegistry(tmp_path)
     registry.add(clone())
