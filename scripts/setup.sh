@@ -8,10 +8,11 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # mosquitto: the local broker (tests and the embedded demo); libportaudio2: the ALSA sink;
-# alsa-utils: aplay -L diagnostics; systemd: systemd-analyze for the unit tests.
+# alsa-utils: aplay -L diagnostics; systemd: systemd-analyze for the unit tests; libsndfile1: reference
+# recordings in any format (soundfile).
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd >/dev/null
+    python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 >/dev/null
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

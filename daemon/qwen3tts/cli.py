@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "devices": ("qwen3tts.commands.devices", "devices", "print the OpenVINO device plan and properties"),
     "config": ("qwen3tts.commands.config", "config", "print the effective or the default configuration"),
     "text": ("qwen3tts.commands.text", "text", "print what the model gets: pieces, words, language"),
+    "voice": ("qwen3tts.commands.voice", "voice", "add, list or remove named voices (cloned or designed)"),
 }
 
 

@@ -83,6 +83,8 @@ class EngineSettings:
     """KV cache memory budget in MiB, used when num_kv_blocks is 0. Default 256 MiB."""
     kv_cache_precision: Literal["u8", "f16", "bf16", "f32"] = "u8"
     """Element type of the paged KV cache. Default u8."""
+    prefix_caching: bool = True
+    """Share KV blocks of bit-identical prompt prefixes between requests (same voice). Default true."""
     max_frames: int = field(default=2048, metadata={"min": 2})
     """Most 80 ms frames one request may produce (2048 = 164 s). Default 2048 frames."""
     max_text_chars: int = field(default=2000, metadata={"min": 1})
@@ -195,6 +197,18 @@ class AnnouncementSettings:
     """What happens to an announcement a higher priority one barged in on. Default resume."""
     on_shutdown: Literal["finish", "cancel"] = "finish"
     """On SIGTERM, finish the announcement playing or cancel it (it stays spooled). Default finish."""
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """The phrase cache: finished announcements' audio, replayed without synthesis."""
+
+    enabled: bool = True
+    """Store finished announcements and replay identical ones from the cache. Default true."""
+    phrase_dir: Path = Path("var/phrases")
+    """Directory of cached phrases ($CACHE_DIRECTORY/phrases under systemd). Default var/phrases."""
+    max_bytes: int = field(default=256 * 2**20, metadata={"min": 0})
+    """Size bound of the phrase directory in bytes; least recently used out. Default 268435456 (256 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -316,6 +330,7 @@ class Settings:
     text: TextSettings = field(default_factory=TextSettings)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     announcements: AnnouncementSettings = field(default_factory=AnnouncementSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
     audio: AudioSettings = field(default_factory=AudioSettings)
     thermal: ThermalSettings = field(default_factory=ThermalSettings)
     servers: ServersSettings = field(default_factory=ServersSettings)

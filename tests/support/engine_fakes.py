@@ -58,6 +58,8 @@ class FakeRunner:
     fail_talker: set[int] = field(default_factory=set)  # seq ids whose presence makes talker() raise
     nan_logits: set[int] = field(default_factory=set)  # seq ids that get NaN logits
     fail_codec: set[int] = field(default_factory=set)  # seq ids whose codec_decode raises
+    shared_kv: bool = False
+    """Prefix caching: a slot written by another sequence may be read (its row digest still counts)."""
     talker_calls: list[list[tuple[int, int, int]]] = field(default_factory=list)  # (seq_id, past_len, n)
     code_predictor_calls: list[int] = field(default_factory=list)  # batch size of each call
     codec_calls: list[tuple[int, int]] = field(default_factory=list)  # (seq_id, num_frames)
@@ -104,7 +106,8 @@ class FakeRunner:
         for position in range(length):
             block, slot = self._slot(block_table, position)
             entry = self._kv[block][slot]
-            if entry is None or entry[:2] != (seq_id, position):
+            owner = entry[0] if entry is not None and self.shared_kv else seq_id
+            if entry is None or entry[:2] != (owner, position):
                 raise FakeKVError(
                     f"seq {seq_id} position {position} reads block {block} slot {slot}: {entry}"
                 )

@@ -93,3 +93,16 @@ def test_only_the_doctor_command_reaches_into_the_doctor_package():
     outside = [p for p in files_under() if p.parent.name not in ("doctor", "commands")]
     assert files_under("doctor"), "no doctor files found"
     assert offenders(outside, ("qwen3tts.doctor",)) == []
+
+
+def test_the_voice_registry_is_read_without_openvino_or_the_appliance():
+    assert files_under("voices"), "no voices files found"
+    forbidden = (
+        "openvino",
+        "qwen3tts.runtime",
+        "qwen3tts.appliance",
+        "qwen3tts.engine",
+        "paho",
+        "sounddevice",
+    )
+    assert offenders(files_under("voices"), forbidden) == []

@@ -85,6 +85,8 @@ class EngineConfig:
     """Frames per PCM chunk after the first one."""
     sampling: SamplingParams = field(default_factory=SamplingParams)
     """Default sampling for requests that do not override it."""
+    enable_prefix_caching: bool = False
+    """Share the KV blocks of identical prompt prefixes between requests (block_manager.py)."""
 
     def __post_init__(self) -> None:
         positive = ("max_num_seqs", "max_num_batched_tokens", "first_chunk_frames", "chunk_frames")

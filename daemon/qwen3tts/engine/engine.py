@@ -75,7 +75,9 @@ class Engine:
         self.runner = runner
         self._heartbeat = heartbeat or (lambda: None)
         self.config = config or EngineConfig()
-        self.block_manager = BlockManager(runner.num_kv_blocks, runner.block_size)
+        self.block_manager = BlockManager(
+            runner.num_kv_blocks, runner.block_size, self.config.enable_prefix_caching
+        )
         self.scheduler = Scheduler(
             self.block_manager, self.config.max_num_seqs, self.config.max_num_batched_tokens
         )

@@ -10,6 +10,9 @@ Blocks are allocated on demand. When the pool is exhausted the victim is the run
 lowest priority, most recently admitted: its blocks are freed and it waits to be recomputed.
 `max_batch` (set_max_batch, the thermal throttle) limits running sequences below `max_num_seqs`;
 emergency sequences bypass it, are never preempted by it, and may preempt lower priorities to start.
+With prefix caching (block_manager.py) an admission first shares the cached blocks of its known prefix
+and prefills only the rest; full blocks are registered in the cache once computed: at the next
+schedule(), and when a sequence is preempted or finishes (except with an error).
 """
 
 from __future__ import annotations
@@ -105,11 +108,15 @@ class Scheduler:
             self.running.remove(seq)
         if seq in self.waiting:
             self.waiting.remove(seq)
+        if status is not SequenceStatus.FINISHED_ERROR:  # a failed step may have left garbage behind
+            self.block_manager.cache_computed_blocks(seq)
         self.block_manager.free(seq)
         seq.status = status
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput(self.max_num_batched_tokens)
+        for seq in self.running:  # the positions of the previous step are computed now
+            self.block_manager.cache_computed_blocks(seq)
         self._enforce_max_batch(out)
         self._schedule_running(out, decodes=True)
         self._schedule_running(out, decodes=False)
@@ -165,8 +172,10 @@ class Scheduler:
                 return  # strict priority order: nobody overtakes a sequence that cannot start
             if not self._make_slot(seq, out):
                 return
+            self.block_manager.allocate_cached_prefix(seq)  # shared hits count as computed
             num_tokens = min(seq.num_uncomputed_tokens, out.budget)
             if not self._make_blocks(seq, num_tokens, out):
+                self.block_manager.undo_cached_prefix(seq)  # the lookup repeats at the next step
                 return
             self.waiting.remove(seq)
             self.running.append(seq)
@@ -204,6 +213,7 @@ class Scheduler:
     def _preempt(self, seq: Sequence, out: SchedulerOutput) -> None:
         out.unschedule(seq)
         self.running.remove(seq)
+        self.block_manager.cache_computed_blocks(seq)  # a re-admission may find them still cached
         self.block_manager.free(seq)
         seq.num_computed_tokens = 0  # recompute: prompt + generated frames are prefilled again
         seq.status = SequenceStatus.PREEMPTED

@@ -102,6 +102,8 @@ class Sequence:
         self.num_frames_decoded = 0  # frames already turned into PCM
         self.num_computed_tokens = 0
         self.block_table: list[int] = []
+        self.block_hashes: list[bytes] = []  # content keys of full blocks (prefix_cache.py), memoised
+        self.num_keyed_blocks = 0  # leading blocks of block_table already registered in the prefix cache
         self.status = SequenceStatus.WAITING
         self.arrival_order = self.seq_id
         self.admitted_order = -1  # set by the scheduler at each admission

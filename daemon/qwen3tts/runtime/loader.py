@@ -64,6 +64,7 @@ def engine_config(settings: Settings, codec_chunks: tuple[int, ...]) -> EngineCo
         first_chunk_frames=min(codec_chunks),
         chunk_frames=max(codec_chunks),
         sampling=sampling,
+        enable_prefix_caching=engine.prefix_caching,
     )
 
 
