@@ -4,7 +4,7 @@ Under systemd the unit's `StateDirectory=` and `CacheDirectory=` arrive as $STAT
 $CACHE_DIRECTORY (a colon-separated list when a unit declares several; the first is ours). Elsewhere
 the XDG base directories: $XDG_STATE_HOME/qwen3tts (~/.local/state/qwen3tts) for the spool, WAV
 files and the embedded tiny bundle, $XDG_CACHE_HOME/qwen3tts (~/.cache/qwen3tts) for the OpenVINO
-compile cache. A path set in the configuration always wins.
+compile cache and the phrase cache. A path set in the configuration always wins.
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = N
     )
     announcements = dataclasses.replace(announcements, spool_dir=announcements.spool_dir or state / "spool")
     audio = dataclasses.replace(audio, wav_dir=audio.wav_dir or state / "wav")
-    return dataclasses.replace(settings, model=model, announcements=announcements, audio=audio)
+    cache = dataclasses.replace(
+        settings.cache, phrase_dir=settings.cache.phrase_dir or cache_dir(environ) / "phrases"
+    )
+    return dataclasses.replace(settings, model=model, announcements=announcements, audio=audio, cache=cache)
 
 
 def _base_dir(

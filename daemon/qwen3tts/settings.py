@@ -205,8 +205,8 @@ class CacheSettings:
 
     enabled: bool = True
     """Store finished announcements and replay identical ones from the cache. Default true."""
-    phrase_dir: Path = Path("var/phrases")
-    """Directory of cached phrases ($CACHE_DIRECTORY/phrases under systemd). Default var/phrases."""
+    phrase_dir: Path | None = None
+    """Directory of cached phrases. Default null: <cache>/phrases ($CACHE_DIRECTORY under systemd)."""
     max_bytes: int = field(default=256 * 2**20, metadata={"min": 0})
     """Size bound of the phrase directory in bytes; least recently used out. Default 268435456 (256 MiB)."""
 

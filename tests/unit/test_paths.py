@@ -30,4 +30,5 @@ def test_empty_paths_get_their_defaults_and_configured_ones_stay():
     assert resolved.model.cache_dir == Path("/var/cache/qwen3tts/openvino")
     assert resolved.announcements.spool_dir == Path("/var/lib/qwen3tts/spool")
     assert resolved.audio.wav_dir == Path("/srv/wav")
+    assert resolved.cache.phrase_dir == Path("/var/cache/qwen3tts/phrases")
     assert all(p.is_absolute() for p in (resolved.model.bundle, resolved.announcements.spool_dir))
