@@ -47,6 +47,9 @@ class Status(Message):
     voice: str = ""
     device_plan: dict[str, str] = field(default_factory=dict)
     bundle: str = ""
+    engine: dict[str, float] = field(default_factory=dict)
+    """Live engine figures: running, waiting, max_batch, mean_batch (requests per decode step over
+    the last minute) and frames_per_second, so an operator can see it batch."""
 
     def payload(self) -> bytes:
         return encode_json(asdict(self))
