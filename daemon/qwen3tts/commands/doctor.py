@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from qwen3tts.appliance.queue import quarantined
 from qwen3tts.appliance.thermal import ThermalGovernor, level_names
 from qwen3tts.appliance.thermal_sensors import SensorSnapshot, read_sensors
 from qwen3tts.settings import Settings
@@ -47,6 +48,7 @@ def doctor(args: argparse.Namespace, settings: Settings) -> int:
     print(f"  decision: level {decision.level_name}, batch {decision.batch} ({decision.reason})")
     if not thermal.enabled:
         print("  note: thermal.enabled is false, so the daemon does not run the governor")
+    print("quarantined announcements:", *quarantined(settings.announcements.spool_dir) or ["none"])
     return 0
 
 

@@ -47,11 +47,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if broker is not None:
             broker.stop()
-    return 0
+    return service.exit_code
+
+
+# Longer than the announcer's drain (45 s) plus the bounded joins, shorter than TimeoutStopSec=60.
+STOP_DEADLINE_S = 55.0
 
 
 def _stop_in_background(service) -> None:
-    """Signal handlers must return quickly; the main thread waits for the stop to complete."""
+    """Signal handlers must return quickly; the main thread waits for the stop to complete.
+
+    SIGTERM always stops the process: should a wedged worker hold up the orderly stop past
+    STOP_DEADLINE_S, the process exits anyway (non-zero, so the journal shows it was not clean).
+    """
     import threading
 
-    threading.Thread(target=service.stop, name="shutdown").start()
+    threading.Thread(target=service.stop, name="shutdown", daemon=True).start()
+    deadline = threading.Timer(STOP_DEADLINE_S, _exit_now, args=(service,))
+    deadline.daemon = True
+    deadline.start()
+
+
+def _exit_now(service) -> None:
+    import os
+
+    log.error("the orderly stop took longer than %.0f s; exiting now", STOP_DEADLINE_S)
+    logging.shutdown()
+    os._exit(service.exit_code or 1)
