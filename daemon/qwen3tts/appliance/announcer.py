@@ -20,10 +20,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from qwen3tts.appliance.announcement import Announcement, AnnouncementStatus, Cut
 from qwen3tts.appliance.intake import announcement_events
-from qwen3tts.appliance.jitter import PcmBuffer, jitter_threshold
+from qwen3tts.appliance.jitter import PcmBuffer
 from qwen3tts.appliance.lookahead import Synthesis, Voice, prepare
 from qwen3tts.appliance.messages import PRIORITIES, Stop
 from qwen3tts.appliance.playback import Playback, Track
@@ -71,7 +72,7 @@ class Announcer:
         self.handling: Announcement | None = None
         """The announcement this turn works on; the supervisor fails it if the turn raises."""
         self.accepting = True
-        self._commands: deque[Stop] = deque()
+        self._commands: deque[Stop | _Shutdown] = deque()
         self._wake = threading.Event()
 
     @property
@@ -131,11 +132,21 @@ class Announcer:
 
     # ---- commands, expiry, vanished look-ahead ----
 
-    def _apply(self, stop: Stop) -> None:
+    def _apply(self, stop: Stop | _Shutdown) -> None:
+        if isinstance(stop, _Shutdown):
+            self._shut_down(stop.finish)
+            return
         current = self.current
         if current is None or (stop.scope == "id" and stop.id != current.id):
             return
         self._cut(current, Cut.STOP)
+
+    def _shut_down(self, finish: bool) -> None:
+        self.accepting = False
+        if self.current is not None and not finish:
+            self._cut(self.current, Cut.SHUTDOWN)
+        for ann in list(self.ahead.values()):
+            self._drop_ahead(ann)  # never popped: they stay spooled as they were
 
     def _expire(self, now: float) -> None:
         for ann in self.queue.expire(now):
@@ -267,8 +278,7 @@ class Announcer:
             prepare(ann)
         if ann.buffer is None:
             ann.buffer = PcmBuffer()
-        first_s = self.synthesis.estimate(ann.sentences[0])
-        threshold = jitter_threshold(self.settings.audio.jitter_buffer_ms, first_s, self.synthesis.rtf)
+        threshold = self.synthesis.start_threshold(ann, self.settings.audio.jitter_buffer_ms)
         ann.track = Track(ann.id, ann.buffer, ann.priority, ann.volume, ann.chime, start_threshold=threshold)
         ann.status = AnnouncementStatus.PLAYING
         ann.t_started = ann.t_first_audio = None
@@ -302,17 +312,15 @@ class Announcer:
     # ---- shutdown and supervision ----
 
     def drain(self, finish: bool, timeout: float) -> bool:
-        """Shutdown: start nothing new; finish or cut what plays; True once nothing plays."""
-        self.accepting = False
-        current = self.current
-        if current is not None and not finish:
-            self._cut(current, Cut.SHUTDOWN)
+        """Shutdown (any thread): the loop starts nothing new and finishes or cuts what plays.
+
+        Returns True once nothing plays; False after `timeout` (a wedged loop is left behind).
+        """
+        self._commands.append(_Shutdown(finish))
         self.wake()
         deadline = time.monotonic() + timeout
-        while self.current is not None and time.monotonic() < deadline:
+        while (self.current is not None or self.accepting or self.ahead) and time.monotonic() < deadline:
             time.sleep(0.02)
-        for ann in list(self.ahead.values()):
-            self._drop_ahead(ann)  # never popped: they stay spooled as they were
         return self.current is None
 
     def fail_handling(self, exc: BaseException) -> str | None:
@@ -345,6 +353,11 @@ class Announcer:
         for message in announcement_events(ann, event, reason, self._clock()):
             self.publish(message)
         self._on_change()
+
+
+@dataclass(frozen=True)
+class _Shutdown:
+    finish: bool
 
 
 def _level(ann: Announcement) -> int:

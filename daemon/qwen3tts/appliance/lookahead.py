@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from qwen3tts.appliance.announcement import Announcement, AnnouncementStatus, Cut, Sentence
-from qwen3tts.appliance.jitter import PcmBuffer
+from qwen3tts.appliance.jitter import PcmBuffer, jitter_threshold
 from qwen3tts.appliance.sentences import split_sentences
 from qwen3tts.appliance.sinks import MODEL_RATE
 from qwen3tts.engine.engine import Engine
@@ -32,6 +32,7 @@ CHARS_PER_SECOND = 14.0  # rough speaking rate, for the look-ahead horizon befor
 # Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
 # model that misses its end-of-speech token cannot hold the speaker for minutes.
 FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
+FRAME_S = 0.08  # audio per frame of the 12.5 Hz codec
 
 
 def weight(text: str) -> int:
@@ -70,6 +71,19 @@ class Synthesis:
         self.rtf: float | None = None
         """EWMA of synthesis time / audio time of one stream, once it produces audio."""
         self._request_ids = itertools.count()
+
+    def start_threshold(self, ann: Announcement, jitter_buffer_ms: int) -> int:
+        """Samples to hold back before speech starts so the sentence playing first does not run dry."""
+        return jitter_threshold(jitter_buffer_ms, self.estimate(ann.sentences[0]), self.stream_rtf())
+
+    def stream_rtf(self) -> float | None:
+        """Synthesis time / audio time of one stream: measured, else from the engine's live figures."""
+        if self.rtf is not None:
+            return self.rtf
+        stats = self.engine.stats()
+        if stats.frames_per_second <= 0:
+            return None
+        return max(1, stats.num_running) / (stats.frames_per_second * FRAME_S)
 
     def estimate(self, sentence: Sentence) -> float:
         """Seconds of audio a sentence gives (measured once it is complete)."""

@@ -188,6 +188,8 @@ class Playback:
         buffer = track.buffer
         least = self._block + self._fade  # take() holds back a fade's worth while the source runs
         self._wait_until_buffered(track, max(track.start_threshold, least))
+        if track.is_cut:
+            raise _Cut  # cut before any speech: nothing to fade
         since_fade_in = 0  # samples written since speech (re)started; the fade-in covers the first `fade`
         while True:
             if track.is_cut:
@@ -225,10 +227,11 @@ class Playback:
         return out
 
     def _wait_until_buffered(self, track: Track, threshold: int) -> None:
-        """Hold speech back until `threshold` samples are buffered; a sound card gets silence meanwhile."""
-        while not track.buffer.ready(threshold):
-            if track.is_cut:
-                self._fade_out_and_stop(track, np.zeros(0, dtype=np.float32))
+        """Hold speech back until `threshold` samples are buffered; a sound card gets silence meanwhile.
+
+        Returns early on a cut: the caller fades out what it holds back.
+        """
+        while not track.buffer.ready(threshold) and not track.is_cut:
             if self.sink.paced:
                 self._write(track, np.zeros(self._block, dtype=np.float32))
             else:
