@@ -123,8 +123,7 @@ class Announcer:
             self._follow_playback(self.current)
         self.handling = None
         self._choose(now)
-        if self.accepting:
-            self._submit(now)
+        self._submit(now)
         self.handling = None
 
     def _working(self) -> list[Announcement]:
@@ -257,15 +256,15 @@ class Announcer:
                 self._start(self.queue.pop_next(now))
             return
         waiting = self.queue.ordered(now)
-        if not waiting or current.cut is not None:
+        if not waiting or current.cut not in (None, Cut.TAKEOVER):
             return
         top = waiting[0]
         if not top.interrupt or _level(top) <= _level(current):
             return
-        if top.priority == "emergency":
+        if top.priority == "emergency":  # also when a priority one already takes over at a boundary
             log.info("%s: emergency %s barges in", current.id, top.id)
             self._cut(current, Cut.BARGE_IN)
-        else:
+        elif current.cut is None:
             self.handling = current
             self.synthesis.take_over(current)
 
@@ -300,8 +299,11 @@ class Announcer:
             ann.track.cut()
 
     def _submit(self, now: float) -> None:
-        plan = [] if self.current is None or self.current.cut not in (None, Cut.TAKEOVER) else [self.current]
-        plan += [a for a in self.queue.ordered(now) if a is not self.current]
+        """Submit what is due: the current announcement's sentences, then (unless stopping) the queue's."""
+        current = self.current
+        plan = [current] if current is not None and current.cut in (None, Cut.TAKEOVER) else []
+        if self.accepting:
+            plan += [a for a in self.queue.ordered(now) if a is not current]
         for ann in self.synthesis.submit_due(plan, MODEL_RATE):
             if ann.status is AnnouncementStatus.FAILED:
                 self._failed(ann, ann.error or "synthesis could not start")
@@ -325,8 +327,8 @@ class Announcer:
 
     def fail_handling(self, exc: BaseException) -> str | None:
         """After a crash of the loop: the announcement it was handling fails; returns its id."""
-        ann = self.handling
-        self.handling = None
+        ann = self.handling or self.synthesis.submitting
+        self.handling = self.synthesis.submitting = None
         if ann is None:
             return None
         if ann is self.current:

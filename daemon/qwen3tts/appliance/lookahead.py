@@ -70,6 +70,8 @@ class Synthesis:
         self.settings = settings
         self.rtf: float | None = None
         """EWMA of synthesis time / audio time of one stream, once it produces audio."""
+        self.submitting: Announcement | None = None
+        """The announcement submit_due() works on (for the supervisor, should it raise)."""
         self._request_ids = itertools.count()
 
     def start_threshold(self, ann: Announcement, jitter_buffer_ms: int) -> int:
@@ -102,6 +104,7 @@ class Synthesis:
         first = True  # the first sentence not yet complete in the whole plan: it plays next
         touched: list[Announcement] = []
         for ann in plan:
+            self.submitting = ann
             if not ann.sentences:
                 prepare(ann)
             horizon += ann.buffer.available / rate if ann.buffer is not None else 0.0
@@ -115,6 +118,7 @@ class Synthesis:
                     continue
                 urgent = first or ann.priority == "emergency"
                 if not urgent and (horizon >= lookahead or in_flight >= max_batch):
+                    self.submitting = None
                     return touched
                 first = False
                 try:
@@ -126,6 +130,7 @@ class Synthesis:
                 in_flight += 1
                 horizon += self.estimate(sentence)
                 touched.append(ann)
+        self.submitting = None
         return touched
 
     def _submit(self, ann: Announcement, sentence: Sentence) -> None:

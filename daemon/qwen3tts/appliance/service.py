@@ -27,7 +27,7 @@ from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
 from qwen3tts.appliance.lookahead import Voice
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
-from qwen3tts.appliance.notify import Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.supervisor import Supervisor
@@ -78,7 +78,7 @@ class Service:
         settings = self.settings
         if self.runtime is None:
             self.notifier.status("loading bundle and compiling graphs")
-            with _ExtendStartTimeout(self.notifier):
+            with ExtendStartTimeout(self.notifier):
                 from qwen3tts.runtime.loader import load_runtime
 
                 self.runtime = load_runtime(settings.model.bundle, settings, heartbeat=self._beat("engine"))
@@ -338,24 +338,3 @@ class Service:
         speakers = self.runtime.spec.speakers
         voice = settings.voice.voice or (next(iter(speakers)) if speakers else None)
         return Voice(voice=voice, language=settings.voice.language, instruct=settings.voice.instruct or None)
-
-
-class _ExtendStartTimeout:
-    """Keeps asking systemd for 30 s more while a long first compile runs (EXTEND_TIMEOUT_USEC)."""
-
-    def __init__(self, notifier: Notifier, every_s: float = 10.0, extend_s: float = 30.0):
-        self.notifier, self.every_s, self.extend_s = notifier, every_s, extend_s
-        self._done = threading.Event()
-
-    def __enter__(self):
-        self.notifier.extend_timeout(self.extend_s)
-        threading.Thread(target=self._run, name="extend-timeout", daemon=True).start()
-        return self
-
-    def _run(self) -> None:
-        while not self._done.wait(self.every_s):
-            self.notifier.extend_timeout(self.extend_s)
-
-    def __exit__(self, *exc) -> bool:
-        self._done.set()
-        return False

@@ -12,6 +12,7 @@ import pytest
 from announcer_rig import LoudRunner, Rig, fake_engine, rig_settings, slow_sink
 
 from qwen3tts.appliance.messages import Stop
+from qwen3tts.appliance.queue import AnnouncementQueue
 
 FOUR = "Store notice, part one. Store notice, part two. Store notice, part three. Store notice, part four."
 
@@ -152,3 +153,28 @@ def test_without_look_ahead_the_engine_runs_one_sentence_at_a_time(tmp_path, rig
     assert max(runner.code_predictor_calls) == 1
     sentences = np.concatenate(rig.sentence_pcm(FOUR))
     np.testing.assert_array_equal(rig.sink.speech("b"), sentences)
+
+
+def test_a_shutdown_with_finish_lets_the_current_announcement_finish_and_starts_nothing_new(tmp_path, rigs):
+    rig = rigs(tmp_path, sink=slow_sink(), lookahead_s=0.0)  # its later sentences are not submitted yet
+    rig.say("current", FOUR)
+    rig.say("waiting", "Still waiting.")
+    rig.wait_for("current", "first_audio")
+    assert rig.announcer.drain(finish=True, timeout=30)
+    assert rig.kinds("current") == ["started", "first_audio", "finished"]
+    np.testing.assert_array_equal(rig.sink.speech("current"), np.concatenate(rig.sentence_pcm(FOUR)))
+    assert rig.kinds("waiting") == [] and "waiting@0" not in rig.sink.order()
+    after_restart = AnnouncementQueue(tmp_path / "spool")
+    assert [a.id for a in after_restart.replay()[0]] == ["waiting"]  # still spooled: it plays next time
+
+
+def test_an_emergency_barges_in_even_while_a_priority_one_waits_for_the_sentence_boundary(tmp_path, rigs):
+    rig = rigs(tmp_path, sink=slow_sink(0.004))
+    rig.say("normal", FOUR)
+    rig.wait_for("normal", "first_audio")
+    rig.say("prio", "Customer announcement.", priority="priority")
+    rig.say("alarm", "Fire alarm.", priority="emergency")
+    rig.wait_for("normal", "finished", timeout=60)
+    assert rig.sink.order() == ["normal@0", "alarm@0", "prio@0", "normal@1"]
+    [reason] = [reason for kind, reason in rig.events("normal") if kind == "queued"]
+    assert "barged in" in reason
