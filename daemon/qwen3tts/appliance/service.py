@@ -327,8 +327,14 @@ class Service:
     # ---- helpers ----
 
     def _publish(self, message) -> None:
-        if self.mqtt is not None:
+        """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a
+        response topic with a wildcard) is dropped with a log line: it must not fail the worker."""
+        if self.mqtt is None:
+            return
+        try:
             self.mqtt.publish(message)
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+            log.warning("dropped an outbound %s: %s: %s", type(message).__name__, type(exc).__name__, exc)
 
     def _beat(self, name: str):
         self.heartbeats.register(name)

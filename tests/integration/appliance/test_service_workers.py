@@ -129,3 +129,18 @@ def test_sighup_keeps_volume_and_voice_set_over_mqtt_unless_the_file_changed_the
     service.reload()
     assert (service.playback.volume, service.announcer.voice.voice) == (0.8, "vivian")
     wait_event(recorder, "queued-before", "finished")  # the queue survived both reloads
+
+
+@pytest.mark.parametrize(
+    ("hostile", "properties"),
+    [
+        ('{"text": "Lone surrogate.", "id": "\\ud800"}', {}),
+        ('{"text": "Wildcard reply.", "id": "wild"}', {"ResponseTopic": "qwen3tts/x/#"}),
+    ],
+)
+def test_a_say_whose_events_cannot_be_published_silences_nothing(service, recorder, hostile, properties):
+    recorder.publish(f"qwen3tts/{SITE}/say", hostile, qos=1, **properties)
+    say(recorder, "after")
+    wait_event(recorder, "after", "finished")
+    assert service.exit_code == 0
+    assert not any(w.failures for w in service.supervisor.workers)  # no worker had to restart
