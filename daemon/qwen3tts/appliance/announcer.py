@@ -180,7 +180,9 @@ class Announcer:
         if track.t_started is not None and ann.t_started is None:
             ann.t_started = track.t_started
             self._emit(ann, "started")
-        if track.t_first_audio is not None and ann.t_first_audio is None:
+        if track.t_first_audio is None:
+            track.start_threshold = self.synthesis.start_threshold(ann, self.settings.audio.jitter_buffer_ms)
+        elif ann.t_first_audio is None:
             ann.t_first_audio = track.t_first_audio
             self._emit(ann, "first_audio")
         if track.ended:

@@ -75,17 +75,22 @@ class Synthesis:
         self._request_ids = itertools.count()
 
     def start_threshold(self, ann: Announcement, jitter_buffer_ms: int) -> int:
-        """Samples to hold back before speech starts so the sentence playing first does not run dry."""
-        return jitter_threshold(jitter_buffer_ms, self.estimate(ann.sentences[0]), self.stream_rtf())
+        """Samples to hold back before speech starts so the sentence playing first does not run dry.
+
+        Revised every turn until speech starts: one stream slows down as the batch grows.
+        """
+        first = ann.sentences[0] if ann.sentences else None
+        if first is None or first.done:
+            return jitter_threshold(jitter_buffer_ms, None, None)
+        return jitter_threshold(jitter_buffer_ms, self.estimate(first), self.stream_rtf())
 
     def stream_rtf(self) -> float | None:
-        """Synthesis time / audio time of one stream: measured, else from the engine's live figures."""
-        if self.rtf is not None:
-            return self.rtf
+        """Synthesis time / audio time of one stream now: from the engine's live figures while it runs
+        (over its last 2 s, so it errs slow at first), else as last measured."""
         stats = self.engine.stats()
-        if stats.frames_per_second <= 0:
-            return None
-        return max(1, stats.num_running) / (stats.frames_per_second * FRAME_S)
+        if stats.frames_per_second > 0 and stats.num_running > 0:
+            return stats.num_running / (stats.frames_per_second * FRAME_S)
+        return self.rtf
 
     def estimate(self, sentence: Sentence) -> float:
         """Seconds of audio a sentence gives (measured once it is complete)."""

@@ -187,7 +187,7 @@ class Playback:
     def _play_speech(self, track: Track, gain: float) -> None:
         buffer = track.buffer
         least = self._block + self._fade  # take() holds back a fade's worth while the source runs
-        self._wait_until_buffered(track, max(track.start_threshold, least))
+        self._wait_until_buffered(track, least, start=True)
         if track.is_cut:
             raise _Cut  # cut before any speech: nothing to fade
         since_fade_in = 0  # samples written since speech (re)started; the fade-in covers the first `fade`
@@ -204,7 +204,7 @@ class Playback:
                 tail = self._shape(buffer.take_now(self._fade), since_fade_in, gain)
                 self._write(track, tail * fade_out(len(tail)))
                 since_fade_in = 0
-                self._wait_until_buffered(track, max(track.start_threshold, least))
+                self._wait_until_buffered(track, least, start=True)
                 continue
             shaped = self._shape(block, since_fade_in, gain)
             if last and self._fade:
@@ -226,12 +226,16 @@ class Playback:
             out[:n] *= fade_in(self._fade)[since_fade_in : since_fade_in + n]
         return out
 
-    def _wait_until_buffered(self, track: Track, threshold: int) -> None:
-        """Hold speech back until `threshold` samples are buffered; a sound card gets silence meanwhile.
+    def _wait_until_buffered(self, track: Track, least: int, start: bool = False) -> None:
+        """Hold speech back until `least` samples (with `start`: also the track's start threshold, which
+        the announcer may revise meanwhile) are buffered; a sound card gets silence meanwhile.
 
         Returns early on a cut: the caller fades out what it holds back.
         """
-        while not track.buffer.ready(threshold) and not track.is_cut:
+        while not track.is_cut:
+            threshold = max(track.start_threshold, least) if start else least
+            if track.buffer.ready(threshold):
+                return
             if self.sink.paced:
                 self._write(track, np.zeros(self._block, dtype=np.float32))
             else:
