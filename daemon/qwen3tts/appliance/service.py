@@ -290,7 +290,8 @@ class Service:
         self._status_dirty.set()
 
     def stop(self) -> None:
-        """Stop accepting, finish or cut what plays, say offline; safe to call once from any thread.
+        """Stop accepting, finish or cut what plays, say offline; safe to call once from any thread,
+        also before start() completed.
 
         Every wait is bounded: a wedged worker is left behind (its thread is a daemon).
         """
@@ -301,18 +302,21 @@ class Service:
         finish = self.settings.announcements.on_shutdown == "finish"
         log.info("stopping (%s the current announcement)", "finishing" if finish else "cutting")
         self._intake_stop.set()
-        if not self.announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
+        announcer = getattr(self, "announcer", None)
+        if announcer is not None and not announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
             log.error("the current announcement did not end within %.0f s; stopping anyway", DRAIN_TIMEOUT_S)
         self.supervisor.stop(timeout=5)
-        if self.thermal is not None:
+        if getattr(self, "thermal", None) is not None:
             self.thermal.stop()
-        self.runtime.engine.stop(timeout=5)
+        if self.runtime is not None:
+            self.runtime.engine.stop(timeout=5)
         if self.watchdog is not None:
             self.watchdog.stop()
         if self.mqtt is not None:
             self._publish_status()
             self.mqtt.stop()
-        self.sink.close()
+        if self.sink is not None:
+            self.sink.close()
         log.info("stopped")
         self._stopped.set()
 

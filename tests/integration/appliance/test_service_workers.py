@@ -144,3 +144,11 @@ def test_a_say_whose_events_cannot_be_published_silences_nothing(service, record
     wait_event(recorder, "after", "finished")
     assert service.exit_code == 0
     assert not any(w.failures for w in service.supervisor.workers)  # no worker had to restart
+
+
+def test_stop_before_start_completed_still_stops(tmp_path, mosquitto):
+    config = tmp_path / "qwen3tts.yaml"
+    write_config(config, mosquitto)
+    svc = Service(load_settings(config), config_path=config, runtime=None, sink=RigSink())
+    svc.stop()  # SIGTERM while the bundle still compiles
+    assert svc.wait(1)
