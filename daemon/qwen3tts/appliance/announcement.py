@@ -56,7 +56,8 @@ class Sentence:
     """Samples of this sentence moved into the announcement's buffer so far."""
     done: bool = False
     """Every sample of this sentence is in the buffer."""
-    t_submitted: float = 0.0
+    t_streaming: float = 0.0
+    """Monotonic time its first PCM arrived (submission time until then); for the speed measurement."""
 
 
 @dataclass

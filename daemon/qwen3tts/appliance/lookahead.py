@@ -149,7 +149,7 @@ class Synthesis:
             max_frames=frame_budget(sentence.text, self.settings.engine.max_frames),
         )
         sentence.handle = self.engine.submit(request)
-        sentence.t_submitted = time.monotonic()
+        sentence.t_streaming = time.monotonic()
         if ann.buffer is None:
             ann.buffer = PcmBuffer()
         log.debug("%s: submitted %s", ann.id, request.id)
@@ -178,7 +178,7 @@ class Synthesis:
                 raise
             for chunk in chunks:
                 if sentence.samples == 0:
-                    sentence.t_submitted = time.monotonic()  # from now on it streams: measure from here
+                    sentence.t_streaming = time.monotonic()  # its first PCM: the speed is measured from here
                 buffer.put(chunk)
                 sentence.samples += len(chunk)
             if not ended:
@@ -191,7 +191,7 @@ class Synthesis:
         audio_s = sentence.samples / MODEL_RATE
         if audio_s < 0.5:
             return
-        sample = (time.monotonic() - sentence.t_submitted) / audio_s
+        sample = (time.monotonic() - sentence.t_streaming) / audio_s
         self.rtf = sample if self.rtf is None else 0.7 * self.rtf + 0.3 * sample
 
     # ---- progress and takeover ----
