@@ -197,6 +197,10 @@ class AnnouncementSettings:
     """What happens to an announcement a higher priority one barged in on. Default resume."""
     on_shutdown: Literal["finish", "cancel"] = "finish"
     """On SIGTERM, finish the announcement playing or cancel it (it stays spooled). Default finish."""
+    lookahead_s: float = field(default=20.0, metadata={"min": 0.0})
+    """Seconds of audio synthesised ahead of playback (this and the next announcements). Default 20 s."""
+    max_attempts: int = field(default=2, metadata={"min": 1})
+    """A spooled announcement the daemon died on this many times is quarantined, not replayed. Default 2."""
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ class Status(Message):
     bundle: str = ""
     weights: str = ""
     """release, or random (qwen3tts tiny) for a bundle built from a random checkpoint."""
+    engine: dict[str, float] = field(default_factory=dict)
+    """Live engine figures: running, waiting, max_batch, mean_batch (requests per decode step over
+    the last minute) and frames_per_second, so an operator can see it batch."""
 
     def payload(self) -> bytes:
         return encode_json(asdict(self))

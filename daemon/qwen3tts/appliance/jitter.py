@@ -1,9 +1,8 @@
 """The jitter buffer between synthesis and playback.
 
-A feeder thread drains an announcement's PCM iterator (the engine's Handle) into a `PcmBuffer` as
-fast as chunks arrive; the audio thread takes fixed-size blocks out of it. Playback starts only
-when enough is buffered that a synthesis slower than real time will not run dry before the end:
-`jitter_threshold()`.
+The announcer moves PCM from engine handles into an announcement's `PcmBuffer` (never blocking); the
+audio thread takes fixed-size blocks out of it. Playback starts only when enough is buffered that a
+synthesis slower than real time will not run dry: `jitter_threshold()`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -43,6 +41,8 @@ class PcmBuffer:
         self._cond = threading.Condition()
         self.received = 0
         """Samples ever put in (for stats and tests)."""
+        self.taken = 0
+        """Samples ever taken out: the playback position, read by the announcer."""
         self.closed = False
         """The source ended (normally or with `error`); nothing more will come."""
         self.error: BaseException | None = None
@@ -57,7 +57,7 @@ class PcmBuffer:
     def put(self, chunk: np.ndarray) -> None:
         chunk = np.ascontiguousarray(chunk, dtype=np.float32).reshape(-1)
         with self._cond:
-            if self.abandoned or len(chunk) == 0:
+            if self.abandoned or self.closed or len(chunk) == 0:
                 return
             self._chunks.append(chunk)
             self._available += len(chunk)
@@ -77,6 +77,24 @@ class PcmBuffer:
             self._chunks.clear()
             self._available = 0
             self._cond.notify_all()
+
+    def cut(self, at: int) -> bool:
+        """End the stream at absolute sample `at` (a sentence boundary): later samples are dropped and
+        nothing more is accepted. False when playback has already gone past `at`."""
+        with self._cond:
+            if self.taken > at:
+                return False
+            keep = min(self._available, at - self.taken)
+            kept = self._pop(keep) if keep else np.zeros(0, dtype=np.float32)
+            self._chunks.clear()
+            self._available = 0
+            self.taken -= len(kept)  # _pop counted them as taken; they are only set aside
+            if len(kept):
+                self._chunks.append(kept)
+                self._available = len(kept)
+            self.closed = True  # refuses further put()s; what is kept still plays
+            self._cond.notify_all()
+            return True
 
     def ready(self, threshold: int) -> bool:
         """True when `threshold` samples are buffered or the source has ended."""
@@ -119,31 +137,5 @@ class PcmBuffer:
                 self._chunks[0] = head[need:]
                 need = 0
         self._available -= n
+        self.taken += n
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
-
-
-def start_feeder(source: Iterable[np.ndarray], buffer: PcmBuffer, name: str) -> threading.Thread:
-    """Drain `source` into `buffer` on a daemon thread; the source's exception closes the buffer with it.
-
-    A daemon thread because a misbehaving source may block forever; the audio thread never joins it.
-    """
-
-    def feed() -> None:
-        error: BaseException | None = None
-        iterator = iter(source)
-        try:
-            for chunk in iterator:
-                if buffer.abandoned:
-                    break
-                buffer.put(chunk)
-        except Exception as exc:  # the source's failure belongs to this announcement only
-            error = exc
-        finally:
-            close = getattr(iterator, "close", None)
-            if buffer.abandoned and close is not None:
-                close()
-            buffer.close(error)
-
-    thread = threading.Thread(target=feed, name=f"pcm-feeder-{name}", daemon=True)
-    thread.start()
-    return thread

@@ -112,3 +112,24 @@ class Watchdog:
         period = (self.notifier.watchdog_interval or 1.0) / 2
         while not self._stop.wait(period):
             self.check_once()
+
+
+class ExtendStartTimeout:
+    """Keeps asking systemd for 30 s more while a long first compile runs (EXTEND_TIMEOUT_USEC)."""
+
+    def __init__(self, notifier: Notifier, every_s: float = 10.0, extend_s: float = 30.0):
+        self.notifier, self.every_s, self.extend_s = notifier, every_s, extend_s
+        self._done = threading.Event()
+
+    def __enter__(self):
+        self.notifier.extend_timeout(self.extend_s)
+        threading.Thread(target=self._run, name="extend-timeout", daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        while not self._done.wait(self.every_s):
+            self.notifier.extend_timeout(self.extend_s)
+
+    def __exit__(self, *exc) -> bool:
+        self._done.set()
+        return False

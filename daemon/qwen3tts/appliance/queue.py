@@ -1,11 +1,16 @@
-"""The durable priority queue of accepted announcements.
+"""The durable priority queue of accepted announcements, and the quarantine beside it.
 
 `Spool` keeps one JSON file per accepted announcement in the state directory, written to a temp
 file, fsynced and renamed (and the directory fsynced) before the MQTT message is acknowledged, so
 a crash at any moment either keeps the announcement or leaves it unacknowledged at the broker,
 which redelivers it. `AnnouncementQueue` orders the accepted ones in memory: emergency > priority
 > normal, first in first out within a level; an entry leaves the spool only when it finished,
-was cancelled or expired.
+was cancelled, expired or failed.
+
+Poison: each time an announcement becomes the playing one its `attempts` count is spooled; an
+orderly end (finished, interrupted, repeat) resets it. An entry found at start-up with `max_attempts`
+unfinished attempts killed the process that many times: it moves to `<spool>/quarantine/` and is
+never replayed (`quarantined()` lists them for `qwen3tts doctor`). Unreadable entries go there too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from qwen3tts.appliance.announcement import Announcement
@@ -23,6 +29,17 @@ from qwen3tts.errors import RequestError
 log = logging.getLogger(__name__)
 
 SPOOL_VERSION = 1
+
+
+QUARANTINE = "quarantine"
+
+
+def quarantined(spool_dir: Path) -> list[Path]:
+    """Files in the quarantine beside the spool, oldest first (for `qwen3tts doctor`)."""
+    directory = Path(spool_dir) / QUARANTINE
+    if not directory.is_dir():
+        return []
+    return sorted((p for p in directory.iterdir() if p.is_file()), key=lambda p: (p.stat().st_mtime, p.name))
 
 
 class Spool:
@@ -78,12 +95,23 @@ class Spool:
             raise ValueError(f"sequence {ann.seq} does not match the file name")
         return ann
 
+    def quarantine(self, ann: Announcement, why: str) -> Path:
+        """Move a spooled announcement out of the way for good; returns where it went."""
+        target = self._quarantine_path(self.path_of(ann))
+        os.replace(self.path_of(ann), target)
+        self._fsync_directory()
+        log.error("%s: quarantined to %s (%s)", ann.id, target, why)
+        return target
+
     def _quarantine(self, path: Path, exc: Exception) -> None:
-        target_dir = self.directory / "quarantine"
-        target_dir.mkdir(exist_ok=True)
-        target = target_dir / f"{path.name}.{int(time.time())}"
+        target = self._quarantine_path(path)
         log.warning("spool entry %s is corrupt (%s: %s); moved to %s", path, type(exc).__name__, exc, target)
         os.replace(path, target)
+
+    def _quarantine_path(self, path: Path) -> Path:
+        target_dir = self.directory / QUARANTINE
+        target_dir.mkdir(exist_ok=True)
+        return target_dir / f"{path.name}.{int(time.time())}"
 
     def _fsync_directory(self) -> None:
         fd = os.open(self.directory, os.O_RDONLY)
@@ -100,13 +128,25 @@ class AnnouncementQueue:
     crash replays it), or gone (finished, cancelled or expired: removed from the spool).
     """
 
-    def __init__(self, spool_dir: Path, *, max_queue: int = 100) -> None:
+    def __init__(
+        self,
+        spool_dir: Path,
+        *,
+        max_queue: int = 100,
+        max_attempts: int = 2,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self.spool = Spool(spool_dir)
         self.max_queue = max_queue
+        self.max_attempts = max_attempts
+        self.on_change = on_change
+        """Called after every put (the announcer wakes up at once for an emergency)."""
         self._waiting: list[Announcement] = []
         self._in_progress: dict[str, Announcement] = {}
         self._next_seq = 1
         self._cond = threading.Condition()
+        self.quarantined: list[Announcement] = []
+        """Announcements this process moved to the quarantine (the announcer reports them)."""
 
     def __len__(self) -> int:
         with self._cond:
@@ -118,13 +158,19 @@ class AnnouncementQueue:
             return [a.id for a in sorted(self._waiting, key=Announcement.rank)]
 
     def replay(self, now: float | None = None) -> tuple[list[Announcement], list[Announcement]]:
-        """Load the spool after a start: (replayed and queued again, expired and removed)."""
+        """Load the spool after a start: (replayed and queued again, expired and removed).
+
+        Entries that reached `max_attempts` are quarantined instead and returned with neither.
+        """
         now = time.time() if now is None else now
         replayed, expired = [], []
         with self._cond:
             for ann in self.spool.load():
                 self._next_seq = max(self._next_seq, ann.seq + 1)
-                if ann.expired(now):
+                if ann.attempts >= self.max_attempts:
+                    self.spool.quarantine(ann, f"the process ended {ann.attempts} times while it played")
+                    self.quarantined.append(ann)
+                elif ann.expired(now):
                     self.spool.remove(ann)
                     expired.append(ann)
                 else:
@@ -143,6 +189,14 @@ class AnnouncementQueue:
             self._next_seq += 1
             self._waiting.append(ann)
             self._cond.notify_all()
+        self.on_change()
+
+    def ordered(self, now: float | None = None) -> list[Announcement]:
+        """Waiting announcements that may play now, in the order they would play."""
+        now = time.time() if now is None else now
+        with self._cond:
+            ready = [a for a in self._waiting if a.not_before <= now and not a.expired(now)]
+        return sorted(ready, key=Announcement.rank)
 
     def pop_next(self, now: float | None = None) -> Announcement | None:
         """The most urgent waiting announcement that may play now (it stays spooled), or None."""
@@ -154,24 +208,9 @@ class AnnouncementQueue:
             ann = min(ready, key=Announcement.rank)
             self._waiting.remove(ann)
             self._in_progress[ann.id] = ann
+            ann.attempts += 1  # spooled before it plays: a process that dies now counts against it
+            self.spool.write(ann)
             return ann
-
-    def peek_priority(self, now: float | None = None) -> str | None:
-        """Priority of what `pop_next` would return (to decide on barge-in), or None."""
-        now = time.time() if now is None else now
-        with self._cond:
-            ready = [a for a in self._waiting if a.not_before <= now and not a.expired(now)]
-            return min(ready, key=Announcement.rank).priority if ready else None
-
-    def wait(self, timeout: float) -> bool:
-        """Block up to `timeout` s until something may play now; True if so.
-
-        A repeat whose interval runs out is noticed only at the timeout, so keep it short (0.1-0.5 s).
-        """
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: any(a.not_before <= time.time() for a in self._waiting), timeout
-            )
 
     def done(self, ann: Announcement, now: float | None = None) -> bool:
         """A popped announcement finished playing; True if it was queued again for a repeat."""
@@ -179,6 +218,7 @@ class AnnouncementQueue:
         with self._cond:
             self._in_progress.pop(ann.id, None)
             ann.plays_done += 1
+            ann.attempts, ann.cursor = 0, 0
             if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
                 ann.not_before = now + ann.repeat_interval
                 self.spool.write(ann)
@@ -189,11 +229,20 @@ class AnnouncementQueue:
             return False
 
     def requeue(self, ann: Announcement) -> None:
-        """Put a popped announcement back unchanged (barge-in with `interrupted: resume`)."""
+        """Put a popped announcement back to resume from `ann.cursor` (spooled so a crash does too)."""
         with self._cond:
             self._in_progress.pop(ann.id, None)
+            ann.attempts = 0  # it was interrupted in order, not by a crash
+            self.spool.write(ann)
             self._waiting.append(ann)
             self._cond.notify_all()
+
+    def release(self, ann: Announcement) -> None:
+        """A popped announcement stopped in order without ending (shutdown): it stays spooled."""
+        with self._cond:
+            self._in_progress.pop(ann.id, None)
+            ann.attempts = 0
+            self.spool.write(ann)
 
     def discard(self, ann: Announcement) -> None:
         """A popped announcement was cancelled or failed: forget it and drop it from the spool."""

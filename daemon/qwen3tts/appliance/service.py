@@ -1,11 +1,12 @@
-"""The daemon: MQTT -> durable queue -> engine -> audio, supervised, with the systemd lifecycle.
+"""The daemon: wiring and lifecycle only.
 
-Threads: the MQTT network loop (paho), the intake (validate, spool, ack), the engine step loop, the
-player (announcements -> engine -> audio), the audio thread, the thermal monitor, the watchdog.
-Each posts heartbeats; WATCHDOG=1 goes out only while all of them are alive.
+Workers, each supervised (supervisor.py): the intake (MQTT -> queue), the announcer (the one loop that
+changes announcements), the audio thread (playback), the status publisher; beside them the engine step
+loop, paho's network loop, the thermal monitor and the watchdog. Heartbeats come from progress, and
+WATCHDOG=1 goes out only while all of them are fresh.
 Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> MQTT.
 SIGTERM: STOPPING=1, stop accepting, finish or cut the current announcement, `offline`, exit 0.
-SIGHUP: reload voice, volume and topic settings without touching the queue.
+SIGHUP: reload topics, and voice and volume where the file changed them, without touching the queue.
 """
 
 from __future__ import annotations
@@ -18,82 +19,112 @@ from pathlib import Path
 
 from qwen3tts import __version__
 from qwen3tts.appliance.alsa import open_sink
-from qwen3tts.appliance.audio_worker import AudioWorker
+from qwen3tts.appliance.announcer import Announcer
 from qwen3tts.appliance.chimes import ChimeSet
 from qwen3tts.appliance.discovery import discovery_configs
 from qwen3tts.appliance.events import Status, Voices
 from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
+from qwen3tts.appliance.lookahead import Voice
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
-from qwen3tts.appliance.notify import Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
 from qwen3tts.appliance.playback import Playback
-from qwen3tts.appliance.player import Player, Voice
 from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.supervisor import Supervisor
+from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.appliance.thermal import ThermalMonitor
 from qwen3tts.model.bundle import weights_kind
+from qwen3tts.servers import ApplianceFigures, BundleInfo, start_servers
 from qwen3tts.settings import Settings
+from qwen3tts.text import reload_lexicon, warm_up
 
 log = logging.getLogger(__name__)
 
 STATUS_INTERVAL_S = 30.0
+DRAIN_TIMEOUT_S = 45.0
 
 
 class Service:
-    """Owns every component; `start()` then `wait()` until `stop()` (from a signal handler)."""
+    """Owns every component; `start()` then `wait()` until `stop()` (from a signal handler).
 
-    def __init__(self, settings: Settings, notifier: Notifier | None = None, config_path: Path | None = None):
+    `runtime` and `sink` may be given (tests: the real Engine over a fake runner, a null sink);
+    otherwise they come from the settings. `exit_code` turns 1 when a worker kept failing.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        notifier: Notifier | None = None,
+        config_path: Path | None = None,
+        *,
+        runtime=None,
+        sink=None,
+    ):
         self.settings = settings
         self.config_path = config_path
         self.notifier = notifier or Notifier()
         self.heartbeats = Heartbeats()
+        self.supervisor = Supervisor(on_fatal=self._fatal)
+        self.exit_code = 0
+        self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._intake_stop = threading.Event()
         self._status_dirty = threading.Event()
         self._sink_state = "ok"
-        self.runtime = None
+        self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
+        self.runtime = runtime
+        self.sink = sink
         self.mqtt: MqttClient | None = None
+        self.watchdog: Watchdog | None = None
 
     # ---- start ----
 
     def start(self) -> None:
         settings = self.settings
-        self.notifier.status("loading bundle and compiling graphs")
-        with _ExtendStartTimeout(self.notifier):
-            from qwen3tts.runtime.loader import load_runtime
+        if self.runtime is None:
+            self.notifier.status("loading bundle and compiling graphs")
+            with ExtendStartTimeout(self.notifier):
+                from qwen3tts.runtime.loader import load_runtime
 
-            self.runtime = load_runtime(settings.model.bundle, settings, heartbeat=self._beat("engine"))
-        spec = self.runtime.spec
-        self.sink = open_sink(settings.audio, on_state=self._on_sink_state)
-        self.playback_events: queue.Queue = queue.Queue()
+                self.runtime = load_runtime(settings.model.bundle, settings, heartbeat=self._beat("engine"))
+        engine, spec = self.runtime.engine, self.runtime.spec
+        if self.sink is None:
+            self.sink = open_sink(settings.audio, on_state=self._on_sink_state)
+        lexicon = reload_lexicon(settings.text.lexicon, None)
+        self.text = TextOptions(settings.text.normalize, lexicon, tuple(spec.languages))
+        warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
+        self.announcements = AnnouncementQueue(
+            settings.announcements.spool_dir,
+            max_queue=settings.announcements.max_queue,
+            max_attempts=settings.announcements.max_attempts,
+            on_change=lambda: self.announcer.wake(),
+        )
         self.playback = Playback(
             self.sink,
             settings.audio,
             ChimeSet.from_settings(settings.audio),
-            on_event=self.playback_events.put,
-            clock=time.time,
+            heartbeat=self._beat("audio"),
+            on_end=lambda: self.announcer.wake(),
         )
-        self.audio = AudioWorker(self.playback, heartbeat=self._beat("audio"))
-        self.announcements = AnnouncementQueue(
-            settings.announcements.spool_dir, max_queue=settings.announcements.max_queue
-        )
-        self.player = Player(
+        self.announcer = Announcer(
             settings,
             self.announcements,
-            self.runtime.engine,
-            self.audio,
+            engine,
+            self.playback,
             self._publish,
             self._voice_from(settings),
-            self.playback_events,
-            heartbeat=self._beat("player"),
+            heartbeat=self._beat("announcer"),
             on_change=self._status_dirty.set,
+            text=self.text,
         )
         self.thermal = None
         if settings.thermal.enabled:
-            self.thermal = ThermalMonitor(
-                settings.thermal, self.runtime.engine, self._on_thermal, heartbeat=self._beat("thermal")
-            )
-        self.runtime.engine.start()
-        self.audio.start()
+            beat = self._beat("thermal")
+            self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
+        engine.start()
+        bundle_info = BundleInfo.from_spec(settings.model.bundle.name, spec, settings.voice)
+        self.servers = start_servers(settings, engine, bundle_info, self._figures, text=self.text)
+        self.supervisor.start("audio", self.playback.run, self._fail_track)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         log.info(
             "ready: %s %s bundle with %s weights, devices %s, sink %s",
@@ -104,12 +135,12 @@ class Service:
             self.sink.name,
         )
         self._start_mqtt(replay_spool=True)
-        self.player.start()
+        self.supervisor.start("announcer", self.announcer.run, self.announcer.fail_handling)
         if self.thermal is not None:
             self.thermal.start()
         self.watchdog = Watchdog(self.notifier, self.heartbeats)
         self.watchdog.start()
-        threading.Thread(target=self._status_loop, name="status", daemon=True).start()
+        self.supervisor.start("status", self._status_loop)
 
     def _start_mqtt(self, replay_spool: bool) -> None:
         """Connect with the current MQTT settings; the spool is replayed once per process, not per reload."""
@@ -132,7 +163,7 @@ class Service:
             ack=self.mqtt.ack,
             hermes_site_id=settings.mqtt.hermes_site_id,
             hermes_chime=settings.mqtt.hermes_chime,
-            active_ids=lambda: [self.player.current_id] if self.player.current_id else [],
+            active_ids=lambda: [self.announcer.current_id] if self.announcer.current_id else [],
             discovery=self._discovery if settings.mqtt.discovery else None,
             dedup_window=settings.announcements.dedup_window,
         )
@@ -141,10 +172,8 @@ class Service:
         if replay_spool:
             for message in self.intake.replay():
                 self.mqtt.publish(message)
-        self._intake_stop = threading.Event()
-        threading.Thread(
-            target=self._intake_loop, args=(inbound, self._intake_stop), name="intake", daemon=True
-        ).start()
+        intake_stop = self._intake_stop = threading.Event()
+        self.supervisor.start("intake", lambda stop: self._intake_loop(inbound, intake_stop, stop))
         self.mqtt.start()
         for message in [
             Voices(voices=tuple(spec.speakers), languages=tuple(spec.languages)),
@@ -158,11 +187,11 @@ class Service:
             self.mqtt.topics, voices=tuple(self.runtime.spec.speakers), sw_version=__version__
         )
 
-    # ---- threads ----
+    # ---- workers ----
 
-    def _intake_loop(self, inbound: queue.Queue, stop: threading.Event) -> None:
+    def _intake_loop(self, inbound: queue.Queue, mine: threading.Event, stop: threading.Event) -> None:
         beat = self._beat("mqtt")
-        while not stop.is_set():
+        while not (stop.is_set() or mine.is_set()):
             beat()
             try:
                 item = inbound.get(timeout=0.2)
@@ -175,29 +204,35 @@ class Service:
                 self._apply(command)
             self._status_dirty.set()
 
-    def _status_loop(self) -> None:
+    def _status_loop(self, stop: threading.Event) -> None:
         last = 0.0
-        while not self._stopped.is_set():
+        while not stop.is_set():
             self._status_dirty.wait(1.0)
             if self._status_dirty.is_set() or time.monotonic() - last > STATUS_INTERVAL_S:
                 self._status_dirty.clear()
                 last = time.monotonic()
                 self._publish_status()
 
+    def _fail_track(self, exc: BaseException) -> str | None:
+        """The audio thread crashed: the track it played ends in error, the announcer fails it."""
+        track = self.playback.current
+        self.playback.current = None
+        if track is None:
+            return None
+        track.error = f"{type(exc).__name__}: {exc}"
+        track.t_ended = time.time()
+        self.announcer.wake()
+        return track.label
+
     def _apply(self, command) -> None:
         if isinstance(command, Stop):
-            if command.scope == "all":
-                self.player.stop_all()
-            elif command.scope == "id" and command.id:
-                self.player.stop_id(command.id)
-            else:
-                self.player.stop_current()
+            self.announcer.command(command)
         elif isinstance(command, SetVolume):
             self.playback.volume = command.volume
             log.info("volume set to %.2f", command.volume)
         elif isinstance(command, SetVoice):
             if command.voice.lower() in self.runtime.spec.speakers:
-                self.player.voice.voice = command.voice.lower()
+                self.announcer.voice.voice = command.voice.lower()
                 log.info("default voice set to %s", command.voice)
             else:
                 log.warning("voice/set: unknown voice %r ignored", command.voice)
@@ -207,19 +242,26 @@ class Service:
     def status(self) -> Status:
         stats = self.runtime.engine.stats()
         decision = self.thermal.decision if self.thermal is not None else None
-        current = self.player.current_id
+        current = self.announcer.current_id
         return Status(
-            state="speaking" if current else ("idle" if not self._stopped.is_set() else "stopping"),
+            state="stopping" if self._stopping.is_set() else ("speaking" if current else "idle"),
             queue_depth=len(self.announcements),
             current_id=current,
             batch_limit=stats.max_batch,
             thermal_level=decision.level_name if decision else "cool",
             temperature_c=decision.temperature_c if decision else None,
             volume=self.playback.volume,
-            voice=self.player.voice.voice or "",
+            voice=self.announcer.voice.voice or "",
             device_plan={**self.runtime.plan.summary(), "audio": f"{self.sink.name}:{self._sink_state}"},
             bundle=str(self.settings.model.bundle),
             weights=weights_kind(self.runtime.manifest),
+            engine={
+                "running": stats.num_running,
+                "waiting": stats.num_waiting,
+                "max_batch": stats.max_batch,
+                "mean_batch": round(stats.mean_batch, 2),
+                "frames_per_second": round(stats.frames_per_second, 1),
+            },
         )
 
     def _publish_status(self) -> None:
@@ -239,7 +281,8 @@ class Service:
     # ---- reload and stop ----
 
     def reload(self) -> None:
-        """SIGHUP: voice, volume and topics from the config file; the queue and the engine stay."""
+        """SIGHUP: topics from the config file; voice and volume only where the file changed them,
+        so a volume or voice set over MQTT survives a reload that did not touch it."""
         from qwen3tts.settings_loader import load_settings
 
         try:
@@ -247,48 +290,96 @@ class Service:
         except Exception:
             log.exception("reload: keeping the old settings")
             return
-        self.player.voice = self._voice_from(fresh)
-        self.playback.volume = fresh.audio.volume
-        self.playback.muted = fresh.audio.muted
-        topics_changed = fresh.mqtt != self.settings.mqtt
+        old = self.settings
+        if fresh.audio.volume != old.audio.volume:
+            self.playback.volume = fresh.audio.volume
+        if fresh.audio.muted != old.audio.muted:
+            self.playback.muted = fresh.audio.muted
+        voice, was, now = self.announcer.voice, self._voice_from(old), self._voice_from(fresh)
+        for name in ("voice", "language", "instruct"):
+            if getattr(now, name) != getattr(was, name):
+                setattr(voice, name, getattr(now, name))
+        self.text.normalize = fresh.text.normalize
+        self.text.lexicon = reload_lexicon(fresh.text.lexicon, self.text.lexicon)
+        topics_changed = fresh.mqtt != old.mqtt
         self.settings = fresh
         if topics_changed and self.mqtt is not None:
             log.info("reload: MQTT settings changed, reconnecting")
             self._intake_stop.set()
             self.mqtt.stop()
             self._start_mqtt(replay_spool=False)
-        log.info("reloaded voice, volume and MQTT settings")
+        log.info("reloaded: volume %.2f, voice %s, MQTT %s", self.playback.volume, voice.voice,
+                 "reconnected" if topics_changed else "unchanged")  # fmt: skip
         self._status_dirty.set()
 
     def stop(self) -> None:
-        """Stop accepting, finish or cut what plays, say offline; safe to call once from any thread."""
-        if self._stopped.is_set():
+        """Stop accepting, finish or cut what plays, say offline; safe to call once from any thread,
+        also before start() completed.
+
+        Every wait is bounded: a wedged worker is left behind (its thread is a daemon).
+        """
+        if self._stopping.is_set():
             return
+        self._stopping.set()
         self.notifier.stopping()
-        log.info("stopping (%s the current announcement)", self.settings.announcements.on_shutdown)
+        finish = self.settings.announcements.on_shutdown == "finish"
+        log.info("stopping (%s the current announcement)", "finishing" if finish else "cutting")
         self._intake_stop.set()
-        self.player.stop_accepting()
-        self.audio.stop(finish_current=self.settings.announcements.on_shutdown == "finish", timeout=45)
-        self.player.stop()
-        self._stopped.set()
-        if self.thermal is not None:
+        announcer = getattr(self, "announcer", None)
+        if announcer is not None and not announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
+            log.error("the current announcement did not end within %.0f s; stopping anyway", DRAIN_TIMEOUT_S)
+        self.supervisor.stop(timeout=5)
+        if getattr(self, "thermal", None) is not None:
             self.thermal.stop()
-        self.runtime.engine.stop()
-        self.watchdog.stop()
+        if getattr(self, "servers", None) is not None:
+            self.servers.stop()
+        if self.runtime is not None:
+            self.runtime.engine.stop(timeout=5)
+        if self.watchdog is not None:
+            self.watchdog.stop()
         if self.mqtt is not None:
             self._publish_status()
             self.mqtt.stop()
-        self.sink.close()
+        if self.sink is not None:
+            self.sink.close()
         log.info("stopped")
+        self._stopped.set()
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
 
+    def _fatal(self, worker: str) -> None:
+        """A worker keeps failing: stop (bounded) and let the process exit non-zero for systemd."""
+        self.exit_code = 1
+        threading.Thread(target=self.stop, name="fatal-stop").start()
+
     # ---- helpers ----
 
     def _publish(self, message) -> None:
-        if self.mqtt is not None:
+        """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a
+        response topic with a wildcard) is dropped with a log line: it must not fail the worker."""
+        kind = getattr(message, "event", None)
+        if kind in ("rejected", "error"):
+            self._counts[kind] += 1
+        if self.mqtt is None:
+            return
+        try:
             self.mqtt.publish(message)
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+            log.warning("dropped an outbound %s: %s: %s", type(message).__name__, type(exc).__name__, exc)
+
+    def _figures(self) -> ApplianceFigures:
+        """What /metrics and /healthz show of the appliance (called on the servers' thread: reads only)."""
+        decision = self.thermal.decision if self.thermal is not None else None
+        degraded = () if self._sink_state == "ok" else (f"audio sink {self._sink_state}",)
+        return ApplianceFigures(
+            queue_depth=len(self.announcements),
+            underflows=self.playback.underflows,
+            thermal_level=decision.level if decision is not None else 0,
+            rejected=self._counts["rejected"],
+            failed=self._counts["error"],
+            degraded=degraded,
+        )
 
     def _beat(self, name: str):
         self.heartbeats.register(name)
@@ -300,24 +391,3 @@ class Service:
         # The bundle's spelling, so status.voice is one of the Home Assistant select's options.
         voice = next((s for s in speakers if voice and s.lower() == voice.lower()), voice)
         return Voice(voice=voice, language=settings.voice.language, instruct=settings.voice.instruct or None)
-
-
-class _ExtendStartTimeout:
-    """Keeps asking systemd for 30 s more while a long first compile runs (EXTEND_TIMEOUT_USEC)."""
-
-    def __init__(self, notifier: Notifier, every_s: float = 10.0, extend_s: float = 30.0):
-        self.notifier, self.every_s, self.extend_s = notifier, every_s, extend_s
-        self._done = threading.Event()
-
-    def __enter__(self):
-        self.notifier.extend_timeout(self.extend_s)
-        threading.Thread(target=self._run, name="extend-timeout", daemon=True).start()
-        return self
-
-    def _run(self) -> None:
-        while not self._done.wait(self.every_s):
-            self.notifier.extend_timeout(self.extend_s)
-
-    def __exit__(self, *exc) -> bool:
-        self._done.set()
-        return False

@@ -50,8 +50,8 @@ class Sink(Protocol):
     def end(self, complete: bool = True) -> None:
         """End of one announcement: flush the resampler and block until everything written has played.
 
-        `complete` is False when it was cut (stop, barge-in, shutdown): a sound card still drains,
-        a file sink drops what it wrote so nothing half-said looks like a finished announcement."""
+        `complete` is False when it was cut at shutdown: a sound card still drains, a file sink drops
+        what it wrote so nothing half-said looks like a finished announcement."""
 
     def recover(self) -> bool:
         """Try to get a lost output back (respecting a backoff); True when the sink is usable."""

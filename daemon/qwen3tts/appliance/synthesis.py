@@ -6,36 +6,52 @@ so a change to sentence splitting or to the per-sentence frame budget changes bo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwen3tts.engine.sequence import Priority, Request
-from qwen3tts.text import Lexicon, prepare
-from qwen3tts.text.languages import MODEL_LANGUAGES
+from qwen3tts.text import MODEL_LANGUAGES, Lexicon, prepare
+from qwen3tts.text.splitter import weight
 
 # Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
 # model that misses its end-of-speech token cannot hold the speaker for minutes.
 FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
 
 
+@dataclass
+class TextOptions:
+    """How text becomes model input here: the normalisation default, the site lexicon, the languages.
+
+    One object shared by the announcer and the network servers; SIGHUP replaces `lexicon`.
+    """
+
+    normalize: bool = True
+    lexicon: Lexicon | None = None
+    languages: tuple[str, ...] = MODEL_LANGUAGES
+
+
 def split_text(
-    text: str,
-    language: str = "auto",
-    *,
-    normalize: bool = True,
-    lexicon: Lexicon | None = None,
-    supported: tuple[str, ...] = MODEL_LANGUAGES,
+    text: str, language: str = "auto", options: TextOptions | None = None, normalize: bool | None = None
 ) -> list[str]:
     """What the model gets for `text`, one engine request per piece (the one call of the text front end).
 
     Pieces come from `qwen3tts.text.prepare`: split without changing the text, the site lexicon
     applied, then numbers, times, units and codes read out for `language` (detected for `auto`).
+    `normalize` (a message's own choice) overrides the configured default.
     """
-    prepared = prepare(text, language=language, normalize=normalize, lexicon=lexicon, supported=supported)
+    options = options or TextOptions()
+    normalize = options.normalize if normalize is None else normalize
+    prepared = prepare(text, language, normalize, options.lexicon, options.languages)
     return [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
+
+
+def sentences(text: str, language: str = "auto") -> list[str]:
+    """The sentences of `text` as written (no lexicon, no normalisation): for text that arrives in chunks."""
+    return [piece.text for piece in prepare(text, language, normalize=False).pieces]
 
 
 def frame_budget(sentence: str, max_frames: int) -> int:
     """Frames one sentence may take: generous for speech, bounded for a runaway generation."""
-    weight = sum(2 if ord(ch) > 0x2E80 else 1 for ch in sentence)  # a CJK character ~ two letters
-    return min(max_frames, FRAMES_BASE + int(FRAMES_PER_CHAR * weight))
+    return min(max_frames, FRAMES_BASE + int(FRAMES_PER_CHAR * weight(sentence)))
 
 
 def sentence_request(

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         for stopper in stoppers:  # the broker goes last: the service says `offline` through it
             stopper.join()
         startup.stop_broker()
-    return 0
+    return service.exit_code
 
 
 class _Startup:
@@ -158,8 +158,25 @@ def _leave_during_startup(startup: _Startup) -> None:
     os._exit(0)
 
 
+# Longer than the announcer's drain (45 s) plus the bounded joins, shorter than TimeoutStopSec=60.
+STOP_DEADLINE_S = 55.0
+
+
 def _stop_in_background(service) -> threading.Thread:
-    """Signal handlers must return quickly; the main thread waits for the stop to complete."""
-    thread = threading.Thread(target=service.stop, name="shutdown")
+    """Signal handlers must return quickly; the main thread waits for the stop to complete.
+
+    SIGTERM always stops the process: should a wedged worker hold up the orderly stop past
+    STOP_DEADLINE_S, the process exits anyway (non-zero, so the journal shows it was not clean).
+    """
+    thread = threading.Thread(target=service.stop, name="shutdown", daemon=True)
     thread.start()
+    deadline = threading.Timer(STOP_DEADLINE_S, _exit_now, args=(service,))
+    deadline.daemon = True
+    deadline.start()
     return thread
+
+
+def _exit_now(service) -> None:
+    log.error("the orderly stop took longer than %.0f s; exiting now", STOP_DEADLINE_S)
+    logging.shutdown()
+    os._exit(service.exit_code or 1)

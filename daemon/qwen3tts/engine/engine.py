@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 PromptBuilder = Callable[[Request], Prompt]
 FPS_WINDOW_S = 2.0
+BATCH_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class EngineStats:
     num_preemptions: int
     num_steps: int = 0  # steps that produced frames, since start
     num_frames: int = 0  # frames produced, since start: num_frames / num_steps is the mean batch
+    mean_batch: float = 0.0
+    """Mean requests per decode step (steps that produced frames) over the last BATCH_WINDOW_S seconds."""
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Engine:
         self._frames_per_second = 0.0
         self._num_steps = 0
         self._num_frames = 0
+        self._recent_steps: deque[tuple[float, int]] = deque()  # (time, frames) of steps over a minute
 
     # ---- public API (any thread) ----
 
@@ -143,6 +147,7 @@ class Engine:
             num_preemptions=self.scheduler.num_preemptions,
             num_steps=self._num_steps,
             num_frames=self._num_frames,
+            mean_batch=self._mean_batch(),
         )
 
     def start(self) -> None:
@@ -368,6 +373,16 @@ class Engine:
         while self._recent_frames and self._recent_frames[0][0] < now - FPS_WINDOW_S:
             self._recent_frames.popleft()
         self._frames_per_second = sum(n for _, n in self._recent_frames) / FPS_WINDOW_S
+        if num_frames:
+            self._recent_steps.append((now, num_frames))
+        while self._recent_steps and self._recent_steps[0][0] < now - BATCH_WINDOW_S:
+            self._recent_steps.popleft()
+
+    def _mean_batch(self) -> float:
+        steps = list(self._recent_steps)  # read from any thread: a copy, not the live deque
+        horizon = time.monotonic() - BATCH_WINDOW_S
+        recent = [n for t, n in steps if t >= horizon]
+        return sum(recent) / len(recent) if recent else 0.0
 
 
 def _talker_chunk(chunk: ScheduledChunk) -> TalkerChunk:

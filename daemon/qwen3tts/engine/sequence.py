@@ -215,6 +215,25 @@ class Handle:
         if self._seq.status is SequenceStatus.FINISHED_ERROR and self._seq.error is not None:
             raise self._seq.error
 
+    def ready_chunks(self) -> tuple[list[np.ndarray], bool]:
+        """The PCM chunks already produced, without waiting, and whether the stream has ended.
+
+        For a caller that polls many handles from one loop (the appliance's announcer); raises the
+        request's RequestError once it ended in failure. Do not mix with iterating the handle.
+        """
+        chunks: list[np.ndarray] = []
+        while True:
+            try:
+                chunk = self._seq.output.get_nowait()
+            except queue.Empty:
+                return chunks, False
+            if chunk is None or self._seq.cancel_requested:
+                break
+            chunks.append(chunk)
+        if self._seq.status is SequenceStatus.FINISHED_ERROR and self._seq.error is not None:
+            raise self._seq.error
+        return chunks, True
+
     def result(self, timeout: float | None = None) -> np.ndarray:
         """All PCM not yet consumed, concatenated, once the request finished; raises its RequestError."""
         if not self.wait(timeout):

@@ -13,6 +13,7 @@ import socket
 import threading
 from concurrent.futures import Future
 
+from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
@@ -77,6 +78,7 @@ def start_servers(
     bundle_info: BundleInfo,
     metrics_source: ApplianceSource | None = None,
     environ: dict[str, str] | None = None,
+    text: TextOptions | None = None,
 ) -> Servers:
     """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port."""
     config = settings.servers
@@ -93,6 +95,7 @@ def start_servers(
         max_concurrent=config.max_concurrent_requests,
         max_text_chars=settings.engine.max_text_chars,
         max_frames=settings.engine.max_frames,
+        text=text or TextOptions(normalize=settings.text.normalize),
     )
     servers = Servers(synth, metrics)
     sockets = []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qwen3tts.appliance.synthesis import sentence_request, split_text
+from qwen3tts.appliance.synthesis import TextOptions, sentence_request, split_text
 from qwen3tts.engine.sequence import Priority, SequenceStatus
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
@@ -57,8 +57,11 @@ class Synthesizer:
         max_concurrent: int,
         max_text_chars: int,
         max_frames: int,
+        text: TextOptions | None = None,
     ):
         self.engine = engine
+        self.text = text or TextOptions()
+        """The appliance's own text options (lexicon, normalisation), shared so SIGHUP reaches both."""
         self.bundle = bundle
         self.metrics = metrics
         self.max_concurrent = max_concurrent
@@ -132,7 +135,7 @@ class SpeechStream:
 
     def add(self, job: SpeechJob) -> None:
         """Queue the sentences of `job`; the first is submitted now if nothing runs (errors raise here)."""
-        self._pending += [(job, sentence) for sentence in split_text(job.text, job.language)]
+        self._pending += [(job, sentence) for sentence in split_text(job.text, job.language, self.synth.text)]
         if self._handle is None:
             self._submit_next()
 

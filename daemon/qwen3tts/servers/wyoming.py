@@ -26,7 +26,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts import __version__
-from qwen3tts.appliance.synthesis import split_text
+from qwen3tts.appliance.synthesis import sentences
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
 from qwen3tts.servers.synthesis import Busy, SpeechJob, SpeechStream, Synthesizer
@@ -249,7 +249,7 @@ class _TextStream:
                 raise RequestError(f"streamed text too long (> {self.max_chars} characters)")
             return []
         self.buffer += text
-        pieces = split_text(self.buffer, self.voice.language) if self.buffer.strip() else []
+        pieces = sentences(self.buffer, self.voice.language) if self.buffer.strip() else []
         if len(pieces) < 2:
             return []
         # the last piece may continue in the next chunk; keep a trailing space so words do not join

@@ -14,7 +14,8 @@ import numpy as np
 
 from qwen3tts.appliance.alsa import AlsaSink, list_output_devices, open_sink
 from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.playback import Playback, Utterance
+from qwen3tts.appliance.jitter import PcmBuffer
+from qwen3tts.appliance.playback import Playback, Track
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings
 
@@ -28,11 +29,18 @@ def main() -> int:
     states: list[list[str]] = []
     sink = AlsaSink(device, block_ms=settings.block_ms, on_state=lambda s, d: states.append([s, d])).open()
     events = []
-    playback = Playback(sink, settings, ChimeSet.silent(), lambda e: events.append([e.kind, e.id, e.reason]))
+    playback = Playback(sink, settings, ChimeSet.silent())
     for name in ("first", "second"):
         speech = signals[name]
-        pcm = (speech[i : i + 1000] for i in range(0, len(speech), 1000))
-        playback.play(Utterance(name, pcm))
+        buffer = PcmBuffer()
+        for i in range(0, len(speech), 1000):
+            buffer.put(speech[i : i + 1000])
+        buffer.close()
+        track = Track(name, buffer)
+        playback.play(track)
+        events += [["started", name, track.error]] if track.t_started is not None else []
+        events += [["first_audio", name, track.error]] if track.t_first_audio is not None else []
+        events += [["finished" if track.played_out else "cut", name, track.error]]
     report = {
         "rate": sink.rate,
         "channels": sink.channels,

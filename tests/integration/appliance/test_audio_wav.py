@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import wave
 
 import numpy as np
@@ -9,14 +11,23 @@ import pytest
 
 from qwen3tts.appliance.alsa import open_sink
 from qwen3tts.appliance.chimes import ChimeSet, read_wav, synthesize_chime
-from qwen3tts.appliance.playback import Playback, Utterance
+from qwen3tts.appliance.jitter import PcmBuffer
+from qwen3tts.appliance.playback import Playback, Track
 from qwen3tts.appliance.sinks import WavSink
 from qwen3tts.settings import AudioSettings
 
 
-def speech(seconds: float, value: float = 0.3):
-    n = int(seconds * 24000)
-    return (np.full(min(960, n - i), value, dtype=np.float32) for i in range(0, n, 960))
+def speech(label: str, seconds: float, value: float = 0.3, **fields) -> Track:
+    """A track whose buffer already holds all of its speech."""
+    buffer = PcmBuffer()
+    buffer.put(np.full(int(seconds * 24000), value, dtype=np.float32))
+    buffer.close()
+    return Track(label, buffer, **fields)
+
+
+def played_out(playback: Playback, track: Track) -> bool:
+    playback.play(track)
+    return track.played_out and track.error is None
 
 
 def test_each_announcement_becomes_one_wav_file_of_chime_lead_in_speech_and_tail(tmp_path):
@@ -24,8 +35,8 @@ def test_each_announcement_becomes_one_wav_file_of_chime_lead_in_speech_and_tail
     sink = open_sink(settings)
     assert isinstance(sink, WavSink)
     playback = Playback(sink, settings, ChimeSet.defaults())
-    assert playback.play(Utterance("door/bell 1", speech(1.0))).kind == "finished"
-    assert playback.play(Utterance("door/bell 1", speech(0.5), chime="none")).kind == "finished"
+    assert played_out(playback, speech("door/bell 1", 1.0))
+    assert played_out(playback, speech("door/bell 1", 0.5, chime="none"))
 
     files = sorted((tmp_path / "out").iterdir())
     assert [f.name for f in files] == ["000001-door_bell_1.wav", "000002-door_bell_1.wav"]
@@ -43,42 +54,49 @@ def test_each_announcement_becomes_one_wav_file_of_chime_lead_in_speech_and_tail
 def test_a_wav_sink_at_another_rate_resamples_to_the_exact_length(tmp_path, rate):
     sink = WavSink(tmp_path, rate=rate)
     settings = AudioSettings(lead_in_ms=100, tail_ms=100)
-    Playback(sink, settings, ChimeSet.silent()).play(Utterance("r", speech(0.5)))
+    assert played_out(Playback(sink, settings, ChimeSet.silent()), speech("r", 0.5))
     (path,) = tmp_path.glob("*.wav")
     with wave.open(str(path)) as wav:
         assert wav.getframerate() == rate and wav.getnframes() == int(0.7 * rate)
 
 
-def test_a_failed_announcement_file_holds_what_a_speaker_would_have_played_and_no_part_file_lingers(tmp_path):
-    def broken():
-        yield np.full(4800, 0.3, dtype=np.float32)
-        raise RuntimeError("synthesis died")
+def test_a_cut_announcement_file_holds_what_a_speaker_would_have_played_and_no_part_file_lingers(tmp_path):
+    buffer = PcmBuffer()
+    buffer.put(np.full(4800, 0.3, dtype=np.float32))  # synthesis stalls here (the buffer stays open)
+    track = Track("x", buffer)
 
+    def cut_once_it_waits():
+        while buffer.taken < 3840:  # 40 ms blocks; 10 ms held back for the fade while it waits
+            time.sleep(0.001)
+        track.cut()
+
+    threading.Thread(target=cut_once_it_waits, daemon=True).start()
     sink = WavSink(tmp_path)
     settings = AudioSettings(lead_in_ms=100, tail_ms=100)
-    final = Playback(sink, settings, ChimeSet.silent()).play(Utterance("x", broken()))
-    assert final.kind == "error" and final.reason == "RuntimeError: synthesis died"
+    Playback(sink, settings, ChimeSet.silent()).play(track)
+    assert track.ended and not track.played_out
     (path,) = tmp_path.iterdir()
     played = read_wav(path)
-    assert path.name == "000001-x.wav" and len(played) == 2400 + 4800  # lead-in + speech, no tail
+    assert path.name == "000001-x.wav" and len(played) == 2400 + 3840 + 240  # lead-in, speech, fade; no tail
     assert played[-1] == 0.0 and played[2400 + 2400] == pytest.approx(0.3, abs=1 / 32767)
 
 
 def test_an_announcement_cut_at_shutdown_leaves_no_wav_file_and_the_next_one_is_whole(tmp_path):
-    sink = WavSink(tmp_path)
-    settings = AudioSettings(lead_in_ms=100, tail_ms=100)
-    playback = Playback(sink, settings, ChimeSet.silent())
+    buffer = PcmBuffer()
+    buffer.put(np.full(4800, 0.3, dtype=np.float32))  # synthesis stalls here (the buffer stays open)
+    track = Track("cut", buffer)
 
-    def cut_after_a_while():
-        for i, block in enumerate(speech(2.0)):
-            if i == 5:  # what Service.stop does with on_shutdown: cancel
-                assert playback.interrupt("cut", reason="shutdown")
-            yield block
+    def cut_at_shutdown_once_it_waits():
+        while buffer.taken < 3840:
+            time.sleep(0.001)
+        track.cut(keep_partial=False)  # what the announcer does for Cut.SHUTDOWN
 
-    final = playback.play(Utterance("cut", cut_after_a_while()))
-    assert (final.kind, final.reason) == ("cancelled", "shutdown")
+    threading.Thread(target=cut_at_shutdown_once_it_waits, daemon=True).start()
+    playback = Playback(WavSink(tmp_path), AudioSettings(lead_in_ms=100, tail_ms=100), ChimeSet.silent())
+    playback.play(track)
+    assert track.ended and not track.played_out
     assert list(tmp_path.iterdir()) == []  # neither a .wav nor a .part
-    assert playback.play(Utterance("next", speech(0.2))).kind == "finished"
+    assert played_out(playback, speech("next", 0.2))
     assert [p.name for p in tmp_path.iterdir()] == ["000002-next.wav"]
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from qwen3tts.appliance.announcement import Announcement
-from qwen3tts.appliance.queue import AnnouncementQueue, Spool
+from qwen3tts.appliance.queue import AnnouncementQueue, Spool, quarantined
 from qwen3tts.errors import RequestError
 
 
@@ -132,10 +132,41 @@ def test_announcement_survives_the_spool_round_trip_with_binary_correlation_data
     assert spool.load() == [original]
 
 
-def test_wait_reports_only_announcements_that_may_play_now(tmp_path):
-    queue = AnnouncementQueue(tmp_path)
-    assert queue.wait(0.01) is False
+def test_ordered_lists_only_announcements_that_may_play_now_in_play_order(tmp_path):
+    changes = []
+    queue = AnnouncementQueue(tmp_path, on_change=lambda: changes.append(1))
     queue.put(ann("later", not_before=time.time() + 60))
-    assert queue.wait(0.01) is False
-    queue.put(ann("now"))
-    assert queue.wait(0.01) is True
+    queue.put(ann("gone", expires_at=time.time() - 1))
+    queue.put(ann("n"))
+    queue.put(ann("e", "emergency"))
+    assert [a.id for a in queue.ordered()] == ["e", "n"] and len(changes) == 4
+
+
+def test_a_spooled_announcement_the_process_died_on_twice_is_quarantined_and_never_replayed(tmp_path):
+    first = AnnouncementQueue(tmp_path, max_attempts=2)
+    first.put(ann("poison"))
+    first.put(ann("fine"))
+    for _life in range(2):  # each life pops it and dies while it plays (nothing ends it in order)
+        life = AnnouncementQueue(tmp_path, max_attempts=2)
+        life.replay()
+        assert life.pop_next().id == "poison"
+    survivor = AnnouncementQueue(tmp_path, max_attempts=2)
+    replayed, expired = survivor.replay()
+    assert [a.id for a in replayed] == ["fine"] and expired == []
+    assert [a.id for a in survivor.quarantined] == ["poison"]
+    [path] = quarantined(tmp_path)
+    assert json.loads(path.read_text())["announcement"]["id"] == "poison"
+    assert spooled_ids(survivor) == ["fine"]
+    assert [a.id for a in AnnouncementQueue(tmp_path).replay()[0]] == ["fine"]  # never again
+
+
+def test_an_orderly_interruption_does_not_count_as_a_failed_attempt(tmp_path):
+    for _life in range(3):
+        life = AnnouncementQueue(tmp_path, max_attempts=2)
+        life.replay()
+        if _life == 0:
+            life.put(ann("resumed"))
+        popped = life.pop_next()
+        life.requeue(popped)  # barge-in with resume: spooled again with attempts 0
+    assert [a.id for a in AnnouncementQueue(tmp_path).replay()[0]] == ["resumed"]
+    assert quarantined(tmp_path) == []

@@ -318,3 +318,42 @@ def test_the_engine_layer_imports_only_the_standard_library_numpy_and_itself():
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
                 if name.startswith("qwen3tts."):  # appliance -> engine <- runtime: nothing else
                     assert name.startswith(("qwen3tts.engine", "qwen3tts.errors")), name
+
+
+def test_mean_batch_is_the_mean_number_of_frames_per_decode_step():
+    engine = make_engine(max_num_seqs=2)
+    assert engine.stats().mean_batch == 0.0
+    handles = [engine.submit(req(name)) for name in "ab"]
+    run_until_done(engine, handles)
+    batched = engine.stats().mean_batch
+    frames = sum(len(h.frames) for h in handles)
+    steps_with_frames = len(engine.runner.code_predictor_calls)
+    assert batched == pytest.approx(frames / steps_with_frames) and 1.0 < batched <= 2.0
+    handle = engine.submit(req("c"))
+    run_until_done(engine, [handle])  # alone: its steps bring the mean down towards 1
+    assert 1.0 <= engine.stats().mean_batch < batched
+
+
+def test_ready_chunks_returns_what_is_there_without_waiting_then_the_end():
+    engine = make_engine()
+    handle = engine.submit(req("a"))
+    assert handle.ready_chunks() == ([], False)  # nothing produced yet, and no wait
+    collected = []
+    while True:
+        engine.step()
+        chunks, ended = handle.ready_chunks()
+        collected += chunks
+        if ended:
+            break
+    np.testing.assert_array_equal(np.concatenate(collected), alone(req("a"))[1])
+
+
+def test_ready_chunks_raises_the_request_error_of_a_failed_request():
+    engine = make_engine()
+    handle = engine.submit(req("a"))
+    engine.step()
+    engine.runner.fail_codec.add(handle.seq_id)
+    run_until_done(engine, [handle])
+    with pytest.raises(RequestError):
+        while not handle.ready_chunks()[1]:
+            pass

@@ -1,0 +1,154 @@
+"""The whole Service in process: real mosquitto, the real Engine over the fake runner, a recording sink.
+
+Supervision (an exception in each worker in turn fails only the item it handled, the worker restarts
+and the next announcement still finishes) and SIGHUP (volume and voice set over MQTT survive a reload
+unless the file changed them; the queue is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+from announcer_rig import RigSink, fake_engine
+
+from qwen3tts.appliance.service import Service
+from qwen3tts.settings_loader import load_settings
+
+SITE = "svc"
+TEXT = "Store notice, part one. Store notice, part two."
+
+
+def write_config(path, broker, **audio) -> None:
+    sections = {
+        "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False},
+        "announcements": {"spool_dir": str(path.parent / "spool")},
+        "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0, **audio},
+        "thermal": {"enabled": False},
+        "voice": {"voice": "ryan"},
+    }
+    path.write_text(json.dumps(sections))
+
+
+@pytest.fixture
+def service(tmp_path, mosquitto):
+    config = tmp_path / "qwen3tts.yaml"
+    write_config(config, mosquitto)
+    runtime = SimpleNamespace(
+        engine=fake_engine(),
+        spec=SimpleNamespace(speakers=("ryan", "vivian"), languages=("english",)),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+    )
+    svc = Service(load_settings(config), config_path=config, runtime=runtime, sink=RigSink())
+    svc.start()
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture
+def recorder(mosquitto, recorder_factory):
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
+    recorder.wait_for(lambda msgs: any(m.topic.endswith("/status") for m in msgs), 10)
+    return recorder
+
+
+def events(recorder, ann_id) -> list[dict]:
+    found = [json.loads(m.payload) for m in recorder.on(f"qwen3tts/{SITE}/event")]
+    return [e for e in found if e.get("id") == ann_id]
+
+
+def wait_event(recorder, ann_id, kind, timeout=20.0) -> dict:
+    recorder.wait_for(lambda _: any(e["event"] == kind for e in events(recorder, ann_id)), timeout)
+    return next(e for e in events(recorder, ann_id) if e["event"] == kind)
+
+
+def say(recorder, ann_id, text=TEXT) -> None:
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps({"id": ann_id, "text": text}), qos=1)
+
+
+def fail_once(obj, name: str, when=lambda *args: True):
+    original = getattr(obj, name)
+    calls = []
+
+    def failing(*args, **kwargs):
+        if not calls and when(*args):
+            calls.append(args)
+            raise RuntimeError(f"injected into {name}")
+        return original(*args, **kwargs)
+
+    setattr(obj, name, failing)
+    return calls
+
+
+def inject(service: Service, worker: str):
+    """Make `worker` raise once while it handles the announcement `victim` (or the next message)."""
+    if worker == "announcer":
+        return fail_once(service.announcer.synthesis, "move_pcm", lambda ann: ann.id == "victim")
+    if worker == "audio":
+        return fail_once(service.playback, "play", lambda track: track.label == "victim")
+    if worker == "intake":
+        return fail_once(service.intake, "handle")
+    return fail_once(service, "_publish_status")
+
+
+@pytest.mark.parametrize("worker", ["announcer", "audio", "intake", "status"])
+def test_an_exception_in_a_worker_fails_only_its_item_and_the_next_announcement_finishes(
+    service, recorder, worker, caplog
+):
+    calls = inject(service, worker)
+    say(recorder, "victim")
+    if worker in ("announcer", "audio"):
+        error = wait_event(recorder, "victim", "error")
+        assert "RuntimeError: injected" in error["reason"]
+        assert "finished" not in [e["event"] for e in events(recorder, "victim")]
+    say(recorder, "next")
+    wait_event(recorder, "next", "finished")
+    assert calls, "the injected failure never happened"
+    assert any(f"worker {worker} failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert service.exit_code == 0
+
+
+def test_sighup_keeps_volume_and_voice_set_over_mqtt_unless_the_file_changed_them(
+    service, recorder, mosquitto, tmp_path
+):
+    config = tmp_path / "qwen3tts.yaml"
+    recorder.publish(f"qwen3tts/{SITE}/volume/set", "0.3", qos=1)
+    recorder.publish(f"qwen3tts/{SITE}/voice/set", "vivian", qos=1)
+    deadline = time.monotonic() + 10
+    while (service.playback.volume, service.announcer.voice.voice) != (0.3, "vivian"):
+        assert time.monotonic() < deadline, "volume/set and voice/set never arrived"
+        time.sleep(0.02)
+    say(recorder, "queued-before")
+    write_config(config, mosquitto, tail_ms=50)  # the file changes neither volume nor voice
+    service.reload()
+    assert (service.playback.volume, service.announcer.voice.voice) == (0.3, "vivian")
+
+    write_config(config, mosquitto, tail_ms=50, volume=0.8)  # now the file changes the volume
+    service.reload()
+    assert (service.playback.volume, service.announcer.voice.voice) == (0.8, "vivian")
+    wait_event(recorder, "queued-before", "finished")  # the queue survived both reloads
+
+
+@pytest.mark.parametrize(
+    ("hostile", "properties"),
+    [
+        ('{"text": "Lone surrogate.", "id": "\\ud800"}', {}),
+        ('{"text": "Wildcard reply.", "id": "wild"}', {"ResponseTopic": "qwen3tts/x/#"}),
+    ],
+)
+def test_a_say_whose_events_cannot_be_published_silences_nothing(service, recorder, hostile, properties):
+    recorder.publish(f"qwen3tts/{SITE}/say", hostile, qos=1, **properties)
+    say(recorder, "after")
+    wait_event(recorder, "after", "finished")
+    assert service.exit_code == 0
+    assert not any(w.failures for w in service.supervisor.workers)  # no worker had to restart
+
+
+def test_stop_before_start_completed_still_stops(tmp_path, mosquitto):
+    config = tmp_path / "qwen3tts.yaml"
+    write_config(config, mosquitto)
+    svc = Service(load_settings(config), config_path=config, runtime=None, sink=RigSink())
+    svc.stop()  # SIGTERM while the bundle still compiles
+    assert svc.wait(1)

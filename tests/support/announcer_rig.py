@@ -1,0 +1,163 @@
+"""The speech half of the appliance in one process: queue -> announcer -> real Engine -> playback -> sink.
+
+The engine is the real `Engine`, over the fake runner (tests/support/engine_fakes.py) or a real
+runtime; the announcer and the audio thread run under the real `Supervisor`. Events the announcer
+publishes are recorded. Sampling is greedy, so a sentence's PCM is the same in every run and tests
+can compare what the sink played against each sentence synthesised alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from audio_fakes import FakeSink
+from engine_fakes import FakeRunner, fake_prompt_builder
+
+from qwen3tts.appliance.announcer import Announcer, Voice
+from qwen3tts.appliance.chimes import ChimeSet
+from qwen3tts.appliance.intake import AnnouncementPolicy
+from qwen3tts.appliance.messages import Say
+from qwen3tts.appliance.playback import Playback
+from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.supervisor import Supervisor
+from qwen3tts.appliance.synthesis import frame_budget
+from qwen3tts.engine.config import EngineConfig, SamplingParams
+from qwen3tts.engine.engine import Engine
+from qwen3tts.engine.sequence import Request
+from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
+
+SAMPLES_PER_FRAME = 1920  # 80 ms at 24 kHz, like the real codec
+
+
+@dataclass
+class LoudRunner(FakeRunner):
+    """The fake runner with real-sized frames: each fake sample is held for 480 samples."""
+
+    eos_at: int = 24
+
+    def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
+        return np.repeat(super().codec_decode(seq_id, frames, final), SAMPLES_PER_FRAME // 4)
+
+
+def rig_settings(tmp_path, **announcements) -> Settings:
+    audio = AudioSettings(
+        lead_in_ms=0, tail_ms=0, fade_ms=0, block_ms=40, jitter_buffer_ms=0,
+        chime_normal="none", chime_priority="none", chime_emergency="none",
+    )  # fmt: skip
+    return Settings(
+        announcements=AnnouncementSettings(spool_dir=tmp_path / "spool", **announcements), audio=audio
+    )
+
+
+def fake_engine(runner: FakeRunner | None = None, max_num_seqs: int = 4) -> Engine:
+    runner = runner or LoudRunner()
+    config = EngineConfig(max_num_seqs=max_num_seqs, sampling=SamplingParams(greedy=True))
+    return Engine(runner, fake_prompt_builder(runner.hidden_size), config)
+
+
+@dataclass
+class RigSink(FakeSink):
+    """FakeSink that tells plays apart: the n-th play of `id` is recorded as item `id@n` (from 0)."""
+
+    plays: dict[str, int] = field(default_factory=dict)
+
+    def begin(self, item_id: str) -> None:
+        n = self.plays.get(item_id, 0)
+        self.plays[item_id] = n + 1
+        super().begin(f"{item_id}@{n}")
+
+    def speech(self, item_id: str, play: int = 0) -> np.ndarray:
+        """Samples of one play without the silence written while waiting for PCM."""
+        out = self.played(f"{item_id}@{play}")
+        return out[out != 0]
+
+    def order(self) -> list[str]:
+        return [item for kind, item, _ in self.events if kind == "begin"]
+
+
+def slow_sink(real_delay_s: float = 0.002) -> RigSink:
+    """A sound card that plays 40 ms blocks in `real_delay_s` (20x real time by default)."""
+    return RigSink(paced=True, real_delay_s=real_delay_s)
+
+
+@dataclass
+class Rig:
+    tmp_path: object
+    settings: Settings
+    engine: Engine
+    sink: object = field(default_factory=RigSink)
+    heartbeat: object = None
+    published: list = field(default_factory=list)
+    fatal: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        beat = self.heartbeat or (lambda name: None)
+        self.queue = AnnouncementQueue(
+            self.settings.announcements.spool_dir,
+            max_attempts=self.settings.announcements.max_attempts,
+            on_change=lambda: self.announcer.wake(),
+        )
+        chimes = ChimeSet({"normal": None, "priority": None, "emergency": None})
+        self.playback = Playback(
+            self.sink, self.settings.audio, chimes,
+            heartbeat=lambda: beat("audio"), on_end=lambda: self.announcer.wake(),
+        )  # fmt: skip
+        self.announcer = Announcer(
+            self.settings, self.queue, self.engine, self.playback, self.published.append,
+            Voice("ryan", "auto", None), heartbeat=lambda: beat("announcer"),
+        )  # fmt: skip
+        self.supervisor = Supervisor(on_fatal=self.fatal.append, backoff_s=0.01)
+
+    def start(self) -> Rig:
+        self.queue.replay()
+        self.engine.start()
+        self.supervisor.start("audio", self.playback.run, self.fail_track)
+        self.supervisor.start("announcer", self.announcer.run, self.announcer.fail_handling)
+        return self
+
+    def fail_track(self, exc: BaseException) -> str | None:
+        track, self.playback.current = self.playback.current, None
+        if track is None:
+            return None
+        track.error, track.t_ended = f"{type(exc).__name__}: {exc}", time.time()
+        return track.label
+
+    def close(self) -> None:
+        self.announcer.drain(finish=False, timeout=5)
+        self.supervisor.stop(timeout=5)
+        self.engine.stop()
+
+    # ---- driving ----
+
+    def say(self, ann_id: str, text: str, **fields):
+        ann = AnnouncementPolicy().admit(Say(text=text, id=ann_id, **fields), time.time()).announcement
+        self.queue.put(ann)
+        return ann
+
+    def events(self, ann_id: str | None = None) -> list[tuple[str, str]]:
+        return [(e.event, e.reason) for e in list(self.published) if ann_id is None or e.id == ann_id]
+
+    def kinds(self, ann_id: str) -> list[str]:
+        return [kind for kind, _ in self.events(ann_id)]
+
+    def wait_for(self, ann_id: str, kind: str, count: int = 1, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.kinds(ann_id).count(kind) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{ann_id}: no {kind} #{count} within {timeout} s; {self.events()}")
+            time.sleep(0.005)
+
+    def sentence_pcm(self, text: str, cursor: int = 0) -> list[np.ndarray]:
+        """Each sentence of `text` synthesised alone (greedy: the same PCM the announcer gets)."""
+        ann = replace(AnnouncementPolicy().admit(Say(text=text), 0.0).announcement, cursor=cursor)
+        self.announcer.synthesis.prepare(ann)
+        out = []
+        for i, sentence in enumerate(ann.sentences):
+            max_frames = frame_budget(sentence.text, self.settings.engine.max_frames)
+            request = Request(id=f"alone-{threading.get_ident()}-{i}", text=sentence.text, speaker="ryan",
+                              language="auto", max_frames=max_frames)  # fmt: skip
+            out.append(self.engine.submit(request).result(timeout=30))
+        return out
