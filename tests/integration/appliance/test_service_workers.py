@@ -38,8 +38,15 @@ def service(tmp_path, mosquitto):
     write_config(config, mosquitto)
     runtime = SimpleNamespace(
         engine=fake_engine(),
-        spec=SimpleNamespace(speakers=("ryan", "vivian"), languages=("english",)),
+        spec=SimpleNamespace(
+            speakers=("ryan", "vivian"),
+            languages=("english",),
+            size="0.6b",
+            variant="custom_voice",
+            supports_instruct=False,
+        ),
         plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        manifest=SimpleNamespace(random_weights=True),
     )
     svc = Service(load_settings(config), config_path=config, runtime=runtime, sink=RigSink())
     svc.start()
