@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 
 SAMPLE_RATE = 24000
@@ -20,7 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", help="preset speaker (CustomVoice), default: voice.voice setting")
     parser.add_argument("--language", help="language name or auto (default: voice.language setting)")
     parser.add_argument("--instruct", help="style instruction (VoiceDesign, 1.7B CustomVoice)")
-    parser.add_argument("--ref-audio", type=Path, help="reference WAV whose voice a Base bundle speaks with")
+    parser.add_argument(
+        "--ref-audio",
+        type=Path,
+        help="reference recording (WAV, FLAC, ...) whose voice a Base bundle speaks with",
+    )
+    parser.add_argument(
+        "--ref-text",
+        help="transcript of --ref-audio: clone by in-context learning (the official main mode) "
+        "instead of the x-vector only",
+    )
     parser.add_argument("--seed", type=int, help="sampling seed: same seed, same audio")
     parser.add_argument("--greedy", action="store_true", help="argmax instead of sampling")
     parser.add_argument("--max-frames", type=int, help="cap on 80 ms frames (default: engine.max_frames)")
@@ -31,7 +41,12 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     from qwen3tts.engine.sequence import Request
     from qwen3tts.runtime.loader import load_runtime
 
+    if args.ref_text is not None and args.ref_audio is None:
+        raise RequestError("--ref-text is the transcript of --ref-audio; give both")
     runtime = load_runtime(args.bundle or settings.model.bundle, settings)
+    ref_audio = str(args.ref_audio) if args.ref_audio else None
+    if args.ref_text is not None:
+        ref_audio = _register_icl_voice(runtime, args.ref_audio, args.ref_text)
     voice = settings.voice
     request = Request(
         id=uuid.uuid4().hex[:12],
@@ -42,7 +57,7 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         greedy=args.greedy,
         max_frames=args.max_frames,
-        ref_audio=str(args.ref_audio) if args.ref_audio else None,
+        ref_audio=ref_audio,
     )
     runtime.engine.start()
     try:
@@ -72,6 +87,16 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
         + (f", wrote {args.out}" if args.out else "")
     )
     return 0
+
+
+def _register_icl_voice(runtime, ref_audio: Path, ref_text: str) -> str:
+    """Encode the reference (x-vector, codes, transcript ids) and register it under a request key."""
+    if runtime.voice_encoder is None:
+        raise RequestError(f"--ref-text needs a Base bundle, this bundle is {runtime.spec.variant}")
+    voice = runtime.voice_encoder.encode_file(ref_audio, ref_text)
+    key = f"icl:{ref_audio}"
+    runtime.prompt_builder.register_voice(key, voice)
+    return key
 
 
 def _default_speaker(spec) -> str | None:
