@@ -26,6 +26,7 @@ CHECKPOINTS = (
     Checkpoint("custom_voice-tiny-1.7b", "custom_voice", "tiny-1.7b", 0),
     Checkpoint("voice_design-tiny-1.7b", "voice_design", "tiny-1.7b", 0),
     Checkpoint("base-tiny", "base", "tiny", 0),
+    Checkpoint("base-tiny-1.7b", "base", "tiny-1.7b", 0),
 )
 
 
@@ -41,6 +42,9 @@ class TalkerCase:
     instruct: str | None = None
     non_streaming: bool = True  # True: whole text in the prompt; False: streaming-text ("dual-track")
     expect_eos: bool = False  # the greedy run must end with EOS (else it must give >= MIN_FRAMES frames)
+    ref_text: str | None = (
+        None  # base: ICL voice clone (REFERENCE_AUDIO + this transcript); None: x-vector only
+    )
 
 
 ENGLISH = "The next train to Zurich departs from platform 7 at 10:45."
@@ -48,6 +52,7 @@ CHINESE = "各位旅客请注意，列车即将进站。"
 INSTRUCT = "Speak slowly and calmly, like a station announcer."
 HAPPY = "Speak happily."
 VOICE = "A warm, low female voice with a slight smile."
+REF_TEXT = "Good morning, this is the reference voice speaking."
 
 TALKER_CASES = (
     TalkerCase("cv-tiny-preset-english", "custom_voice-tiny", ENGLISH, "english", "vivian"),
@@ -103,6 +108,15 @@ TALKER_CASES = (
     # base: the x-vector of REFERENCE_AUDIO (speaker-encoder case) sits in the speaker slot
     TalkerCase("base-tiny-xvector", "base-tiny", ENGLISH, "english"),
     TalkerCase("base-tiny-xvector-streaming", "base-tiny", ENGLISH, "english", non_streaming=False),
+    # base ICL ("in-context learning", x_vector_only_mode=False): reference text + codes + x-vector
+    TalkerCase("base-tiny-icl", "base-tiny", ENGLISH, "english", ref_text=REF_TEXT),
+    TalkerCase(
+        "base-tiny-icl-streaming", "base-tiny", ENGLISH, "english", non_streaming=False, ref_text=REF_TEXT
+    ),
+    TalkerCase("base-1.7b-icl", "base-tiny-1.7b", CHINESE, "chinese", ref_text=REF_TEXT),
+    TalkerCase(
+        "base-1.7b-icl-streaming", "base-tiny-1.7b", ENGLISH, "auto", non_streaming=False, ref_text=REF_TEXT
+    ),
 )
 
 # Greedy generation: max_new_tokens sampled code-0 tokens give max_new_tokens - 1 frames without EOS.
@@ -136,3 +150,5 @@ CODEC_SEED = 1234
 REFERENCE_AUDIO_SECONDS = 2.0
 REFERENCE_AUDIO_SEED = 7
 SAMPLE_RATE = 24000
+# speech-encoder cases: the reference audio at these input rates (the official code resamples to 24 kHz)
+SPEECH_ENCODER_RATES = (24000, 16000, 44100)

@@ -164,10 +164,10 @@ def tokenizer_case(tts) -> dict:
     return {"ids": flat, "offsets": offsets.astype(np.int64)}
 
 
-def reference_audio() -> np.ndarray:
+def reference_audio(sample_rate: int = cases.SAMPLE_RATE) -> np.ndarray:
     """2 s of a seeded sine chord with noise and a slow envelope: a stand-in for a voice sample."""
     rng = np.random.default_rng(cases.REFERENCE_AUDIO_SEED)
-    t = np.arange(int(cases.REFERENCE_AUDIO_SECONDS * cases.SAMPLE_RATE)) / cases.SAMPLE_RATE
+    t = np.arange(int(cases.REFERENCE_AUDIO_SECONDS * sample_rate)) / sample_rate
     voice = sum(np.sin(2 * np.pi * f * t) / k for k, f in enumerate((180.0, 360.0, 540.0, 1250.0), 1))
     envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 3.0 * t)
     return (0.15 * envelope * voice + 0.02 * rng.standard_normal(t.shape)).astype(np.float32)
@@ -194,6 +194,15 @@ def speaker_case(tts) -> dict:
 
 
 @torch.no_grad()
+def speech_encoder_case(tts, sample_rate: int) -> dict:
+    """The reference audio at `sample_rate` through the official `Qwen3TTSTokenizer.encode` (resamples
+    to 24 kHz with librosa's soxr_hq) -> codes (T, 16)."""
+    audio = reference_audio(sample_rate)
+    codes = tts.model.speech_tokenizer.encode(audio, sr=sample_rate).audio_codes[0]
+    return {"audio": audio, "codes": codes.numpy().astype(np.int64)}
+
+
+@torch.no_grad()
 def codec_case(tts, num_frames: int, seed: int) -> dict:
     """Random codes through the official `Qwen3TTSTokenizer.decode` (chunked 300/25) to a waveform."""
     codebook = tts.model.speech_tokenizer.model.decoder.config.codebook_size
@@ -215,6 +224,15 @@ def official_call(tts, case: cases.TalkerCase, xvector: np.ndarray | None):
     if variant == "voice_design":
         return lambda: tts.generate_voice_design(
             text=case.text, instruct=case.instruct, language=case.language, **common
+        )
+    if case.ref_text is not None:  # ICL: the wrapper encodes the audio and tokenizes the transcript
+        return lambda: tts.generate_voice_clone(
+            text=case.text,
+            language=case.language,
+            ref_audio=(reference_audio(), cases.SAMPLE_RATE),
+            ref_text=case.ref_text,
+            x_vector_only_mode=False,
+            **common,
         )
     # x-vector only (no ICL): a ready prompt, so the Mimi encoder is not involved
     prompt = {
@@ -276,6 +294,10 @@ def talker_case(tts, case: cases.TalkerCase, xvector: np.ndarray | None) -> tupl
         arrays["instruct_ids"] = run.instruct_ids
     if xvector is not None:
         arrays["xvector"] = xvector
+    icl_facts = {}
+    if case.ref_text is not None:
+        icl_arrays, icl_facts = icl_outputs(run, num_frames)
+        arrays.update(icl_arrays)
     facts = {
         "text": case.text,
         "language": case.language,
@@ -287,7 +309,31 @@ def talker_case(tts, case: cases.TalkerCase, xvector: np.ndarray | None) -> tupl
         "num_frames": num_frames,
         "stopped_by_eos": stopped_by_eos,
         "min_top1_gap": margins,
+        "ref_text": case.ref_text,
+        **icl_facts,
     }
+    return arrays, facts
+
+
+def icl_outputs(run: talker_probe.OfficialRun, num_frames: int) -> tuple[dict, dict]:
+    """What an ICL voice clone adds: the reference inputs the wrapper derived and its waveform.
+
+    The wrapper decodes reference codes + generated codes in one go and cuts the reference part off
+    at int(ref_frames / total_frames * samples), which `waveform_offset` records.
+    """
+    prompt = run.voice_clone_prompt
+    ref_codes = prompt["ref_code"][0].numpy().astype(np.int64)
+    waves, sample_rate = run.output
+    total = ref_codes.shape[0] + num_frames
+    offset = int(ref_codes.shape[0] / max(total, 1) * (total * 1920))
+    arrays = {
+        "ref_audio": reference_audio(),
+        "ref_ids": run.ref_ids,
+        "ref_codes": ref_codes,
+        "xvector": prompt["ref_spk_embedding"][0].float().numpy(),
+        "waveform": np.asarray(waves[0], dtype=np.float32),
+    }
+    facts = {"ref_sample_rate": cases.SAMPLE_RATE, "waveform_offset": offset, "sample_rate": sample_rate}
     return arrays, facts
 
 
@@ -302,7 +348,7 @@ CODEC_FILES = ("speech_tokenizer/config.json", "speech_tokenizer/model.safetenso
 def generate(root: Path | None, product_python: Path, out: Path, scratch: Path) -> None:
     writer = FixtureWriter(scratch / "golden")
     index_checkpoints: dict[str, dict] = {}
-    tokenizers_done, codecs_done = set(), set()
+    tokenizers_done, codecs_done, encoders_done = set(), set(), set()
     for checkpoint in cases.CHECKPOINTS:
         directory = root / checkpoint.name if root else write_checkpoint(product_python, scratch, checkpoint)
         hashes = file_hashes(directory)
@@ -336,6 +382,16 @@ def generate(root: Path | None, product_python: Path, out: Path, scratch: Path) 
                     checkpoint,
                     codec_case(tts, frames, cases.CODEC_SEED + frames),
                     num_frames=frames,
+                )
+        if checkpoint.variant == "base" and _same_files(hashes, CODEC_FILES) not in encoders_done:
+            encoders_done.add(_same_files(hashes, CODEC_FILES))
+            for rate in cases.SPEECH_ENCODER_RATES:
+                writer.add(
+                    f"speech_encoder-{checkpoint.name}-{rate}",
+                    "speech_encoder",
+                    checkpoint,
+                    speech_encoder_case(tts, rate),
+                    sample_rate=rate,
                 )
         xvector = None
         if checkpoint.variant == "base":

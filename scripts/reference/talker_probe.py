@@ -32,6 +32,9 @@ class OfficialRun:
     codes: torch.Tensor  # (F, 16) greedy codes, frames from the first EOS on dropped
     hidden: torch.Tensor  # (F, H) talker hidden state that produced each frame's code 0
     talker_kwargs: dict = field(default_factory=dict)
+    output: object = None  # what the wrapper call returned: (waveforms, sample rate)
+    ref_ids: np.ndarray | None = None  # (R,) chat-formatted reference transcript ids (ICL), else None
+    voice_clone_prompt: dict | None = None  # base: what generate() got (ref_code, ref_spk_embedding, ...)
 
 
 def capture_official(tts, call) -> OfficialRun:
@@ -51,13 +54,14 @@ def capture_official(tts, call) -> OfficialRun:
 
     model.generate, model.talker.generate = record_model, record_talker
     try:
-        call()
+        output = call()
     finally:
         del model.generate, model.talker.generate  # drop the instance attributes again
     kw, talker_kw = seen["model"], seen["talker"]
     if len(kw["input_ids"]) != 1 or talker_kw["inputs_embeds"].shape[0] != 1:
         raise ValueError("capture_official expects a batch of one")
     instruct = (kw.get("instruct_ids") or [None])[0]
+    ref = (kw.get("ref_ids") or [None])[0]
     codes, hidden = seen["result"]
     return OfficialRun(
         input_ids=kw["input_ids"][0][0].numpy().astype(np.int64),
@@ -68,6 +72,9 @@ def capture_official(tts, call) -> OfficialRun:
         codes=codes[0].detach(),
         hidden=hidden[0].detach(),
         talker_kwargs={k: v for k, v in talker_kw.items() if isinstance(v, (int, float, bool, list))},
+        output=output,
+        ref_ids=None if ref is None else ref[0].numpy().astype(np.int64),
+        voice_clone_prompt=kw.get("voice_clone_prompt"),
     )
 
 

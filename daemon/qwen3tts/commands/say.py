@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -21,7 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", help="preset speaker (CustomVoice), default: voice.voice setting")
     parser.add_argument("--language", help="language name or auto (default: voice.language setting)")
     parser.add_argument("--instruct", help="style instruction (VoiceDesign, 1.7B CustomVoice)")
-    parser.add_argument("--ref-audio", type=Path, help="reference WAV whose voice a Base bundle speaks with")
+    parser.add_argument(
+        "--ref-audio",
+        type=Path,
+        help="reference recording (WAV, FLAC, ...) whose voice a Base bundle speaks with",
+    )
+    parser.add_argument(
+        "--ref-text",
+        help="transcript of --ref-audio: clone by in-context learning (the official main mode) "
+        "instead of the x-vector only",
+    )
     parser.add_argument("--seed", type=int, help="sampling seed: same seed, same audio")
     parser.add_argument("--greedy", action="store_true", help="argmax instead of sampling")
     parser.add_argument(
@@ -34,11 +44,17 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     from qwen3tts.engine.sequence import SequenceStatus
     from qwen3tts.runtime.loader import load_runtime
 
+    if args.ref_text is not None and args.ref_audio is None:
+        raise RequestError("--ref-text is the transcript of --ref-audio; give both")
     bundle = args.bundle or settings.model.bundle
     spec = _bundle_spec(bundle)
     request = _request(args, settings, spec)
     _check(request, spec)  # before minutes of compiling, not after
     runtime = load_runtime(bundle, settings)
+    if args.ref_text is not None:
+        request = dataclasses.replace(
+            request, ref_audio=_register_icl_voice(runtime, args.ref_audio, args.ref_text)
+        )
     runtime.engine.start()
     try:
         started = time.perf_counter()
@@ -83,7 +99,7 @@ def _request(args: argparse.Namespace, settings: Settings, spec) -> Request:
     return Request(
         id="say",
         text=args.text.strip(),
-        language=args.language or voice.language,
+        language=_language(args.language or voice.language, spec),
         speaker=args.voice or voice.voice or _default_speaker(spec),
         instruct=args.instruct or voice.instruct or None,
         seed=args.seed,
@@ -92,6 +108,14 @@ def _request(args: argparse.Namespace, settings: Settings, spec) -> Request:
         max_frames=None if args.max_frames is None else args.max_frames + 1,
         ref_audio=str(args.ref_audio) if args.ref_audio else None,
     )
+
+
+def _language(tag: str, spec) -> str:
+    """A model name or ISO 639-1 / BCP 47 tag (`en-GB`, `zh-CN`) -> the bundle's name for it."""
+    from qwen3tts.text import resolve_language
+
+    name = resolve_language(tag, spec.languages)
+    return next((known for known in spec.languages if known.lower() == name), name)
 
 
 def _bundle_spec(bundle: Path):
@@ -115,6 +139,16 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1 frame, got {value}")
     return value
+
+
+def _register_icl_voice(runtime, ref_audio: Path, ref_text: str) -> str:
+    """Encode the reference (x-vector, codes, transcript ids) and register it under a request key."""
+    if runtime.voice_encoder is None:
+        raise RequestError(f"--ref-text needs a Base bundle, this bundle is {runtime.spec.variant}")
+    voice = runtime.voice_encoder.encode_file(ref_audio, ref_text)
+    key = f"icl:{ref_audio}"
+    runtime.prompt_builder.register_voice(key, voice)
+    return key
 
 
 def _default_speaker(spec) -> str | None:

@@ -2,8 +2,9 @@
 
 Stages: read and check the checkpoint; talker (stateful SDPA, converted to PagedAttention at run
 time); batched code predictor; streaming codec chunk graphs; projected text table and codec table;
-speaker encoder (Base); tokenizer files; manifest (written last, so a bundle without one is
-unfinished). Weight precision follows a per-component policy recorded in the manifest.
+speaker encoder, speech-tokenizer encoder and code predictor tables (Base: voice cloning); tokenizer
+files; manifest (written last, so a bundle without one is unfinished). Weight precision follows a
+per-component policy recorded in the manifest.
 """
 
 from __future__ import annotations
@@ -106,6 +107,28 @@ def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chu
         with stages("speaker encoder graph"):
             model = build_speaker_encoder(spec.speaker_encoder, weights)
             _save(model, out / layout.SPEAKER_ENCODER_XML, "f32" if policy["tables"] == "f32" else "f16")
+        with stages("speech encoder graph"):
+            _save(
+                _speech_encoder(checkpoint),
+                out / layout.SPEECH_ENCODER_XML,
+                "f32" if policy["tables"] == "f32" else "f16",
+            )
+
+
+def _speech_encoder(checkpoint: Checkpoint) -> ov.Model:
+    """The speech tokenizer's encoder (ICL voice cloning) from `speech_tokenizer/`."""
+    from qwen3tts.model.checkpoint import read_json
+    from qwen3tts.model.graphs.speech_encoder import build_speech_encoder
+    from qwen3tts.model.spec_parse import CODEC_CONFIG, parse_speech_encoder_spec
+
+    spec = parse_speech_encoder_spec(read_json(checkpoint.path / CODEC_CONFIG))
+    missing = [k for k in ("encoder.encoder.layers.0.conv.weight", "encoder.downsample.conv.weight")
+               if k not in checkpoint.codec_weights]  # fmt: skip
+    if missing:
+        raise BundleError(
+            f"{checkpoint.path / 'speech_tokenizer'}: no encoder weights ({missing[0]} missing)"
+        )
+    return build_speech_encoder(spec, checkpoint.codec_weights)
 
 
 def _save(model: ov.Model, path: Path, precision: str) -> None:
@@ -144,6 +167,11 @@ def _write_tables(checkpoint: Checkpoint, out: Path, precision: str) -> None:
     dtype = np.float32 if precision == "f32" else np.float16
     np.save(out / layout.TEXT_TABLE, project_text_table(checkpoint.weights, dtype=dtype))
     np.save(out / layout.CODEC_EMBEDDING, np.asarray(checkpoint.weights[CODEC_TABLE], dtype=dtype))
+    if checkpoint.spec.variant == "base":  # ICL prompts embed whole reference frames on the host
+        from qwen3tts.model.graphs.embeddings import predictor_tables
+
+        tables = predictor_tables(checkpoint.weights, checkpoint.spec.talker.num_code_groups)
+        np.save(out / layout.PREDICTOR_TABLES, tables.astype(dtype))
 
 
 def _copy_tokenizer(checkpoint_dir: Path, out: Path) -> None:

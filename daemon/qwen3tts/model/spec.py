@@ -80,6 +80,44 @@ class CodecDecoderSpec:
 
 
 @dataclass(frozen=True)
+class SpeechEncoderSpec:
+    """`speech_tokenizer/config.json` `encoder_config` (a MimiConfig) plus the rates: audio -> codes."""
+
+    num_filters: int
+    kernel_size: int
+    last_kernel_size: int
+    residual_kernel_size: int
+    dilation_growth_rate: int
+    num_residual_layers: int
+    compress: int
+    upsampling_ratios: tuple[int, ...]  # SEANet strides, applied in reverse order by the encoder
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    norm_eps: float
+    rope_theta: float
+    codebook_size: int
+    codebook_dim: int
+    vector_quantization_hidden_dimension: int
+    num_semantic_quantizers: int
+    num_valid_quantizers: int  # encoder_valid_num_quantizers: codes kept per frame (16)
+    frame_rate: float  # 12.5 Hz
+    sample_rate: int  # input_sample_rate, Hz (24000)
+    downsample_rate: int  # encode_downsample_rate: samples per frame (1920)
+
+    @property
+    def encodec_frame_rate(self) -> float:
+        """Frame rate after the SEANet strides (25 Hz), before the stride-2 downsample conv."""
+        stride = 1
+        for ratio in self.upsampling_ratios:
+            stride *= ratio
+        return self.sample_rate / stride
+
+
+@dataclass(frozen=True)
 class SpeakerEncoderSpec:
     """`speaker_encoder_config` (Base only): ECAPA-TDNN x-vector from a 128-bin mel spectrogram."""
 

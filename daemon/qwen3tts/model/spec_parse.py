@@ -19,6 +19,7 @@ from qwen3tts.model.spec import (
     GenerationDefaults,
     ModelSpec,
     SpeakerEncoderSpec,
+    SpeechEncoderSpec,
     TalkerSpec,
     TextIds,
 )
@@ -274,4 +275,50 @@ def parse_codec_spec(raw: Any) -> CodecDecoderSpec:
         upsampling_ratios=dec.ints("upsampling_ratios"),
         sample_rate=top.typed("output_sample_rate", int, 24000),
         decode_upsample_rate=top.typed("decode_upsample_rate", int, 1920),
+    )
+
+
+def parse_speech_encoder_spec(raw: Any) -> SpeechEncoderSpec:
+    """`speech_tokenizer/config.json`: `encoder_config` (MimiConfig field names and defaults)."""
+    top = _Section(raw, CODEC_CONFIG)
+    enc = top.sub("encoder_config")
+    supported = {
+        "use_causal_conv": True,
+        "pad_mode": "constant",
+        "use_conv_shortcut": False,
+        "audio_channels": 1,
+    }
+    for name, value in supported.items():  # the only Mimi set-up the encoder graph implements
+        if enc.get(name, value) != value:
+            raise CheckpointError(
+                f"{CODEC_CONFIG}: {enc.key(name)} {enc.get(name)!r} unsupported (expected {value!r})"
+            )
+    hidden, heads = enc.typed("hidden_size", int, 512), enc.typed("num_attention_heads", int, 8)
+    return SpeechEncoderSpec(
+        num_filters=enc.typed("num_filters", int, 64),
+        kernel_size=enc.typed("kernel_size", int, 7),
+        last_kernel_size=enc.typed("last_kernel_size", int, 3),
+        residual_kernel_size=enc.typed("residual_kernel_size", int, 3),
+        dilation_growth_rate=enc.typed("dilation_growth_rate", int, 2),
+        num_residual_layers=enc.typed("num_residual_layers", int, 1),
+        compress=enc.typed("compress", int, 2),
+        upsampling_ratios=enc.ints("upsampling_ratios", [8, 6, 5, 4]),
+        hidden_size=hidden,
+        intermediate_size=enc.typed("intermediate_size", int, 2048),
+        num_hidden_layers=enc.typed("num_hidden_layers", int, 8),
+        num_attention_heads=heads,
+        num_key_value_heads=enc.typed("num_key_value_heads", int, heads),
+        head_dim=enc.typed("head_dim", int, hidden // heads),
+        norm_eps=enc.typed("norm_eps", float, 1e-5),
+        rope_theta=enc.typed("rope_theta", float, 10000.0),
+        codebook_size=enc.typed("codebook_size", int, 2048),
+        codebook_dim=enc.typed("codebook_dim", int, 256),
+        vector_quantization_hidden_dimension=enc.typed(
+            "vector_quantization_hidden_dimension", int, enc.typed("codebook_dim", int, 256)
+        ),
+        num_semantic_quantizers=enc.typed("num_semantic_quantizers", int, 1),
+        num_valid_quantizers=top.typed("encoder_valid_num_quantizers", int, 16),
+        frame_rate=enc.typed("frame_rate", float, 12.5),
+        sample_rate=top.typed("input_sample_rate", int, 24000),
+        downsample_rate=top.typed("encode_downsample_rate", int, 1920),
     )

@@ -8,12 +8,14 @@ the official `post_init` leaves codebooks, Snake parameters and biases at zero a
 identity, and the random decoder then outputs silence that ignores the codes, which would let a
 parity test pass vacuously. Every tensor has its own generator seeded from (seed, crc32(name)), so
 the bytes are reproducible and do not depend on the order tensors are drawn in. Finally the last
-conv is scaled so the waveform rms is about 0.1 with no clipping.
+conv is scaled so the waveform rms is about 0.1 with no clipping, by a gain measured with a numpy
+float64 decode and rounded to a few bits: the bytes are the same on every CPU, and no OpenVINO runs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,12 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from qwen3tts.model.codec_numpy import decode_unclamped
 from qwen3tts.model.safetensors_io import write_safetensors
 from qwen3tts.model.spec_parse import parse_codec_spec
 
 SHAPES = ("tiny", "tiny-1.7b", "0.6b", "1.7b")
 TARGET_RMS = 0.1
 CALIBRATION_FRAMES = 16
+GAIN_BITS = 8  # the output gain keeps 8 significant bits: last-bit float differences cannot move it
 _FINAL_CONV = "decoder.decoder.6.conv"  # the last CausalConvNet (decoder_dim / 16 -> 1 channel)
 
 _TINY_DECODER = dict(
@@ -250,27 +254,27 @@ def random_speech_tokenizer_weights(config: Mapping, seed: int = 0) -> dict[str,
 
 
 def calibrate_output_level(config: Mapping, weights: dict[str, np.ndarray], seed: int) -> float:
-    """Scale the final conv in place so the waveform rms is TARGET_RMS; returns the rms reached.
+    """Scale the final conv in place so the waveform rms is about TARGET_RMS; returns the gain applied.
 
-    Runs our own full OpenVINO decode (f32) of CALIBRATION_FRAMES seeded random frames. The final
-    conv is first shrunk 1000x so the clamp to [-1, 1] cannot hide the true level while measuring.
+    Measures the unclamped level of a float64 numpy decode (codec_numpy.py) of CALIBRATION_FRAMES
+    seeded random frames, and rounds the gain to GAIN_BITS significant bits: the checkpoint bytes then
+    depend neither on OpenVINO (whose CPU kernels differ in the last bits between instruction sets)
+    nor on last-bit differences of numpy's BLAS or transcendental functions.
     """
-    import openvino as ov  # local: only writing a checkpoint needs a decode
-
-    from qwen3tts.model.graphs.codec import AUDIO, CODES, build_codec_full
-
     spec = parse_codec_spec(config)
     rng = np.random.Generator(np.random.PCG64([seed, zlib.crc32(b"calibration codes")]))
-    codes = rng.integers(0, spec.codebook_size, (1, CALIBRATION_FRAMES, spec.num_quantizers), dtype=np.int64)
-    for leaf in ("weight", "bias"):
-        weights[f"{_FINAL_CONV}.{leaf}"] *= np.float32(1e-3)
-    model = build_codec_full(spec, weights)
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    probe = compiled({CODES: codes})[AUDIO].astype(np.float64)
-    gain = TARGET_RMS / float(np.sqrt(np.mean(probe**2)))
+    codes = rng.integers(0, spec.codebook_size, (CALIBRATION_FRAMES, spec.num_quantizers), dtype=np.int64)
+    probe = decode_unclamped(codes, spec, weights)
+    gain = round_to_bits(TARGET_RMS / float(np.sqrt(np.mean(probe**2))), GAIN_BITS)
     for leaf in ("weight", "bias"):
         weights[f"{_FINAL_CONV}.{leaf}"] *= np.float32(gain)
-    return float(np.sqrt(np.mean((probe * gain) ** 2)))
+    return gain
+
+
+def round_to_bits(value: float, bits: int) -> float:
+    """`value` rounded to `bits` significant bits (a float32-exact number for bits <= 24)."""
+    mantissa, exponent = math.frexp(value)  # value = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
+    return math.ldexp(round(mantissa * 2**bits), exponent - bits)
 
 
 def write_speech_tokenizer(

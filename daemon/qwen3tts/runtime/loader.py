@@ -25,6 +25,7 @@ from qwen3tts.runtime.devices import DevicePlan, preference_lists
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
+from qwen3tts.runtime.voice import VoiceEncoder, read_audio
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Runtime:
     runner: OVRunner
     prompt_builder: PromptBuilder
     engine: Engine
+    voice_encoder: VoiceEncoder | None = None  # Base: reference audio (+ transcript) -> VoiceInputs
 
     @property
     def spec(self) -> ModelSpec:
@@ -100,17 +102,21 @@ def load_runtime(
         settings.engine.kv_cache_precision,
         runner.kv_cache_bytes / 2**20,
     )
+    tokenizer = TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR)
+    voice_encoder = _voice_encoder(compiler, bundle_dir, spec, plan, tokenizer)
+    predictor_tables = bundle_dir / layout.PREDICTOR_TABLES
     prompt_builder = PromptBuilder(
         spec,
-        TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR),
+        tokenizer,
         np.load(bundle_dir / layout.TEXT_TABLE, mmap_mode="r"),
         np.load(bundle_dir / layout.CODEC_EMBEDDING),
-        _xvector_source(compiler, bundle_dir, spec, settings, plan),
+        _xvector_source(voice_encoder, settings),
+        np.load(predictor_tables, mmap_mode="r") if predictor_tables.is_file() else None,
     )
     engine = Engine(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
     )
-    return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine)
+    return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder)
 
 
 def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecChunkModels:
@@ -124,16 +130,32 @@ def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecCh
     return CodecChunkModels(compiled, manifest.spec.codec)
 
 
-def _xvector_source(compiler, bundle_dir, spec, settings, plan):
-    """Base bundles: reference WAV path -> x-vector, computed once per path (None -> voice.ref_audio)."""
+def _voice_encoder(compiler, bundle_dir, spec, plan, tokenizer) -> VoiceEncoder | None:
+    """Base bundles: the speaker encoder, and the speech encoder if the bundle has one (ICL)."""
     if spec.speaker_encoder is None:
         return None
     from qwen3tts.runtime.speaker import SpeakerEncoder
+    from qwen3tts.runtime.speech_encoder import SpeechEncoder
 
     compiled, plan.placements["speaker_encoder"] = compiler.compile(
         "speaker_encoder", compiler.read(bundle_dir / layout.SPEAKER_ENCODER_XML), ("CPU",)
     )
-    encoder = SpeakerEncoder(compiled)
+    speech = None
+    if (bundle_dir / layout.SPEECH_ENCODER_XML).is_file():
+        encoder, plan.placements["speech_encoder"] = compiler.compile(
+            "speech_encoder", compiler.read(bundle_dir / layout.SPEECH_ENCODER_XML), ("CPU",)
+        )
+        speech = SpeechEncoder(encoder)
+    else:
+        log.warning("bundle %s has no speech encoder: ICL voice cloning needs a rebuild", bundle_dir)
+    return VoiceEncoder(SpeakerEncoder(compiled), speech, tokenizer)
+
+
+def _xvector_source(voice_encoder: VoiceEncoder | None, settings):
+    """Base bundles: reference audio path -> x-vector, computed once per path (None -> voice.ref_audio)."""
+    if voice_encoder is None:
+        return None
+    encoder = voice_encoder.speaker
     cache: dict[str, np.ndarray] = {}
     lock = threading.Lock()  # submit() may come from several threads; the infer request is not shared
 
@@ -143,7 +165,7 @@ def _xvector_source(compiler, bundle_dir, spec, settings, plan):
             return None
         with lock:
             if path not in cache:
-                cache[path] = encoder.xvector_from_file(path)
+                cache[path] = encoder.xvector(*read_audio(path))  # any format libsndfile reads
             return cache[path]
 
     return xvector

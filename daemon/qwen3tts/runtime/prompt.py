@@ -7,6 +7,12 @@ Mirrors the prompt assembly of `Qwen3TTSForConditionalGeneration.generate` (offi
 Body, non-streaming text: every text token + tts_eos on codec_pad, then tts_pad + codec_bos; the
 trailing text track is empty (every later step adds tts_pad). Streaming text: the first text token
 + codec_bos; the trailing text track is the remaining tokens then tts_eos.
+
+Base ICL voice cloning (`generate_icl_prompt`) replaces the body: the text track is the reference
+transcript, then the target text, then tts_eos; the codec track is codec_bos, then one summed
+16-code embedding per reference frame. Non-streaming: the text track on codec_pad, then the codec
+track on tts_pad. Streaming: the two tracks summed position by position for as long as the codec
+track lasts; text left over becomes the trailing text, a shorter text is padded with tts_pad.
 All lookups are rows of tables precomputed at build time (the projected text table, the talker's
 codec table), so building a prompt costs a few array reads.
 """
@@ -21,10 +27,12 @@ from qwen3tts.engine.sequence import Prompt, Request
 from qwen3tts.errors import RequestError
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
+from qwen3tts.runtime.voice import VoiceInputs
 
 DIALECT_LANGUAGES = ("chinese", "auto")  # the official dialect override applies only to these
 
-XVectorSource = Callable[[str | None], np.ndarray | None]  # ref_audio path (None = default) -> x-vector
+# ref_audio path (None = the configured default) -> x-vector, or the full voice inputs
+XVectorSource = Callable[[str | None], np.ndarray | VoiceInputs | None]
 
 
 class PromptBuilder:
@@ -37,12 +45,23 @@ class PromptBuilder:
         text_table: np.ndarray,
         codec_table: np.ndarray,
         xvectors: XVectorSource | None = None,
+        predictor_tables: np.ndarray | None = None,
     ):
         self.spec = spec
         self.tokenizer = tokenizer
         self.text_table = text_table  # [text_vocab, hidden], may be a read-only memory map
         self.codec_table = codec_table  # [codec_vocab, hidden]
         self.xvectors = xvectors
+        self.predictor_tables = predictor_tables  # [groups - 1, codebook, hidden]: ICL reference frames
+        self.voices: dict[str, VoiceInputs] = {}  # request.ref_audio key -> precomputed voice inputs
+
+    def register_voice(self, key: str, voice: VoiceInputs) -> None:
+        """Requests whose `ref_audio` is `key` speak with `voice` (x-vector only, or ICL)."""
+        if self.spec.variant != "base":
+            raise RequestError(f"a reference voice needs a Base model, this bundle is {self.spec.variant}")
+        if voice.icl:
+            self._check_icl(voice)
+        self.voices[key] = voice
 
     def text(self, ids) -> np.ndarray:
         return np.asarray(self.text_table[np.asarray(ids, dtype=np.int64)], dtype=np.float32)  # [n, hidden]
@@ -72,7 +91,8 @@ class PromptBuilder:
         target = self.tokenizer.encode_target(request.text)
         ids = self.spec.text_ids
         bos, eos, pad = self.text([ids.tts_bos, ids.tts_eos, ids.tts_pad])  # 3 x [hidden]
-        codec_prefix = self._codec_prefix(request)  # [n, hidden], ends with codec_pad, codec_bos
+        voice = self._voice(request)
+        codec_prefix = self._codec_prefix(request, voice)  # [n, hidden], ends with codec_pad, codec_bos
         parts = []
         if request.instruct:
             parts.append(self.text(self.tokenizer.encode_instruct(request.instruct)))
@@ -80,7 +100,10 @@ class PromptBuilder:
         n = codec_prefix.shape[0]
         text_track = np.concatenate([np.repeat(pad[None], n - 2, 0), bos[None]])  # [n-1, hidden]
         parts.append(text_track + codec_prefix[:-1])
-        body, trailing = self._body(target.text, codec_prefix[-1], eos, pad, self._non_streaming(request))
+        if voice is not None and voice.icl:
+            body, trailing = self._icl_body(voice, target.text, eos, pad, self._non_streaming(request))
+        else:
+            body, trailing = self._body(target.text, codec_prefix[-1], eos, pad, self._non_streaming(request))
         parts.append(body)
         return Prompt(np.concatenate(parts).astype(np.float32), trailing, pad.astype(np.float32))
 
@@ -90,7 +113,7 @@ class PromptBuilder:
             return request.non_streaming
         return self.spec.variant != "base"
 
-    def _codec_prefix(self, request: Request) -> np.ndarray:
+    def _codec_prefix(self, request: Request, voice: VoiceInputs | None) -> np.ndarray:
         spec, codec_ids = self.spec, self.spec.codec_ids
         language = request.language.lower()
         language_id = None if language == "auto" else spec.languages[language]
@@ -103,20 +126,64 @@ class PromptBuilder:
         else:
             tags = [codec_ids.think, codec_ids.think_bos, language_id, codec_ids.think_eos]
         rows = [self.codec(tags)]
-        speaker_row = self._speaker_row(speaker, request.ref_audio)
-        if speaker_row is not None:
-            rows.append(speaker_row)
+        if speaker:
+            rows.append(self.codec([spec.speakers[speaker]]))
+        elif voice is not None:
+            rows.append(np.asarray(voice.xvector, np.float32).reshape(1, -1))  # [1, hidden]
         rows.append(self.codec([codec_ids.pad, codec_ids.bos]))
         return np.concatenate(rows)
 
-    def _speaker_row(self, speaker: str | None, ref_audio: str | None) -> np.ndarray | None:
-        if speaker:
-            return self.codec([self.spec.speakers[speaker]])
-        if self.spec.variant == "base" and self.xvectors is not None:
-            xvector = self.xvectors(ref_audio)
-            if xvector is not None:
-                return np.asarray(xvector, np.float32).reshape(1, -1)  # [1, hidden]
-        return None
+    def _voice(self, request: Request) -> VoiceInputs | None:
+        """Base: the registered voice for request.ref_audio, else the x-vector source's answer."""
+        if self.spec.variant != "base" or request.speaker:
+            return None
+        if request.ref_audio is not None and request.ref_audio in self.voices:
+            return self.voices[request.ref_audio]
+        found = self.xvectors(request.ref_audio) if self.xvectors is not None else None
+        if found is None or isinstance(found, VoiceInputs):
+            return found
+        return VoiceInputs(np.asarray(found, np.float32).reshape(-1))
+
+    def _check_icl(self, voice: VoiceInputs) -> None:
+        if self.predictor_tables is None:
+            raise RequestError("this bundle has no code predictor tables: rebuild it for ICL voice cloning")
+        groups, codebook = self.predictor_tables.shape[0] + 1, self.predictor_tables.shape[1]
+        codes, ids = voice.ref_codes, voice.ref_text_ids
+        if codes.shape[1] != groups or codes.min() < 0 or codes.max() >= codebook:
+            raise RequestError(f"reference codes must be (frames, {groups}) in [0, {codebook})")
+        if ids.min() < 0 or ids.max() >= self.text_table.shape[0]:
+            raise RequestError("reference text ids lie outside this bundle's text vocabulary")
+        if voice.xvector.shape[0] != self.codec_table.shape[1]:
+            raise RequestError(
+                f"x-vector has {voice.xvector.shape[0]} values, this model needs {self.codec_table.shape[1]}"
+            )
+
+    def _frames(self, codes: np.ndarray) -> np.ndarray:
+        """Summed codec embeddings of whole frames codes [F, groups] -> [F, hidden] (as a decode input)."""
+        groups = np.arange(self.predictor_tables.shape[0])
+        rest = np.asarray(
+            self.predictor_tables[groups[None, :], codes[:, 1:]], np.float32
+        )  # [F, groups-1, H]
+        return self.codec(codes[:, 0]) + rest.sum(axis=1, dtype=np.float32)
+
+    def _icl_body(self, voice: VoiceInputs, text_ids, eos, pad, non_streaming: bool):
+        """`generate_icl_prompt`: reference + target text track against codec_bos + reference frames."""
+        self._check_icl(voice)
+        hidden = pad.shape[0]
+        ids = np.concatenate([voice.ref_text_ids, np.asarray(text_ids, np.int64)])
+        text_track = np.concatenate([self.text(ids), eos[None]])  # [r + t + 1, hidden]
+        codec_track = np.concatenate(
+            [self.codec([self.spec.codec_ids.bos]), self._frames(voice.ref_codes)]
+        )  # [F + 1, hidden]
+        none = np.zeros((0, hidden), np.float32)
+        if non_streaming:
+            body = np.concatenate([text_track + self.codec([self.spec.codec_ids.pad]), codec_track + pad])
+            return body, none
+        n_text, n_codec = text_track.shape[0], codec_track.shape[0]
+        if n_text > n_codec:
+            return text_track[:n_codec] + codec_track, text_track[n_codec:].astype(np.float32)
+        padded = np.concatenate([text_track, np.repeat(pad[None], n_codec - n_text, 0)])
+        return padded + codec_track, none
 
     def _body(self, text_ids, codec_bos, eos, pad, non_streaming: bool):
         hidden = pad.shape[0]

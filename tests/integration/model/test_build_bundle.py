@@ -31,6 +31,8 @@ def test_every_variant_and_size_style_builds_a_verified_int8_bundle(tiny_models,
     assert {layout.TALKER_XML, layout.CODE_PREDICTOR_XML, layout.TEXT_TABLE, layout.CODEC_EMBEDDING} <= names
     assert {layout.codec_chunk_xml(n) for n in manifest.codec_chunks} <= names
     assert (layout.SPEAKER_ENCODER_XML in names) == (variant == "base")
+    assert (layout.SPEECH_ENCODER_XML in names) == (variant == "base")  # ICL voice cloning
+    assert (layout.PREDICTOR_TABLES in names) == (variant == "base")
     for name in SOURCE_FILES:
         assert manifest.source_files[name] == layout.sha256_file(checkpoint / name)
     assert layout.read_manifest(tmp_path / "bundle") == manifest

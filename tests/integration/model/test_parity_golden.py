@@ -68,7 +68,25 @@ def core():
     return ov.Core()
 
 
-def talker_request(case: dict, frames: int) -> Request:
+def use_golden_voice(builder, case: dict, golden: dict) -> str | None:
+    """Base cases: the official x-vector (and, for ICL, reference codes and transcript ids) as the
+    voice; returns the request's ref_audio key. The derivation of these inputs has its own tests."""
+    from qwen3tts.runtime.voice import VoiceInputs
+
+    if "xvector" not in golden:
+        return None
+    if "ref_codes" not in golden:
+        builder.xvectors = lambda _path: golden["xvector"]
+        return None
+    ref_ids = builder.tokenizer.encode_ref_text(case["ref_text"])
+    assert list(ref_ids) == golden["ref_ids"][3:-2].tolist()  # the official ref_id[:, 3:-2]
+    builder.register_voice(
+        case["name"], VoiceInputs(golden["xvector"], golden["ref_codes"], np.array(ref_ids))
+    )
+    return case["name"]
+
+
+def talker_request(case: dict, frames: int, ref_audio: str | None = None) -> Request:
     return Request(
         id=case["name"],
         text=case["text"],
@@ -78,6 +96,7 @@ def talker_request(case: dict, frames: int) -> Request:
         greedy=True,
         max_frames=frames + 1,
         non_streaming=case["non_streaming"],
+        ref_audio=ref_audio,
     )
 
 
@@ -95,9 +114,8 @@ def test_prompt_embeddings_equal_the_official_prompt(case, bundles):
     golden = arrays(case)
     runtime = load_runtime(bundles(case), load_settings(None, list(PARITY_OVERRIDES)))
     builder = runtime.prompt_builder
-    if "xvector" in golden:
-        builder.xvectors = lambda _path: golden["xvector"]
-    prompt = builder(talker_request(case, case["num_frames"]))
+    ref_audio = use_golden_voice(builder, case, golden)
+    prompt = builder(talker_request(case, case["num_frames"], ref_audio))
     report(f"{case['name']} prompt", prompt.embeddings, golden["prompt_embeds"], 1e-5)
     trailing = golden["trailing_text"]
     if case["non_streaming"]:  # official: trailing = [tts_pad]; ours: no trailing, then tts_pad
@@ -198,11 +216,10 @@ def test_code_predictor_logits_and_greedy_codes_match_the_official_predictor(cas
 def test_greedy_codes_end_to_end_through_the_engine_equal_the_official_generate(case, bundles):
     golden = arrays(case)
     runtime = load_runtime(bundles(case), load_settings(None, list(PARITY_OVERRIDES)))
-    if "xvector" in golden:
-        runtime.prompt_builder.xvectors = lambda _path: golden["xvector"]
+    ref_audio = use_golden_voice(runtime.prompt_builder, case, golden)
     engine = runtime.engine
     frames = 32 if not case["stopped_by_eos"] else case["num_frames"] + 8
-    handle = engine.submit(talker_request(case, frames))
+    handle = engine.submit(talker_request(case, frames, ref_audio))
     while engine.step():
         pass
     expected = golden["greedy_codes"]

@@ -108,7 +108,9 @@ def test_fixtures_cover_every_variant_shape_and_prompt_layout():
     assert {case["variant"] for case in talker} == {"custom_voice", "voice_design", "base"}
     assert {case["shape"] for case in talker} == {"tiny", "tiny-1.7b"}
     kinds = {case["kind"] for case in INDEX["cases"]}
-    assert kinds == {"tokenizer", "codec", "speaker_encoder", "talker"}
+    assert kinds == {"tokenizer", "codec", "speaker_encoder", "speech_encoder", "talker"}
+    icl = {(case["shape"], case["non_streaming"]) for case in talker if case.get("ref_text")}
+    assert icl == {(s, m) for s in ("tiny", "tiny-1.7b") for m in (True, False)}, "ICL cases missing"
     assert all(case["num_frames"] >= 30 for case in talker if not case["stopped_by_eos"])
     assert any(case["stopped_by_eos"] for case in talker), "no case covers the end of generation by EOS"
     assert max(case["num_frames"] for case in INDEX["cases"] if case["kind"] == "codec") <= 300
