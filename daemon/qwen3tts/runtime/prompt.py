@@ -59,6 +59,9 @@ class PromptBuilder:
         """Requests whose `ref_audio` is `key` speak with `voice` (x-vector only, or ICL)."""
         if self.spec.variant != "base":
             raise RequestError(f"a reference voice needs a Base model, this bundle is {self.spec.variant}")
+        hidden = self.codec_table.shape[1]
+        if voice.xvector.shape[0] != hidden:
+            raise RequestError(f"x-vector has {voice.xvector.shape[0]} values, this model needs {hidden}")
         if voice.icl:
             self._check_icl(voice)
         self.voices[key] = voice
@@ -153,10 +156,6 @@ class PromptBuilder:
             raise RequestError(f"reference codes must be (frames, {groups}) in [0, {codebook})")
         if ids.min() < 0 or ids.max() >= self.text_table.shape[0]:
             raise RequestError("reference text ids lie outside this bundle's text vocabulary")
-        if voice.xvector.shape[0] != self.codec_table.shape[1]:
-            raise RequestError(
-                f"x-vector has {voice.xvector.shape[0]} values, this model needs {self.codec_table.shape[1]}"
-            )
 
     def _frames(self, codes: np.ndarray) -> np.ndarray:
         """Summed codec embeddings of whole frames codes [F, groups] -> [F, hidden] (as a decode input)."""

@@ -114,6 +114,8 @@ def test_bad_voice_inputs_are_request_errors(base_runtime, tmp_path):
     good = encoder.encode(reference(24000), 24000, REF_TEXT)
     with pytest.raises(RequestError, match="reference codes"):
         builder.register_voice("bad", VoiceInputs(good.xvector, good.ref_codes + 5000, good.ref_text_ids))
+    with pytest.raises(RequestError, match="x-vector has 7 values"):
+        builder.register_voice("bad", VoiceInputs(np.zeros(7, np.float32)))
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(RequestError, match="not a saved voice"):
         VoiceInputs.load(tmp_path / "junk.npz")
