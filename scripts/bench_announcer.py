@@ -69,7 +69,7 @@ class RealTimeSink:
     def latency(self) -> float:
         return max(0.0, (self._until or 0.0) - time.monotonic())
 
-    def end(self) -> None:
+    def end(self, complete: bool = True) -> None:
         self._until = None
 
     def recover(self) -> bool:
