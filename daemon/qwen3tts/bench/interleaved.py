@@ -2,8 +2,12 @@
 
 On a shared machine absolute times drift by tens of percent between runs; the ratio of two variants
 measured in alternation does not. Each round times every variant's stages back to back (talker step,
-code predictor frame, codec chunk) at one batch size; the report gives per-stage medians over rounds
-and the median of the per-round ratios against the first variant.
+code predictor frame, codec chunk; the fastest of a few calls) at one batch size; the report gives
+per-stage medians over rounds and the median of the per-round ratios against the first variant.
+
+`--clock cpu` times with the process's CPU time instead of wall time. With INFERENCE_NUM_THREADS=1
+that is the work an inference costs, whatever share of a core the scheduler granted: the way to
+compare variants on a machine loaded far beyond its cores (wall-clock ratios there swing by +-30 %).
 
     python -m qwen3tts.bench.interleaved --rounds 7 --batch 1 \\
         base=var/bundle-0.6b-int8-base fused=var/bundle-0.6b-int8 \\
@@ -30,6 +34,7 @@ from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.settings import Settings
 
 STAGES = ("talker", "code_predictor", "codec")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 COMPONENTS = ("talker", "code_predictor", "codec", "speaker_encoder")
 
 
@@ -61,7 +66,8 @@ class OverrideCompiler(PartCompiler):
         self.variant = variant
 
     def compile(self, component, model, preferences, kv_cache_precision=None, cacheable=True):
-        props = compile_properties("CPU", self.settings, kv_cache_precision)
+        capabilities = self.capabilities("CPU")
+        props = compile_properties("CPU", self.settings, kv_cache_precision, component, capabilities)
         props.update(self.variant.properties.get("*", {}))
         props.update(self.variant.properties.get(component, {}))
         return self.core.compile_model(model, "CPU", props), Placement(component, "CPU")
@@ -70,8 +76,9 @@ class OverrideCompiler(PartCompiler):
 class StageTimer:
     """Times one loaded runtime's stages on fixed random inputs at batch `batch`."""
 
-    def __init__(self, runtime, batch: int, context: int, seed: int = 0):
+    def __init__(self, runtime, batch: int, context: int, clock=time.perf_counter, seed: int = 0):
         self.runner = runtime.runner
+        self.clock = clock
         spec = runtime.spec
         rng = np.random.default_rng(seed)
         hidden = spec.talker.hidden_size
@@ -99,14 +106,14 @@ class StageTimer:
         self.batch = batch
 
     def time(self, stage: str, calls: int) -> float:
-        """Median ms of `calls` calls of `stage`."""
+        """Fastest of `calls` calls of `stage`, in ms: on a loaded machine the least disturbed sample."""
         run = {"talker": self._talker, "code_predictor": self._predictor, "codec": self._codec}[stage]
         samples = []
         for _ in range(calls):
-            started = time.perf_counter()
+            started = self.clock()
             run()
-            samples.append(time.perf_counter() - started)
-        return 1e3 * statistics.median(samples)
+            samples.append(self.clock() - started)
+        return 1e3 * min(samples)
 
     def _talker(self) -> None:
         self.runner.talker(self.chunks)
@@ -120,7 +127,15 @@ class StageTimer:
         self.runner.codec_close(-1)
 
 
-def run(variants: list[Variant], batch: int, rounds: int, calls: int, context: int, stages=STAGES) -> dict:
+def run(
+    variants: list[Variant],
+    batch: int,
+    rounds: int,
+    calls: int,
+    context: int,
+    stages=STAGES,
+    clock: str = "wall",
+) -> dict:
     from qwen3tts.runtime.loader import load_runtime
 
     settings = Settings()
@@ -128,7 +143,7 @@ def run(variants: list[Variant], batch: int, rounds: int, calls: int, context: i
     timers = {}
     for variant in variants:
         runtime = load_runtime(variant.bundle, settings, OverrideCompiler(settings, variant))
-        timers[variant.label] = StageTimer(runtime, batch, context)
+        timers[variant.label] = StageTimer(runtime, batch, context, CLOCKS[clock])
         for stage in stages:  # warm-up: first inferences allocate and tune
             timers[variant.label].time(stage, 2)
     samples = {v.label: {s: [] for s in stages} for v in variants}
@@ -136,7 +151,7 @@ def run(variants: list[Variant], batch: int, rounds: int, calls: int, context: i
         for variant in variants:
             for stage in stages:
                 samples[variant.label][stage].append(timers[variant.label].time(stage, calls))
-    return _summary(samples, variants[0].label, batch, rounds, calls, context)
+    return {**_summary(samples, variants[0].label, batch, rounds, calls, context), "clock": clock}
 
 
 def _bench_settings(settings: Settings, batch: int) -> Settings:
@@ -168,7 +183,8 @@ def render(summary: dict) -> str:
     stages = list(next(iter(summary["variants"].values())))
     lines = [
         f"batch {summary['batch']}, {summary['rounds']} rounds x {summary['calls_per_round']} calls, "
-        f"talker context {summary['context']}; median ms (min) and median per-round ratio to the first",
+        f"talker context {summary['context']}, {summary['clock']} clock; "
+        "median ms (min) and median per-round ratio to the first",
         "| variant | " + " | ".join(stages) + " |",
         "|---|" + "---|" * len(stages),
     ]
@@ -186,17 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("variants", nargs="+", type=Variant.parse, help="label=bundle[,KEY=VALUE...]")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--calls", type=int, default=3, help="calls per stage per round (median taken)")
+    parser.add_argument("--calls", type=int, default=3, help="calls per stage per round (fastest taken)")
     parser.add_argument("--context", type=int, default=100, help="talker positions already cached")
     parser.add_argument(
         "--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES)
     )
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall", help="wall or process CPU time")
     parser.add_argument("--json", type=Path, help="write the summary as JSON")
     args = parser.parse_args(argv)
     stages = tuple(s for s in args.stages.split(",") if s)
     if not set(stages) <= set(STAGES):
         parser.error(f"--stages: expected a subset of {','.join(STAGES)}, got {args.stages!r}")
-    summary = run(args.variants, args.batch, args.rounds, args.calls, args.context, stages)
+    summary = run(args.variants, args.batch, args.rounds, args.calls, args.context, stages, args.clock)
     print(render(summary))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
