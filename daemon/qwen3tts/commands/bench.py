@@ -32,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--work-dir", type=Path, default=Path("var/bench"), help="where --shape builds")
     parser.add_argument(
-        "--weights", choices=("int8", "f16", "f32"), default="int8", help="--shape build policy"
+        "--weights",
+        choices=("int8", "int4-cp", "int4", "f16", "f32"),
+        default="int8",
+        help="--shape build policy",
     )
     parser.add_argument(
         "--kv-cache-precision",
