@@ -27,8 +27,9 @@ class ModelSettings:
     the embedded random bundle <state>/bundle-tiny that `run --embedded` builds (see docs/operations.md)."""
     checkpoint: Path | None = None
     """Release checkpoint `qwen3tts build` reads without --checkpoint (docs/models.md). Default none."""
-    weights: Literal["int8", "f16", "f32"] = "int8"
-    """Weight precision policy used by `build` when it has to build the bundle. Default int8."""
+    weights: Literal["int8", "int4-cp", "int4", "f16", "f32"] = "int8"
+    """Weight precision policy used by `build` when it has to build the bundle; int4-cp / int4 are faster
+    build options with more drift (docs/fidelity.md). Default int8."""
     cache_dir: Path | None = None
     """OpenVINO compile cache directory. Default null: <cache>/openvino ($CACHE_DIRECTORY under systemd)."""
 
@@ -42,7 +43,8 @@ class DeviceSettings:
     codec: tuple[str, ...] = ("NPU", "GPU", "CPU")
     """Device preference for the speech decoder. Default NPU, GPU, CPU."""
     inference_precision: Literal["auto", "f32", "bf16", "f16"] = "auto"
-    """INFERENCE_PRECISION_HINT; auto keeps the device default (bf16 on AVX512-BF16 CPUs). Default auto."""
+    """INFERENCE_PRECISION_HINT; auto is f32 on CPUs (bf16 measured too lossy for the codec and no faster
+    with compressed weights) and the device default on GPU/NPU. Default auto."""
     num_threads: int = field(default=0, metadata={"min": 0})
     """CPU inference threads; 0 lets OpenVINO use every core. Default 0."""
     cpu_pinning: bool = True

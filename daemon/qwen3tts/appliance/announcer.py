@@ -7,7 +7,7 @@ ahead of playback (`lookahead.py`): the current announcement's next sentences an
 announcements, bounded by `announcements.lookahead_s` and the engine's batch limit, so the engine
 batches and consecutive announcements follow each other without a synthesis gap.
 
-Priorities (appliance-notes.md §1.3): an emergency that may interrupt cuts the current announcement
+Priorities, as in PA paging: an emergency that may interrupt cuts the current announcement
 within one audio block (barge-in); a priority announcement takes over at the next sentence boundary.
 The interrupted one is queued again from the sentence it was in (`interrupted: resume`, a second
 `queued` event) or cancelled.

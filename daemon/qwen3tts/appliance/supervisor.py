@@ -1,4 +1,4 @@
-"""Supervised workers: nothing silences the appliance (ARCHITECTURE decision 11).
+"""Supervised workers: nothing silences the appliance (docs/architecture.md, decision 14).
 
 Each worker is a loop `run(stop)` on its own daemon thread. When it raises, the supervisor logs the
 exception once with its traceback and the id of the item it was handling, lets the worker fail that

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwen3tts.bench import analysis, machine, workload
+from qwen3tts.bench import analysis, machine, memory, workload
 from qwen3tts.bench.profiling import RecordingCompiler, top_operations
 from qwen3tts.bench.timing_runner import TimingRunner
 from qwen3tts.errors import BundleError
@@ -85,9 +85,11 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
     threads = settings.devices.num_threads or machine.cpu_count()
     load_before = machine.load_average()
     compiler = RecordingCompiler(settings.devices, settings.model.cache_dir, profile=options.profile)
+    ledger = memory.RssLedger.attach(compiler)
     started = time.perf_counter()
     runtime = load_runtime(bundle, settings, compiler)
     load_seconds = time.perf_counter() - started
+    loaded_memory = memory.breakdown(runtime, ledger)
     timing = TimingRunner(runtime.runner)
     work = _workload(runtime, settings, options)
     reference = _start_reference(options, checkpoint, work, threads)
@@ -117,6 +119,7 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
         reference,
         {
             "peak_rss_bytes": peak_rss,
+            "memory": {**loaded_memory, "after_runs": memory.status_bytes()},
             "load_s": load_seconds,
             "threads": threads,
             "loadavg_before": load_before,
@@ -249,6 +252,7 @@ def _report(runtime, compiler, work, options, limits, runs, pairs, ttfa, referen
         },
         "load_s": facts["load_s"],
         "peak_rss_bytes": facts["peak_rss_bytes"],
+        "memory": facts["memory"],  # per-component breakdown (bench/memory.py)
         "kv_bytes_per_token": kv_per_token,
         "kv_bytes_per_audio_second": kv_per_token / workload.FRAME_SECONDS,
         "batches": by_batch,

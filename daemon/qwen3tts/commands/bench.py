@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--work-dir", type=Path, help="where --shape builds (default: <cache>/bench, see docs/operations.md)"
     )
     parser.add_argument(
-        "--weights", choices=("int8", "f16", "f32"), default="int8", help="--shape build policy"
+        "--weights",
+        choices=("int8", "int4-cp", "int4", "f16", "f32"),
+        default="int8",
+        help="--shape build policy",
     )
     parser.add_argument(
         "--kv-cache-precision",

@@ -17,8 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="bundle directory to write (default: model.bundle setting)")
     parser.add_argument(
         "--weights",
-        choices=("int8", "f16", "f32"),
-        help="weight precision policy (default: model.weights setting); f32 is for parity checks",
+        choices=("int8", "int4-cp", "int4", "f16", "f32"),
+        help="weight precision policy (default: model.weights setting); f32 is for parity checks; int4-cp"
+        " / int4 put INT4 weights on the code predictor / also the talker (docs/fidelity.md)",
     )
 
 

@@ -27,9 +27,13 @@ from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
 log = logging.getLogger(__name__)
 
 # Weight precision per component for each `--weights` choice. INT8_SYM where it does not hurt
-# (docs/architecture.md, decision 6): the talker's matmuls; embeddings (Gather) stay f16.
+# (docs/architecture.md, decision 6): the talker's matmuls; embeddings (Gather) stay f16. The int4 policies
+# halve the code predictor's weight reads (it reads the most bytes per frame) and are build options
+# until their drift is accepted (docs/fidelity.md, docs/benchmarks.md).
 PRECISION_POLICIES: dict[str, dict[str, str]] = {
     "int8": {"talker": "int8", "code_predictor": "int8", "codec": "f16", "tables": "f16"},
+    "int4-cp": {"talker": "int8", "code_predictor": "int4_sym_g128", "codec": "f16", "tables": "f16"},
+    "int4": {"talker": "int4_sym_g128", "code_predictor": "int4_sym_g128", "codec": "f16", "tables": "f16"},
     "f16": {"talker": "f16", "code_predictor": "f16", "codec": "f16", "tables": "f16"},
     "f32": {"talker": "f32", "code_predictor": "f32", "codec": "f32", "tables": "f32"},
 }
@@ -132,17 +136,32 @@ def _speech_encoder(checkpoint: Checkpoint) -> ov.Model:
 
 
 def _save(model: ov.Model, path: Path, precision: str) -> None:
-    """Compress (int8) and serialise; f16 halves the file, f32 keeps parity builds exact."""
-    if precision == "int8":
-        import nncf
-
-        _make_names_unique(model)
-        model = nncf.compress_weights(
-            model,
-            mode=nncf.CompressWeightsMode.INT8_SYM,
-            ignored_scope=nncf.IgnoredScope(types=["Gather"], validate=False),
-        )
+    """Compress (int8 / int4_{sym,asym}_g{N}) and serialise; f16 halves the file, f32 keeps parity exact."""
+    if precision.startswith("int"):
+        model = compress_weights(model, precision)
     ov.save_model(model, path, compress_to_fp16=(precision != "f32"))
+
+
+def compress_weights(model: ov.Model, precision: str) -> ov.Model:
+    """NNCF data-free weight compression of every MatMul weight; Gathers (embedding tables) are left alone.
+
+    `int8` is INT8_SYM per output channel. `int4_sym_g128` / `int4_asym_g64` ... are INT4 with one scale
+    (and zero point) per group of N input channels, on every MatMul (`ratio=1.0`, `all_layers`: the
+    lm_heads too, which NNCF would otherwise keep in INT8).
+    """
+    import nncf
+
+    _make_names_unique(model)
+    ignored = nncf.IgnoredScope(types=["Gather"], validate=False)
+    if precision == "int8":
+        return nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_SYM, ignored_scope=ignored)
+    kind, _, group = precision.partition("_g")
+    modes = {"int4_sym": nncf.CompressWeightsMode.INT4_SYM, "int4_asym": nncf.CompressWeightsMode.INT4_ASYM}
+    if kind not in modes or not group.isdigit():
+        raise BundleError(f"unknown weight precision {precision!r}")
+    return nncf.compress_weights(
+        model, mode=modes[kind], group_size=int(group), ratio=1.0, all_layers=True, ignored_scope=ignored
+    )
 
 
 def _make_names_unique(model: ov.Model) -> None:

@@ -19,6 +19,18 @@ log = logging.getLogger(__name__)
 
 COMPONENTS = ("talker", "code_predictor", "codec")
 
+# What `inference_precision: auto` means on a CPU, from measurements on an AVX-512 BF16 CPU
+# (docs/benchmarks.md, docs/fidelity.md): the plugin's own default there is bf16, but the
+# compressed-weight talker and code predictor run no faster with bf16 activations than with f32, and
+# the codec decoded in bf16 keeps only ~19 dB SNR against its f32 decode (we require >= 35 dB). So auto
+# is f32 on every CPU; bf16 stays available as an explicit setting.
+CODEC_MIN_SNR_DB = 35.0
+_BF16_DECLINED = {
+    "codec": f"its bf16 decode measured ~19 dB SNR against f32, below {CODEC_MIN_SNR_DB:.0f} dB",
+    "talker": "bf16 activations measured no faster than f32 with compressed weights",
+    "code_predictor": "bf16 activations measured no faster than f32 with compressed weights",
+}
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -67,11 +79,35 @@ def candidates(preferences: Sequence[str], available: Sequence[str]) -> tuple[li
     return chosen, skipped
 
 
-def compile_properties(device: str, settings: DeviceSettings, kv_cache_precision: str | None = None) -> dict:
+def inference_precision(
+    component: str | None, device: str, settings: DeviceSettings, capabilities: Sequence[str] = ()
+) -> tuple[str | None, str]:
+    """(INFERENCE_PRECISION_HINT, or None for the device's default; the reason, for the log).
+
+    `capabilities` is the device's OPTIMIZATION_CAPABILITIES (e.g. FP32, BF16, INT8 on a CPU).
+    """
+    if settings.inference_precision != "auto":
+        return settings.inference_precision, "set in devices.inference_precision"
+    if base_device(device) != "CPU":
+        return None, f"the {base_device(device)} plugin's default"
+    if "BF16" in capabilities:
+        declined = _BF16_DECLINED.get(component or "", "bf16 is not measured for it")
+        return "f32", f"the CPU offers bf16, but {declined}"
+    return "f32", "the CPU has no bf16"
+
+
+def compile_properties(
+    device: str,
+    settings: DeviceSettings,
+    kv_cache_precision: str | None = None,
+    component: str | None = None,
+    capabilities: Sequence[str] = (),
+) -> dict:
     """Compile properties for `device` from settings; CPU-only keys never reach GPU/NPU plugins."""
     props: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY"}
-    if settings.inference_precision != "auto":
-        props["INFERENCE_PRECISION_HINT"] = settings.inference_precision
+    precision, _ = inference_precision(component, device, settings, capabilities)
+    if precision is not None:
+        props["INFERENCE_PRECISION_HINT"] = precision
     if base_device(device) == "CPU":
         if settings.num_threads:
             props["INFERENCE_NUM_THREADS"] = settings.num_threads

@@ -22,7 +22,7 @@ from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.devices import DevicePlan, preference_lists
-from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_budget
+from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.voice import VoiceEncoder, read_audio
@@ -93,7 +93,7 @@ def load_runtime(
         "code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML), prefs["code_predictor"]
     )
     codec = _compile_codec(compiler, bundle_dir, manifest, prefs["codec"], plan)
-    num_blocks = settings.engine.num_kv_blocks or num_blocks_for_budget(talker, settings.engine.kv_cache_mib)
+    num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info(
         "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
@@ -117,6 +117,23 @@ def load_runtime(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
     )
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder)
+
+
+# Prompt positions beyond one per text character: chat template, speaker / language / codec control
+# tokens; generous, since too few blocks only means preemption.
+PROMPT_OVERHEAD_POSITIONS = 64
+
+
+def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
+    """The KV pool: the memory budget, but no more than the batch limit can ever fill.
+
+    A sequence holds at most its prompt (about one position per text character, bounded by
+    max_text_chars, plus control tokens) and max_frames generated positions.
+    """
+    engine = settings.engine
+    budget = num_blocks_for_budget(compiled_talker, engine.kv_cache_mib)
+    per_seq = engine.max_text_chars + PROMPT_OVERHEAD_POSITIONS + engine.max_frames
+    return min(budget, num_blocks_for_batch(compiled_talker, engine.max_num_seqs, per_seq))
 
 
 def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecChunkModels:

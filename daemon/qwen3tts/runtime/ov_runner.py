@@ -37,6 +37,17 @@ def num_blocks_for_budget(compiled_talker: ov.CompiledModel, budget_mib: int) ->
     return max(1, (budget_mib << 20) // kv_bytes_per_block(compiled_talker))
 
 
+def kv_block_size(compiled_talker: ov.CompiledModel) -> int:
+    """Positions per block: axis 2 of the compiled value cache [blocks, kv_heads, block_size, ...]."""
+    port = next(p for p in compiled_talker.inputs if p.get_any_name().startswith(VALUE_CACHE))
+    return list(port.get_partial_shape())[2].get_length()
+
+
+def num_blocks_for_batch(compiled_talker: ov.CompiledModel, max_num_seqs: int, positions_per_seq: int) -> int:
+    """Blocks that hold `max_num_seqs` sequences of `positions_per_seq` positions each: more is never used."""
+    return max_num_seqs * -(-positions_per_seq // kv_block_size(compiled_talker))
+
+
 class OVRunner:
     """Implements engine.runner.Runner."""
 

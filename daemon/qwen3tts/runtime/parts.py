@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openvino as ov
 
-from qwen3tts.runtime.devices import Placement, compile_properties, place
+from qwen3tts.runtime.devices import Placement, compile_properties, inference_precision, place
 from qwen3tts.settings import DeviceSettings
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ class PartCompiler:
         self.settings = settings
         self.cache_dir = cache_dir
         self.available = list(self.core.available_devices if available is None else available)
+        self._capabilities: dict[str, tuple[str, ...]] = {}
 
     def compile(
         self,
@@ -43,13 +44,28 @@ class PartCompiler:
         cacheable: bool = True,
     ) -> tuple[ov.CompiledModel, Placement]:
         def try_compile(device: str) -> ov.CompiledModel:
-            props = compile_properties(device, self.settings, kv_cache_precision)
+            capabilities = self.capabilities(device)
+            props = compile_properties(device, self.settings, kv_cache_precision, component, capabilities)
             if cacheable and self.cache_dir is not None:
                 props["CACHE_DIR"] = str(self.cache_dir)
-            return self.core.compile_model(model, device, props)
+            compiled = self.core.compile_model(model, device, props)
+            precision, why = inference_precision(component, device, self.settings, capabilities)
+            log.info("%s: inference precision %s on %s (%s)", component, precision or "default", device, why)
+            return compiled
 
         placement, compiled = place(component, preferences, self.available, try_compile)
         return compiled, placement
+
+    def capabilities(self, device: str) -> tuple[str, ...]:
+        """OPTIMIZATION_CAPABILITIES of `device` (FP32, BF16, INT8, ...); empty if the plugin cannot say."""
+        if device not in self._capabilities:
+            try:
+                self._capabilities[device] = tuple(
+                    self.core.get_property(device, "OPTIMIZATION_CAPABILITIES")
+                )
+            except RuntimeError:
+                self._capabilities[device] = ()
+        return self._capabilities[device]
 
     def read(self, path: Path) -> ov.Model:
         return self.core.read_model(path)

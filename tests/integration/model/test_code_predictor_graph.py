@@ -354,8 +354,9 @@ def test_int8_weight_compression_compresses_each_shared_matrix_once_and_stays_cl
         for op in compressed.get_ops()
         if op.get_type_name() == "Constant" and op.get_element_type() == ov.Type.i8
     ]
-    # lm_head + codec_embedding per step, the talker's codec table, 7 matrices per layer, the projection.
-    matrices = 2 * NUM_STEPS + 1 + 7 * spec.num_hidden_layers + int(spec.has_input_projection)
+    # lm_head + codec_embedding per step, the talker's codec table, 4 matrices per layer (q/k/v and
+    # gate/up stacked), the projection.
+    matrices = 2 * NUM_STEPS + 1 + 4 * spec.num_hidden_layers + int(spec.has_input_projection)
     assert len(int8_constants) == matrices
     compiled = ov.Core().compile_model(compressed, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     past_hidden, code0, noise = projected_predictor.inputs(2)

@@ -3,7 +3,13 @@
 import pytest
 
 from qwen3tts.errors import DeviceError
-from qwen3tts.runtime.devices import candidates, compile_properties, place, preference_lists
+from qwen3tts.runtime.devices import (
+    candidates,
+    compile_properties,
+    inference_precision,
+    place,
+    preference_lists,
+)
 from qwen3tts.settings import DeviceSettings
 
 GPU_AND_NPU = ["CPU", "GPU", "NPU"]
@@ -75,3 +81,26 @@ def test_cpu_properties_carry_threads_pinning_and_precision_but_the_npu_gets_non
     assert cpu["KV_CACHE_PRECISION"] == "u8"
     npu = compile_properties("NPU", settings, kv_cache_precision="u8")
     assert "INFERENCE_NUM_THREADS" not in npu and "KV_CACHE_PRECISION" not in npu
+
+
+def test_auto_precision_is_f32_on_a_bf16_cpu_and_says_why_per_component():
+    settings = DeviceSettings(inference_precision="auto")
+    codec, why = inference_precision("codec", "CPU", settings, ("BF16", "FP32", "INT8"))
+    assert codec == "f32" and "dB" in why  # the codec's bf16 decode failed the SNR threshold
+    talker, why = inference_precision("talker", "CPU", settings, ("BF16", "FP32", "INT8"))
+    assert talker == "f32" and "no faster" in why
+    plain, why = inference_precision("talker", "CPU", settings, ("FP32", "INT8"))
+    assert plain == "f32" and "no bf16" in why
+    props = compile_properties("CPU", settings, component="codec", capabilities=("BF16", "FP32"))
+    assert props["INFERENCE_PRECISION_HINT"] == "f32"
+
+
+def test_auto_precision_leaves_accelerators_at_their_default_and_an_explicit_setting_wins():
+    auto = DeviceSettings(inference_precision="auto")
+    assert inference_precision("talker", "GPU.0", auto, ("FP16",))[0] is None
+    assert "INFERENCE_PRECISION_HINT" not in compile_properties("NPU", auto, component="codec")
+    explicit = DeviceSettings(inference_precision="bf16")
+    assert inference_precision("codec", "CPU", explicit, ("BF16",)) == (
+        "bf16",
+        "set in devices.inference_precision",
+    )

@@ -87,7 +87,7 @@ def build_code_predictor(
         projected = _project_input(spec, shared, step_input)  # [B, S, H]
         last = ops.gather(_decoder_forward(spec, shared, projected, kv_cache), i64(-1), i64(1))  # [B, H]
         last = layers.rms_norm(last, shared.array(NORM), spec.rms_norm_eps)  # [B, H]
-        step_logits = _linear(last, shared[f"{PREFIX}.lm_head.{step}.weight"])  # [B, V]
+        step_logits = layers.matmul_t(last, shared[f"{PREFIX}.lm_head.{step}.weight"])  # [B, V]
         code = sampler.sample(step_logits, ops.squeeze(noise_steps[step], i64([1])))  # [B]
         codes.append(code)
         logits.append(step_logits)
@@ -142,6 +142,22 @@ class _SharedWeights:
             raise CheckpointError(f"model.safetensors: tensor {key} missing")
         return self._weights[key]
 
+    def qkv(self, attn_prefix: str) -> ov.Node:
+        """q/k/v projections stacked into one matrix (layers.stacked_weight), made once."""
+        return self._stacked(attn_prefix, layers.qkv_weight, ("q_proj", "k_proj", "v_proj"))
+
+    def gate_up(self, mlp_prefix: str) -> ov.Node:
+        """gate/up projections stacked into one matrix, made once."""
+        return self._stacked(mlp_prefix, layers.gate_up_weight, ("gate_proj", "up_proj"))
+
+    def _stacked(self, prefix: str, make, parts: tuple[str, ...]) -> ov.Node:
+        key = f"{prefix}.{'_'.join(parts)}"
+        if key not in self._nodes:
+            for part in parts:
+                self.array(f"{prefix}.{part}.weight")  # a missing tensor is named, not a KeyError
+            self._nodes[key] = make(self._weights, prefix)
+        return self._nodes[key]
+
 
 class _GrowingKV:
     """The in-graph KV cache: per layer, K and V [B, kvh, T, hd] grow by the positions of each step."""
@@ -163,7 +179,7 @@ def _project_input(spec: CodePredictorSpec, shared: _SharedWeights, x: ov.Node) 
     if not spec.has_input_projection:
         return x
     key = f"{PREFIX}.small_to_mtp_projection"
-    return ops.add(_linear(x, shared[f"{key}.weight"]), shared[f"{key}.bias"])
+    return ops.add(layers.matmul_t(x, shared[f"{key}.weight"]), shared[f"{key}.bias"])
 
 
 def _decoder_forward(
@@ -183,9 +199,8 @@ def _decoder_forward(
         x = ops.add(x, _self_attention(spec, shared, h, prefix, rope, mask, kv_cache, i))
         key = f"{prefix}.post_attention_layernorm.weight"
         h = layers.rms_norm(x, shared.array(key), spec.rms_norm_eps)
-        gate = ops.swish(_linear(h, shared[f"{prefix}.mlp.gate_proj.weight"]))  # SwiGLU
-        up = _linear(h, shared[f"{prefix}.mlp.up_proj.weight"])
-        x = ops.add(x, _linear(ops.multiply(gate, up), shared[f"{prefix}.mlp.down_proj.weight"]))
+        mlp = f"{prefix}.mlp"
+        x = ops.add(x, layers.swiglu(h, shared.gate_up(mlp), shared[f"{mlp}.down_proj.weight"]))
     kv_cache.length += num_new
     return x
 
@@ -202,45 +217,63 @@ def _self_attention(
 ) -> ov.Node:
     """Qwen3 attention (q/k RMSNorm per head, RoPE, GQA): layers.self_attention with shared weights.
 
-    Differs only in taking shared Constants (see _SharedWeights) and an optional mask: a single query
-    needs none, which spares 14 of 15 steps the mask input.
+    Differs in taking shared Constants (see _SharedWeights; q/k/v are one stacked matrix) and in the
+    single-position steps (14 of 15 run once per layer): see _one_query_attention.
     """
     dims = layers.AttentionDims.from_spec(spec)
     attn_prefix = f"{prefix}.self_attn"
-    q = _heads(spec, shared, h, f"{attn_prefix}.q_proj", dims.num_heads, f"{attn_prefix}.q_norm.weight")
-    k = _heads(spec, shared, h, f"{attn_prefix}.k_proj", dims.num_kv_heads, f"{attn_prefix}.k_norm.weight")
-    v = _heads(spec, shared, h, f"{attn_prefix}.v_proj", dims.num_kv_heads, None)  # [B, kvh, S, hd]
-    q, k = layers.apply_rope(q, *rope), layers.apply_rope(k, *rope)
-    k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]
-    k_all, v_all = layers.repeat_kv(k_all, dims), layers.repeat_kv(v_all, dims)  # [B, nh, T, hd]
+    norms = {
+        key: shared.array(key) for key in (f"{attn_prefix}.q_norm.weight", f"{attn_prefix}.k_norm.weight")
+    }
+    width = dims.num_heads * dims.head_dim
     if mask is None:
-        attn = ops.scaled_dot_product_attention(q, k_all, v_all, causal=False)  # [B, nh, S, hd]
+        qkv = shared.qkv(attn_prefix)
+        attn = _one_query_attention(h, qkv, norms, attn_prefix, dims, rope, kv_cache, layer_index)
+        attn = ops.reshape(attn, i64([0, 1, width]), special_zero=True)  # [B, 1, nh*hd]
     else:
+        q, k, v = layers.qkv_heads(h, shared.qkv(attn_prefix), norms, attn_prefix, dims)  # [B, n, S, hd]
+        q, k = layers.apply_rope(q, *rope), layers.apply_rope(k, *rope)
+        k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]
+        k_all, v_all = layers.repeat_kv(k_all, dims), layers.repeat_kv(v_all, dims)  # [B, nh, T, hd]
         attn = ops.scaled_dot_product_attention(q, k_all, v_all, mask, causal=False)  # [B, nh, S, hd]
-    attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, S, nh, hd]
-    attn = ops.reshape(attn, i64([0, 0, dims.num_heads * dims.head_dim]), special_zero=True)  # [B, S, nh*hd]
-    return _linear(attn, shared[f"{attn_prefix}.o_proj.weight"])
+        attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, S, nh, hd]
+        attn = ops.reshape(attn, i64([0, 0, width]), special_zero=True)  # [B, S, nh*hd]
+    return layers.matmul_t(attn, shared[f"{attn_prefix}.o_proj.weight"])
 
 
-def _heads(
-    spec: CodePredictorSpec,
-    shared: _SharedWeights,
+def _one_query_attention(
     h: ov.Node,
-    key: str,
-    num_heads: int,
-    norm_key: str | None,
+    qkv: ov.Node,
+    norms: Mapping[str, np.ndarray],
+    prefix: str,
+    dims: layers.AttentionDims,
+    rope: tuple[ov.Node, ov.Node],
+    kv_cache: _GrowingKV,
+    layer_index: int,
 ) -> ov.Node:
-    """Linear `key` -> [B, heads, S, hd], with the per-head RMSNorm `norm_key` if given."""
-    t = _linear(h, shared[f"{key}.weight"])  # [B, S, n*hd]
-    t = ops.reshape(t, i64([0, 0, num_heads, spec.head_dim]), special_zero=True)  # [B, S, n, hd]
-    if norm_key is not None:
-        t = layers.rms_norm(t, shared.array(norm_key), spec.rms_norm_eps)  # [B, S, n, hd]
-    return ops.transpose(t, i64([0, 2, 1, 3]))  # [B, n, S, hd]
+    """Attention of ONE new position h [B, 1, H] over the cache, without Transposes or GQA Broadcasts.
 
-
-def _linear(x: ov.Node, weight: ov.Node) -> ov.Node:
-    """x @ weight.T for a shared torch-layout [out, in] Constant."""
-    return ops.matmul(x, weight, transpose_a=False, transpose_b=True)
+    With S = 1 the [B, S, heads, hd] -> [B, heads, S, hd] transposes are plain reshapes, and the query
+    heads of one KV head (head i uses KV head i // groups, as HF repeat_kv) are grouped as
+    [B, kvh, groups, hd], so two small MatMuls replace repeat_kv + SDPA. Same math as the SDPA path
+    (softmax(q k^T / sqrt(hd)) v), to f32 rounding. Returns [B, kvh, groups, hd] (= [B, 1, nh, hd]).
+    """
+    hd, kvh, groups = dims.head_dim, dims.num_kv_heads, dims.kv_groups
+    projected = layers.matmul_t(h, qkv)  # [B, 1, (nh + 2 kvh) * hd]
+    q, k, v = ops.variadic_split(projected, i64(-1), i64([dims.num_heads * hd, kvh * hd, kvh * hd])).outputs()
+    cos, sin = rope  # [1, 1, 1, hd]: broadcasts over [B, 1, heads, hd]
+    eps = dims.rms_norm_eps
+    q = ops.reshape(q, i64([0, 0, dims.num_heads, hd]), special_zero=True)  # [B, 1, nh, hd]
+    q = layers.apply_rope(layers.rms_norm(q, norms[f"{prefix}.q_norm.weight"], eps), cos, sin)
+    k = ops.reshape(k, i64([0, 0, kvh, hd]), special_zero=True)  # [B, 1, kvh, hd]
+    k = layers.apply_rope(layers.rms_norm(k, norms[f"{prefix}.k_norm.weight"], eps), cos, sin)
+    k = ops.reshape(k, i64([0, kvh, 1, hd]), special_zero=True)  # [B, kvh, 1, hd]
+    v = ops.reshape(v, i64([0, kvh, 1, hd]), special_zero=True)  # [B, kvh, 1, hd]
+    k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]
+    q = ops.reshape(q, i64([0, kvh, groups, hd]), special_zero=True)  # [B, kvh, groups, hd]
+    q = ops.multiply(q, layers.const(1.0 / np.sqrt(hd)))
+    scores = ops.matmul(q, k_all, transpose_a=False, transpose_b=True)  # [B, kvh, groups, T]
+    return ops.matmul(ops.softmax(scores, -1), v_all, transpose_a=False, transpose_b=False)  # [B,kvh,g,hd]
 
 
 def _unsqueeze(x: ov.Node, axis: int) -> ov.Node:

@@ -95,11 +95,42 @@ def linear(x: Output, weights: Mapping[str, np.ndarray], prefix: str, bias: bool
     return y
 
 
+def stacked_weight(weights: Mapping[str, np.ndarray], keys: list[str], name: str) -> ov.Node:
+    """One f32 Constant of the [out, in] matrices `keys` stacked along `out`, named `name`.
+
+    One MatMul over the stacked matrix replaces one per matrix: at one or a few rows a decode step is a
+    chain of GEMVs, and fewer, larger ones read the weights closer to the memory bandwidth. The math is
+    unchanged (each output column is the same dot product), and NNCF's per-output-channel INT8 and
+    per-group INT4 scales quantize every row exactly as they would in the separate matrices.
+    """
+    return const(np.concatenate([np.asarray(weights[k], np.float32) for k in keys], 0), name=name)
+
+
+def qkv_weight(weights: Mapping[str, np.ndarray], prefix: str) -> ov.Node:
+    """`{prefix}.{q,k,v}_proj.weight` stacked: [(heads + 2 * kv_heads) * head_dim, hidden]."""
+    return stacked_weight(weights, [f"{prefix}.{p}_proj.weight" for p in "qkv"], f"{prefix}.qkv_proj.weight")
+
+
+def gate_up_weight(weights: Mapping[str, np.ndarray], prefix: str) -> ov.Node:
+    """`{prefix}.{gate,up}_proj.weight` stacked: [2 * intermediate, hidden]."""
+    keys = [f"{prefix}.gate_proj.weight", f"{prefix}.up_proj.weight"]
+    return stacked_weight(weights, keys, f"{prefix}.gate_up_proj.weight")
+
+
+def matmul_t(x: Output, weight_node: Output) -> ov.Node:
+    """x @ weight.T for a torch-layout [out, in] weight (the layout NNCF compresses per output row)."""
+    return ops.matmul(x, weight_node, transpose_a=False, transpose_b=True)
+
+
+def swiglu(h: Output, gate_up: Output, down: Output) -> ov.Node:
+    """down(silu(gate(h)) * up(h)) with gate and up computed by one MatMul over `gate_up` (see above)."""
+    gate, up = ops.split(matmul_t(h, gate_up), i64(-1), 2).outputs()  # 2 x [B, S, inter]
+    return matmul_t(ops.multiply(ops.swish(gate), up), down)
+
+
 def swiglu_mlp(x: Output, weights: Mapping[str, np.ndarray], prefix: str) -> ov.Node:
-    """down(silu(gate(x)) * up(x)) with keys `{prefix}.{gate,up,down}_proj.weight`."""
-    gate = ops.swish(linear(x, weights, f"{prefix}.gate_proj"))
-    up = linear(x, weights, f"{prefix}.up_proj")
-    return linear(ops.multiply(gate, up), weights, f"{prefix}.down_proj")
+    """Qwen3TTSTalkerTextMLP with keys `{prefix}.{gate,up,down}_proj.weight`."""
+    return swiglu(x, gate_up_weight(weights, prefix), weight(weights, f"{prefix}.down_proj.weight"))
 
 
 # ---------------------------------------------------------------- positions and masks
@@ -155,6 +186,14 @@ def float_attention_mask(attention_mask: Output, query_len: Output) -> ov.Node:
 # ---------------------------------------------------------------- attention
 
 
+def split_heads(t: Output, num_heads: int, head_dim: int, norm: np.ndarray | None, eps: float, name=None):
+    """[B, S, heads*D] -> [B, heads, S, D], with the per-head RMSNorm gain `norm` if given."""
+    t = ops.reshape(t, i64([0, 0, num_heads, head_dim]), special_zero=True)  # [B, S, h, D]
+    if norm is not None:
+        t = rms_norm(t, norm, eps, name=name)
+    return ops.transpose(t, i64([0, 2, 1, 3]))  # [B, h, S, D]
+
+
 def project_heads(
     h: Output,
     weights: Mapping[str, np.ndarray],
@@ -165,11 +204,25 @@ def project_heads(
     eps: float,
 ) -> ov.Node:
     """Linear `{prefix}` -> [B, heads, S, head_dim], with the per-head RMSNorm `norm_key` if given."""
-    t = linear(h, weights, prefix)  # [B, S, h*D]
-    t = ops.reshape(t, i64([0, 0, num_heads, head_dim]), special_zero=True)  # [B, S, h, D]
-    if norm_key is not None:
-        t = rms_norm(t, weights[norm_key], eps, name=norm_key)
-    return ops.transpose(t, i64([0, 2, 1, 3]))  # [B, h, S, D]
+    norm = weights[norm_key] if norm_key is not None else None
+    return split_heads(linear(h, weights, prefix), num_heads, head_dim, norm, eps, name=norm_key)
+
+
+def qkv_heads(
+    h: Output, qkv: Output, weights: Mapping[str, np.ndarray], prefix: str, dims: AttentionDims
+) -> tuple[ov.Node, ov.Node, ov.Node]:
+    """q [B, h, S, D], k and v [B, kvh, S, D] from one MatMul over the stacked `qkv` weight.
+
+    q and k get their per-head RMSNorm (`{prefix}.q_norm`, `{prefix}.k_norm`); v none.
+    """
+    q_width, kv_width = dims.num_heads * dims.head_dim, dims.num_kv_heads * dims.head_dim
+    projected = matmul_t(h, qkv)  # [B, S, q + 2 kv]
+    q, k, v = ops.variadic_split(projected, i64(-1), i64([q_width, kv_width, kv_width])).outputs()
+    eps, q_norm, k_norm = dims.rms_norm_eps, f"{prefix}.q_norm.weight", f"{prefix}.k_norm.weight"
+    q = split_heads(q, dims.num_heads, dims.head_dim, weights[q_norm], eps)
+    k = split_heads(k, dims.num_kv_heads, dims.head_dim, weights[k_norm], eps)
+    v = split_heads(v, dims.num_kv_heads, dims.head_dim, None, eps)
+    return q, k, v
 
 
 def repeat_kv(kv: Output, dims: AttentionDims) -> Output:
@@ -205,17 +258,10 @@ def self_attention(
 ) -> ov.Node:
     """Qwen3 attention on normed input x [B, S, hidden]; returns o_proj output [B, S, hidden].
 
-    q/k get per-head RMSNorm (`q_norm`, `k_norm`) then RoPE; SDPA v13 with the explicit float mask and
-    the default 1/sqrt(head_dim) scale.
+    q/k/v come from one stacked MatMul; q/k get per-head RMSNorm (`q_norm`, `k_norm`) then RoPE; SDPA
+    v13 with the explicit float mask and the default 1/sqrt(head_dim) scale.
     """
-    eps = dims.rms_norm_eps
-    q = project_heads(
-        x, weights, f"{prefix}.q_proj", dims.num_heads, dims.head_dim, f"{prefix}.q_norm.weight", eps
-    )
-    k = project_heads(
-        x, weights, f"{prefix}.k_proj", dims.num_kv_heads, dims.head_dim, f"{prefix}.k_norm.weight", eps
-    )
-    v = project_heads(x, weights, f"{prefix}.v_proj", dims.num_kv_heads, dims.head_dim, None, eps)
+    q, k, v = qkv_heads(x, qkv_weight(weights, prefix), weights, prefix, dims)
     cos, sin = rope
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     k_all, v_all = kv_update(layer_index, k, v)  # [B, kvh, T, D]

@@ -1,0 +1,143 @@
+"""Where the resident bytes of a loaded runtime go: a per-component memory breakdown for `qwen3tts bench`.
+
+Three kinds of figures, each labelled with how it was obtained:
+- `stored_bytes`: the weight files of each graph in the bundle (what a read_model maps);
+- `load_rss_delta_bytes`: how much the process's resident set grew while each component was read and
+  compiled (RssLedger wraps the compiler; the ov.Model is dropped after compile, so a delta that stays
+  is what the compiled model keeps: repacked weights, kernels, scratch);
+- `known_bytes`: allocations we size ourselves (KV pool, codec state per stream, host tables).
+`process` splits the current resident set into anonymous and file-backed pages (/proc/self/status):
+mmapped weight files show up as file-backed, copies as anonymous.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+from collections import defaultdict
+from pathlib import Path
+
+from qwen3tts.model import bundle as layout
+
+COMPONENT_FILES = {
+    "talker": (layout.TALKER_XML,),
+    "code_predictor": (layout.CODE_PREDICTOR_XML,),
+    "speaker_encoder": (layout.SPEAKER_ENCODER_XML,),
+}
+
+
+def status_bytes() -> dict[str, int]:
+    """VmRSS, RssAnon, RssFile, RssShmem and VmHWM of this process, in bytes (Linux)."""
+    wanted = {"VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM"}
+    values = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in wanted:
+                values[key] = int(rest.split()[0]) * 1024  # reported in kB
+    except OSError:
+        values["VmHWM"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return values
+
+
+def rss_bytes() -> int:
+    return status_bytes().get("VmRSS", 0)
+
+
+class RssLedger:
+    """Records the resident-set growth of each component's read + compile (attach before loading).
+
+    The loader reads a graph, may transform it (the talker's PagedAttention pass), then compiles it;
+    the growth from a read up to the end of the next compile is that component's.
+    """
+
+    def __init__(self):
+        self.deltas: dict[str, int] = defaultdict(int)
+        self.before_load = rss_bytes()
+        self._read_started: int | None = None
+
+    @classmethod
+    def attach(cls, compiler) -> RssLedger:
+        """Wrap `compiler.read` and `compiler.compile` (any PartCompiler) on this instance."""
+        ledger = cls()
+        read, compile_ = compiler.read, compiler.compile
+
+        def read_and_note(path):
+            if ledger._read_started is None:
+                ledger._read_started = rss_bytes()
+            return read(path)
+
+        def compile_and_note(component, *args, **kwargs):
+            before = ledger._read_started if ledger._read_started is not None else rss_bytes()
+            result = compile_(component, *args, **kwargs)
+            ledger.deltas[component] += rss_bytes() - before
+            ledger._read_started = None
+            return result
+
+        compiler.read, compiler.compile = read_and_note, compile_and_note
+        return ledger
+
+
+def stored_bytes(bundle_dir: Path, codec_chunks: tuple[int, ...]) -> dict[str, int]:
+    """Bytes of each graph's weight files (.bin) in the bundle; the codec sums its chunk graphs."""
+    files = {**COMPONENT_FILES, "codec": tuple(layout.codec_chunk_xml(f) for f in codec_chunks)}
+    out = {}
+    for component, xmls in files.items():
+        paths = [Path(bundle_dir) / xml.replace(".xml", ".bin") for xml in xmls]
+        if any(p.exists() for p in paths):
+            out[component] = sum(p.stat().st_size for p in paths if p.exists())
+    for name in (layout.TEXT_TABLE, layout.CODEC_EMBEDDING):
+        path = Path(bundle_dir) / name
+        if path.exists():
+            out[f"table:{name}"] = path.stat().st_size
+    return out
+
+
+def codec_state_bytes(runner) -> int:
+    """Carried state of one codec stream (conv tails, attention window), from the compiled shapes."""
+    models = runner._codec_models  # the runner owns them; read-only here
+    return sum(math.prod(shape) * kind.size for shape, kind in models.state_inputs.values())
+
+
+def breakdown(runtime, ledger: RssLedger | None) -> dict:
+    """The JSON-ready memory section: see the module docstring for what each figure means."""
+    runner, builder = runtime.runner, runtime.prompt_builder
+    tables = {
+        name: int(getattr(array, "nbytes", 0))
+        for name, array in (("text_table", builder.text_table), ("codec_table", builder.codec_table))
+    }
+    known = {
+        "kv_pool": int(runner.kv_cache_bytes),
+        "kv_blocks": int(runner.num_kv_blocks),
+        "codec_state_per_stream": codec_state_bytes(runner),
+        **{f"host_{k}": v for k, v in tables.items()},
+    }
+    section = {
+        "stored_bytes": stored_bytes(runtime.bundle_dir, runtime.manifest.codec_chunks),
+        "known_bytes": known,
+        "process": status_bytes(),
+    }
+    if ledger is not None:
+        section["load_rss_delta_bytes"] = dict(ledger.deltas)
+        section["rss_before_load"] = ledger.before_load
+    return section
+
+
+def render(section: dict) -> list[str]:
+    """Markdown lines for report.py-style output (MiB)."""
+    mib = 1 << 20
+    lines = ["| component | stored MiB | load RSS delta MiB |", "|---|---|---|"]
+    deltas = section.get("load_rss_delta_bytes", {})
+    for name in sorted(set(section["stored_bytes"]) | set(deltas)):
+        stored = section["stored_bytes"].get(name)
+        delta = deltas.get(name)
+        cells = [f"{v / mib:.0f}" if v is not None else "-" for v in (stored, delta)]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    known, process = section["known_bytes"], section["process"]
+    lines.append(
+        f"KV pool {known['kv_pool'] / mib:.0f} MiB ({known['kv_blocks']} blocks); codec state "
+        f"{known['codec_state_per_stream'] / 1024:.0f} KiB per stream; resident now "
+        f"{process.get('VmRSS', 0) / mib:.0f} MiB (anonymous {process.get('RssAnon', 0) / mib:.0f}, "
+        f"file-backed {process.get('RssFile', 0) / mib:.0f}), peak {process.get('VmHWM', 0) / mib:.0f} MiB"
+    )
+    return lines

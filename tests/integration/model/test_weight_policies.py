@@ -1,0 +1,55 @@
+"""Weight compression policies of `qwen3tts build`: INT8 per channel, INT4 per group, errors named."""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import pytest
+
+from qwen3tts.errors import BundleError
+from qwen3tts.model.build import PRECISION_POLICIES, compress_weights
+from qwen3tts.model.checkpoint import load_checkpoint
+from qwen3tts.model.graphs.code_predictor import build_code_predictor
+
+
+@pytest.fixture(scope="module")
+def predictor(tiny_models):
+    checkpoint = load_checkpoint(tiny_models.checkpoint())
+    spec = checkpoint.spec
+    return lambda: build_code_predictor(spec.code_predictor, spec.talker.hidden_size, checkpoint.weights)
+
+
+def _constant_types(model: ov.Model) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for op in model.get_ops():
+        if op.get_type_name() == "Constant":
+            name = op.get_element_type().get_type_name()
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_int4_policy_stores_every_matmul_weight_in_four_bits_and_keeps_tables(predictor):
+    int8 = _constant_types(compress_weights(predictor(), "int8"))
+    int4 = _constant_types(compress_weights(predictor(), "int4_sym_g32"))
+    # every matrix INT8 compresses (all MatMul weights, lm_heads included; Gather tables never) is
+    # INT4 here: no layer falls back to INT8
+    assert int8.get("i8", 0) > 0 and int8.get("i4", 0) == 0
+    assert int4.get("i4", 0) == int8["i8"] and int4.get("i8", 0) == 0
+
+
+def test_asym_int4_uses_unsigned_codes_with_zero_points(predictor):
+    types = _constant_types(compress_weights(predictor(), "int4_asym_g32"))
+    assert types.get("u4", 0) > 0
+
+
+def test_unknown_precision_is_named():
+    with pytest.raises(BundleError, match="int3_sym_g32"):
+        compress_weights(ov.Model([], []), "int3_sym_g32")
+
+
+def test_every_policy_names_a_precision_for_each_component():
+    for name, policy in PRECISION_POLICIES.items():
+        assert set(policy) == {"talker", "code_predictor", "codec", "tables"}, name
+        for precision in policy.values():
+            assert precision in ("f32", "f16", "int8") or precision.startswith("int4_"), (name, precision)
+    assert np.all([p["codec"] in ("f16", "f32") for p in PRECISION_POLICIES.values()])

@@ -1,0 +1,46 @@
+"""The A/B and codec-SNR bench tools on a real tiny bundle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qwen3tts.bench import codec_snr, interleaved
+
+
+def test_variant_parses_bundle_and_per_graph_properties():
+    variant = interleaved.Variant.parse("x=/b,INFERENCE_NUM_THREADS=1,codec.INFERENCE_PRECISION_HINT=bf16")
+    assert str(variant.bundle) == "/b"
+    assert variant.properties == {
+        "*": {"INFERENCE_NUM_THREADS": "1"},
+        "codec": {"INFERENCE_PRECISION_HINT": "bf16"},
+    }
+    with pytest.raises(Exception, match="label=bundle"):
+        interleaved.Variant.parse("nobundle")
+
+
+def test_interleaved_run_times_every_stage_of_every_variant_against_the_first(tiny_models):
+    bundle = str(tiny_models.bundle(weights="int8"))
+    variants = [
+        interleaved.Variant.parse(f"a={bundle}"),
+        interleaved.Variant.parse(f"b={bundle},INFERENCE_NUM_THREADS=1"),
+    ]
+    summary = interleaved.run(variants, batch=2, rounds=2, calls=1, context=40, clock="cpu")
+    assert set(summary["variants"]) == {"a", "b"}
+    for stages in summary["variants"].values():
+        assert set(stages) == set(interleaved.STAGES)
+        assert all(s["median_ms"] > 0 for s in stages.values())
+    assert all(s["ratio_to_base"] == 1.0 for s in summary["variants"]["a"].values())
+    assert "| b |" in interleaved.render(summary)
+
+
+def test_codec_snr_is_infinite_for_identical_decodes_and_finite_for_a_perturbed_one():
+    reference = np.sin(np.linspace(0, 20, 1000)).astype(np.float32)
+    assert codec_snr.snr_db(reference, reference) == float("inf")
+    noisy = reference + np.float32(0.01) * np.cos(np.linspace(0, 7, 1000)).astype(np.float32)
+    assert 30 < codec_snr.snr_db(reference, noisy) < 50
+
+
+def test_codec_snr_of_f32_against_itself_is_exact_on_a_bundle(tiny_models):
+    result = codec_snr.measure(tiny_models.bundle(weights="f32"), codec_snr.F32, frames=6)
+    assert result["snr_db"] == float("inf") and result["reference_rms"] > 0
