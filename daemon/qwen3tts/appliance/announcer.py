@@ -29,6 +29,7 @@ from qwen3tts.appliance.lookahead import Synthesis, Voice
 from qwen3tts.appliance.messages import PRIORITIES, Stop
 from qwen3tts.appliance.playback import Playback, Track
 from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.registered_voices import RegisteredVoices
 from qwen3tts.appliance.sinks import MODEL_RATE
 from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.engine.engine import Engine
@@ -59,12 +60,13 @@ class Announcer:
         heartbeat: Callable[[], None] = lambda: None,
         on_change: Callable[[], None] = lambda: None,
         text: TextOptions | None = None,
+        voices: RegisteredVoices | None = None,
     ):
         self.settings = settings
         self.queue = queue
         self.playback = playback
         self.publish = publish
-        self.synthesis = Synthesis(engine, voice, settings, text)
+        self.synthesis = Synthesis(engine, voice, settings, text, voices)
         self._clock = clock
         self._beat = heartbeat
         self._on_change = on_change

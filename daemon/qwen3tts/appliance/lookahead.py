@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from qwen3tts.appliance.announcement import Announcement, AnnouncementStatus, Cut, Sentence
 from qwen3tts.appliance.jitter import PcmBuffer, jitter_threshold
+from qwen3tts.appliance.registered_voices import RegisteredVoices
 from qwen3tts.appliance.sinks import MODEL_RATE
 from qwen3tts.appliance.synthesis import TextOptions, sentence_request, split_text
 from qwen3tts.engine.engine import Engine
@@ -45,9 +46,18 @@ class Voice:
 class Synthesis:
     """Submits due sentences and moves their PCM; keeps the measured real-time factor."""
 
-    def __init__(self, engine: Engine, voice: Voice, settings: Settings, text: TextOptions | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        voice: Voice,
+        settings: Settings,
+        text: TextOptions | None = None,
+        voices: RegisteredVoices | None = None,
+    ):
         self.engine = engine
         self.voice = voice
+        self.voices = voices or RegisteredVoices()
+        """The operator's named voices (replaced in place on SIGHUP)."""
         self.settings = settings
         self.text = text or TextOptions(normalize=settings.text.normalize)
         self.rtf: float | None = None
@@ -136,6 +146,8 @@ class Synthesis:
             instruct=ann.instruct or self.voice.instruct,
             priority=ENGINE_PRIORITY[ann.priority],
             max_frames=self.settings.engine.max_frames,
+            voices=self.voices,
+            seed=ann.seed,
         )
         sentence.handle = self.engine.submit(request)
         sentence.t_streaming = time.monotonic()

@@ -1,0 +1,103 @@
+"""Registry round trip through MQTT on a tiny Base bundle (real OpenVINO, real mosquitto).
+
+`qwen3tts voice add anna --audio F --text T`, then the whole Service: the `voices` topic lists anna,
+an MQTT say with `"voice": "anna"` finishes and its engine requests spoke with anna's stored ICL
+inputs (key `voice:anna`, the registry's reference codes), an unknown name is rejected and no name
+ever reaches the engine as a path.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+from announcer_rig import RigSink
+from bundles import PARITY_OVERRIDES
+
+from qwen3tts.appliance.service import Service
+from qwen3tts.cli import main
+from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.settings_loader import load_settings
+from qwen3tts.voices import VoiceRegistry, bundle_hash
+
+SITE = "reg"
+RATE = 16000
+
+
+def reference(path) -> None:
+    t = np.arange(3 * RATE) / RATE
+    wave = sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 6)) * (0.5 + 0.5 * np.sin(6 * t))
+    soundfile.write(path, (0.3 * wave / np.abs(wave).max()).astype(np.float32), RATE, subtype="PCM_16")
+
+
+@pytest.fixture
+def base_service(tmp_path, mosquitto, tiny_models):
+    bundle = tiny_models.bundle("base", "tiny", "f32")
+    config = tmp_path / "qwen3tts.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "model": {"bundle": str(bundle)},
+                "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
+                "announcements": {"spool_dir": str(tmp_path / "state" / "spool")},
+                "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0},
+                "thermal": {"enabled": False},
+                "engine": {"max_frames": 12},
+            }
+        )
+    )
+    reference(tmp_path / "anna.wav")
+    cli = ["--config", str(config), *(arg for o in PARITY_OVERRIDES for arg in ("--set", o)), "voice"]
+    assert main([*cli, "add", "anna", "--audio", str(tmp_path / "anna.wav"), "--text", "Hello there."]) == 0
+    settings = load_settings(config, list(PARITY_OVERRIDES))
+    runtime = load_runtime(bundle, settings)
+    submitted = []
+    submit = runtime.engine.submit
+    runtime.engine.submit = lambda request: submitted.append(request) or submit(request)
+    svc = Service(settings, config_path=config, runtime=runtime, sink=RigSink())
+    svc.start()
+    yield svc, submitted, VoiceRegistry(tmp_path / "state" / "voices").get("anna", bundle_hash(bundle))
+    svc.stop()
+
+
+def event(recorder, ann_id, kind, timeout=120.0) -> dict:
+    def found(msgs):
+        return [
+            e
+            for m in msgs
+            if m.topic.endswith("/event")
+            for e in [json.loads(m.payload)]
+            if e.get("id") == ann_id
+        ]
+
+    ends = (kind, "rejected", "error")
+    msgs = recorder.wait_for(lambda msgs: any(e["event"] in ends for e in found(msgs)), timeout)
+    return next(e for e in found(msgs) if e["event"] in ends)
+
+
+def test_a_registered_voice_is_listed_and_speaks_an_mqtt_say_with_its_icl_inputs(
+    base_service, mosquitto, recorder_factory
+):
+    service, submitted, anna = base_service
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
+    recorder.wait_for(lambda msgs: any(m.topic.endswith("/voices") for m in msgs), 20)
+    voices = json.loads(recorder.on(f"qwen3tts/{SITE}/voices")[-1].payload)
+    assert voices["voices"] == ["anna"]
+
+    say = {"id": "cloned", "text": "Platform two.", "voice": "anna", "seed": 7}
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps(say), qos=1)
+    assert event(recorder, "cloned", "finished")["event"] == "finished"
+    mine = [r for r in submitted if r.id.startswith("cloned#")]
+    assert mine and all(r.ref_audio == "voice:anna" and r.speaker is None and r.seed == 7 for r in mine)
+    inputs = service.runtime.prompt_builder.voices["voice:anna"]
+    assert inputs.icl
+    np.testing.assert_array_equal(inputs.ref_codes, anna.ref_codes)
+    np.testing.assert_array_equal(inputs.xvector, anna.xvector)
+
+    recorder.publish(
+        f"qwen3tts/{SITE}/say", json.dumps({"id": "path", "text": "Hi.", "voice": "/etc/passwd"})
+    )
+    assert event(recorder, "path", "finished")["event"] == "rejected"
+    assert not [r for r in submitted if r.id.startswith("path#")]
