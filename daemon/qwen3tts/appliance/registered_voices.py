@@ -10,6 +10,7 @@ voice (the registry validates it before building a path): no file path comes fro
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +40,18 @@ class RegisteredVoices:
     def __init__(self, entries: dict[str, VoiceChoice] | None = None):
         self._entries: dict[str, VoiceChoice] = {}
         self._names: tuple[str, ...] = ()
+        self._identities: dict[str, str] = {}
         self._set(entries or {})
 
     @property
     def names(self) -> tuple[str, ...]:
         """The registered names in the registry's spelling, sorted."""
         return self._names
+
+    def identity(self, voice: str | None) -> str | None:
+        """What the sound of `voice` depends on (for the phrase cache key): a registered voice's content
+        digest, so re-adding it under the same name is a different voice; else the name itself."""
+        return self._identities.get(voice.lower(), voice) if voice else voice
 
     def choice(self, voice: str | None, instruct: str | None) -> VoiceChoice:
         """Engine fields for `voice` (a preset speaker unless registered) and the message's instruct.
@@ -67,11 +74,15 @@ class RegisteredVoices:
             self._set({})
             return
         entries: dict[str, VoiceChoice] = {}
+        identities: dict[str, str] = {}
         for name in registry.names(digest):
             try:
-                entries[name] = _register(registry.get(name, digest), prompt_builder)
+                voice = registry.get(name, digest)
+                entries[name] = _register(voice, prompt_builder)
             except RequestError as exc:  # VoiceError included
                 log.warning("registered voice %s skipped: %s", name, exc)
+                continue
+            identities[name.lower()] = _identity(voice)
         stale = [
             k
             for k in prompt_builder.voices
@@ -79,12 +90,21 @@ class RegisteredVoices:
         ]
         for key in stale:  # removed since the last load: a queued request for it now fails cleanly
             prompt_builder.voices.pop(key, None)
-        self._set(entries)
+        self._set(entries, identities)
         log.info("registered voices: %s", ", ".join(entries) or "none")
 
-    def _set(self, entries: dict[str, VoiceChoice]) -> None:
+    def _set(self, entries: dict[str, VoiceChoice], identities: dict[str, str] | None = None) -> None:
         self._entries = {name.lower(): choice for name, choice in entries.items()}
+        self._identities = identities or {}
         self._names = tuple(sorted(entries))
+
+
+def _identity(voice: RegisteredVoice) -> str:
+    digest = hashlib.sha256(repr((voice.kind, voice.x_vector_only, voice.ref_text, voice.instruct)).encode())
+    for array in (voice.xvector, voice.ref_codes):
+        if array is not None:
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return f"voice:{voice.name}:{digest.hexdigest()[:16]}"
 
 
 def _register(voice: RegisteredVoice, prompt_builder) -> VoiceChoice:

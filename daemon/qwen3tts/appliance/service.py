@@ -30,6 +30,7 @@ from qwen3tts.appliance.lookahead import Voice
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
 from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.phrase_replay import PhraseReplay
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.registered_voices import RegisteredVoices
@@ -123,6 +124,7 @@ class Service:
             on_change=self._status_dirty.set,
             text=self.text,
             voices=self.voices,
+            replay=PhraseReplay.from_settings(settings, engine, self.voices),
         )
         self.thermal = None
         if settings.thermal.enabled:
@@ -268,6 +270,8 @@ class Service:
                 "mean_batch": round(stats.mean_batch, 2),
                 "frames_per_second": round(stats.frames_per_second, 1),
             },
+            cached=self.announcer.current_from_cache,
+            cache=self.announcer.synthesis.replay.stats() if self.announcer.synthesis.replay else {},
         )
 
     def _publish_status(self) -> None:

@@ -45,6 +45,7 @@ def base_service(tmp_path, mosquitto, tiny_models):
                 "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0},
                 "thermal": {"enabled": False},
                 "engine": {"max_frames": 12},
+                "cache": {"phrase_dir": str(tmp_path / "phrases")},
             }
         )
     )
@@ -101,3 +102,10 @@ def test_a_registered_voice_is_listed_and_speaks_an_mqtt_say_with_its_icl_inputs
     )
     assert event(recorder, "path", "finished")["event"] == "rejected"
     assert not [r for r in submitted if r.id.startswith("path#")]
+
+    def cache_figures(msgs):
+        return [json.loads(m.payload)["cache"] for m in msgs if m.topic.endswith("/status")]
+
+    # The finished rendition went into the phrase cache, and the status says so.
+    msgs = recorder.wait_for(lambda msgs: any(c.get("entries") == 1 for c in cache_figures(msgs)), 20)
+    assert cache_figures(msgs)[-1]["max_bytes"] > 0
