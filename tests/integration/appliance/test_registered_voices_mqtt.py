@@ -109,3 +109,19 @@ def test_a_registered_voice_is_listed_and_speaks_an_mqtt_say_with_its_icl_inputs
     # The finished rendition went into the phrase cache, and the status says so.
     msgs = recorder.wait_for(lambda msgs: any(c.get("entries") == 1 for c in cache_figures(msgs)), 20)
     assert cache_figures(msgs)[-1]["max_bytes"] > 0
+
+    # The same say without the phrase cache is synthesised again, its prompt's full KV blocks shared.
+    again = {**say, "id": "again", "cache": False}
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps(again), qos=1)
+    assert event(recorder, "again", "finished")["event"] == "finished"
+    assert [r for r in submitted if r.id.startswith("again#")]
+
+    def engine_figures(msgs):
+        return [json.loads(m.payload)["engine"] for m in msgs if m.topic.endswith("/status")]
+
+    msgs = recorder.wait_for(lambda msgs: any(e["prefix_hit_tokens"] > 0 for e in engine_figures(msgs)), 20)
+    figures = next(e for e in engine_figures(msgs) if e["prefix_hit_tokens"] > 0)
+    assert (
+        figures["prefix_cached_blocks"] > 0
+        and figures["prefix_queried_tokens"] >= figures["prefix_hit_tokens"]
+    )
