@@ -184,11 +184,7 @@ class Service:
         intake_stop = self._intake_stop = threading.Event()
         self.supervisor.start("intake", lambda stop: self._intake_loop(inbound, intake_stop, stop))
         self.mqtt.start()
-        for message in [
-            Voices(voices=self._voice_names(), languages=tuple(spec.languages)),
-            *(self._discovery() if settings.mqtt.discovery else []),
-        ]:
-            self.mqtt.publish(message)
+        self._publish_voices()
         self._status_dirty.set()
 
     def _discovery(self):
@@ -323,8 +319,9 @@ class Service:
             self._intake_stop.set()
             self.mqtt.stop()
             self._start_mqtt(replay_spool=False)
-        elif names != self._voice_names() and self.mqtt is not None:
-            self._voices_changed()
+        elif names != self._voice_names() and self.mqtt is not None:  # the intake, topic and HA follow
+            self.intake.policy = dataclasses.replace(self.intake.policy, voices=self._voice_names())
+            self._publish_voices()
         log.info("reloaded: volume %.2f, voice %s, MQTT %s", self.playback.volume, voice.voice,
                  "reconnected" if topics_changed else "unchanged")  # fmt: skip
         self._status_dirty.set()
@@ -411,15 +408,11 @@ class Service:
         """What `voice` may name: the bundle's preset speakers, then the registered voices."""
         return (*self.runtime.spec.speakers, *self.voices.names)
 
-    def _voices_changed(self) -> None:
-        """SIGHUP found other registered voices: the intake, the voices topic and HA's select follow."""
-        self.intake.policy = dataclasses.replace(self.intake.policy, voices=self._voice_names())
-        spec = self.runtime.spec
-        for message in [
-            Voices(voices=self._voice_names(), languages=tuple(spec.languages)),
-            *(self._discovery() if self.settings.mqtt.discovery else []),
-        ]:
-            self._publish(message)
+    def _publish_voices(self) -> None:
+        """The retained `voices` topic and Home Assistant's entities (its voice select lists them all)."""
+        voices = Voices(voices=self._voice_names(), languages=tuple(self.runtime.spec.languages))
+        for message in [voices, *(self._discovery() if self.settings.mqtt.discovery else [])]:
+            self.mqtt.publish(message)
 
     def _voice_from(self, settings: Settings) -> Voice:
         speakers = self.runtime.spec.speakers

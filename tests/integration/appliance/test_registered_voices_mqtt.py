@@ -50,8 +50,9 @@ def base_service(tmp_path, mosquitto, tiny_models):
         )
     )
     reference(tmp_path / "anna.wav")
-    cli = ["--config", str(config), *(arg for o in PARITY_OVERRIDES for arg in ("--set", o)), "voice"]
-    assert main([*cli, "add", "anna", "--audio", str(tmp_path / "anna.wav"), "--text", "Hello there."]) == 0
+    assert (
+        voice_cli(config, "add", "anna", "--audio", str(tmp_path / "anna.wav"), "--text", "Hello there.") == 0
+    )
     settings = load_settings(config, list(PARITY_OVERRIDES))
     runtime = load_runtime(bundle, settings)
     submitted = []
@@ -61,6 +62,12 @@ def base_service(tmp_path, mosquitto, tiny_models):
     svc.start()
     yield svc, submitted, VoiceRegistry(tmp_path / "state" / "voices").get("anna", bundle_hash(bundle))
     svc.stop()
+
+
+def voice_cli(config, *args) -> int:
+    return main(
+        ["--config", str(config), *(arg for o in PARITY_OVERRIDES for arg in ("--set", o)), "voice", *args]
+    )
 
 
 def event(recorder, ann_id, kind, timeout=120.0) -> dict:
@@ -125,3 +132,28 @@ def test_a_registered_voice_is_listed_and_speaks_an_mqtt_say_with_its_icl_inputs
         figures["prefix_cached_blocks"] > 0
         and figures["prefix_queried_tokens"] >= figures["prefix_hit_tokens"]
     )
+
+
+def test_sighup_reads_the_registry_again_and_voice_set_accepts_the_new_voice(
+    base_service, mosquitto, recorder_factory, tmp_path
+):
+    service = base_service[0]
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
+    recorder.wait_for(lambda msgs: any(m.topic.endswith("/voices") for m in msgs), 20)
+    reference(tmp_path / "bob.wav")
+    assert (
+        voice_cli(service.config_path, "add", "bob", "--audio", str(tmp_path / "bob.wav"), "--x-vector-only")
+        == 0
+    )
+    service.reload()  # what SIGHUP does
+
+    def listed(msgs):
+        return [json.loads(m.payload)["voices"] for m in msgs if m.topic.endswith("/voices")]
+
+    recorder.wait_for(lambda msgs: ["anna", "bob"] in listed(msgs), 20)
+    recorder.publish(f"qwen3tts/{SITE}/voice/set", "Bob", qos=1)  # what HA publishes
+    answered = recorder.wait_for(lambda msgs: any(b'"voice_set"' in m.payload for m in msgs), 20)
+    assert json.loads(next(m.payload for m in answered if b'"voice_set"' in m.payload))["voice"] == "bob"
+    recorder.wait_for(lambda msgs: any(b'"voice": "bob"' in m.payload or b'"voice":"bob"' in m.payload
+                                       for m in msgs if m.topic.endswith("/status")), 20)  # fmt: skip
+    assert not service.runtime.prompt_builder.voices["voice:bob"].icl
