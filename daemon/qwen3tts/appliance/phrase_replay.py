@@ -6,8 +6,8 @@ model gets them (after the lexicon and normalisation), the voice (a registered v
 so `voice add --replace` is a new key), language, instruct, seed, the bundle's hash and the engine's
 sampling settings. Only a whole play is looked up and kept: an announcement resumed from a later
 sentence is synthesised, and audio is stored only when it played out completely and was not cut.
-`"cache": false` in a message bypasses both ways (looked up never, kept never), and so does
-`cache.enabled: false` for messages that do not say.
+`"cache": false` in a message bypasses both ways (looked up never, kept never, its repeats synthesised
+again). `cache.enabled: false` turns the disk cache off (`cache` None here); repeats still replay.
 """
 
 from __future__ import annotations
@@ -32,13 +32,11 @@ class PhraseReplay:
         self,
         cache: PhraseCache | None,
         *,
-        enabled: bool,
         bundle_hash: str,
         sampling: Mapping[str, object],
         voice_identity=lambda voice: voice,
     ):
         self.cache = cache
-        self.enabled = enabled
         self.bundle_hash = bundle_hash
         self.sampling = dict(sampling)
         self.voice_identity = voice_identity
@@ -54,7 +52,7 @@ class PhraseReplay:
                 cache = PhraseCache(settings.cache.phrase_dir, settings.cache.max_bytes)
             except OSError as exc:
                 log.warning(
-                    "phrase cache %s unusable (%s); announcements are always synthesised",
+                    "phrase cache %s unusable (%s); only repeats are replayed",
                     settings.cache.phrase_dir,
                     exc,
                 )
@@ -66,14 +64,13 @@ class PhraseReplay:
         sampling = dataclasses.asdict(engine.config.sampling)
         return cls(
             cache,
-            enabled=settings.cache.enabled,
             bundle_hash=digest,
             sampling=sampling,
             voice_identity=voices.identity,
         )
 
     def allowed(self, ann: Announcement) -> bool:
-        return ann.cache if ann.cache is not None else self.enabled
+        return ann.cache is not False
 
     def key(self, pieces: list[str], voice: str | None, language: str, instruct: str | None, seed) -> str:
         return PhraseCache.key(

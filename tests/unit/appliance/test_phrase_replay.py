@@ -22,9 +22,9 @@ TEXT = "Store notice, part one. Store notice, part two."
 def make_rig(tmp_path):
     made: list[Rig] = []
 
-    def make(sink=None, enabled=True) -> Rig:
-        cache = PhraseCache(tmp_path / "phrases", 50 * 2**20)
-        replay = PhraseReplay(cache, enabled=enabled, bundle_hash="rig", sampling={"greedy": True})
+    def make(sink=None, disk=True) -> Rig:
+        cache = PhraseCache(tmp_path / "phrases", 50 * 2**20) if disk else None  # cache.enabled
+        replay = PhraseReplay(cache, bundle_hash="rig", sampling={"greedy": True})
         rig = Rig(tmp_path, rig_settings(tmp_path), fake_engine(), replay=replay)
         if sink is not None:
             rig.sink = rig.playback.sink = sink
@@ -64,8 +64,8 @@ def test_a_cache_hit_plays_the_identical_samples_at_once_without_synthesis(make_
 
 
 def test_a_repeat_replays_the_first_rendition(make_rig):
-    rig = make_rig(enabled=False)  # no phrase cache for messages that do not ask: the repeat still replays
-    rig.say("twice", TEXT, repeat=2, cache=True)
+    rig = make_rig(disk=False)  # cache.enabled off: no disk cache, the repeat still replays
+    rig.say("twice", TEXT, repeat=2)
     rig.wait_for("twice", "finished", count=2)
     assert submitted(rig, "twice") == 2  # the sentences of the first play only
     np.testing.assert_array_equal(rig.sink.speech("twice", 1), rig.sink.speech("twice", 0))
@@ -95,3 +95,11 @@ def test_a_stopped_play_is_not_stored(make_rig):
     rig.announcer.command(Stop(scope="id", id="cut"))
     rig.wait_for("cut", "cancelled")
     assert rig.announcer.synthesis.replay.cache.stats().entries == 0
+
+
+def test_repeats_of_a_cache_false_announcement_are_synthesised_again(make_rig):
+    rig = make_rig()
+    rig.say("fresh-twice", TEXT, repeat=2, cache=False)
+    rig.wait_for("fresh-twice", "finished", count=2)
+    assert submitted(rig, "fresh-twice") == 4
+    assert event(rig, "fresh-twice", "started", 1).cached is None
