@@ -59,9 +59,13 @@ def test_add_list_get_remove_round_trip_on_a_base_bundle(base_bundle, files, cap
     expected = runtime.prompt_builder.xvectors(str(files / "ref.wav"))
     np.testing.assert_allclose(anna.xvector, expected, rtol=1e-4, atol=1e-5)
     assert anna.ref_audio.shape == (3 * 24000,) and anna.ref_text == "Hello there."
-    assert anna.ref_codes is None and not anna.uses_icl  # the ICL encoder hook returns nothing yet
+    # ICL: the reference codes are the ones the runtime's encoder gives `say --ref-audio --ref-text`.
+    codes = runtime.voice_encoder.speech.encode(anna.ref_audio, 24000)
+    assert anna.uses_icl and anna.ref_codes.shape == (38, 16) == codes.shape  # ceil(3 s * 12.5)
+    np.testing.assert_array_equal(anna.ref_codes, codes)
     x_only = registry.get("anna.x", bundle_hash(base_bundle))
     assert x_only.x_vector_only and x_only.ref_text is None
+    assert x_only.ref_codes is None and not x_only.uses_icl
     # FLAC: libsndfile quantised the same samples to 16 bits with a rounding of its own (1 LSB apart).
     np.testing.assert_allclose(x_only.xvector, anna.xvector, atol=1e-2)
 

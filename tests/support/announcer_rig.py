@@ -90,6 +90,8 @@ class Rig:
     engine: Engine
     sink: object = field(default_factory=RigSink)
     heartbeat: object = None
+    replay: object = None
+    """A PhraseReplay for phrase cache tests; None synthesises every play."""
     published: list = field(default_factory=list)
     fatal: list[str] = field(default_factory=list)
 
@@ -107,7 +109,7 @@ class Rig:
         )  # fmt: skip
         self.announcer = Announcer(
             self.settings, self.queue, self.engine, self.playback, self.published.append,
-            Voice("ryan", "auto", None), heartbeat=lambda: beat("announcer"),
+            Voice("ryan", "auto", None), heartbeat=lambda: beat("announcer"), replay=self.replay,
         )  # fmt: skip
         self.supervisor = Supervisor(on_fatal=self.fatal.append, backoff_s=0.01)
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from qwen3tts.appliance.messages import PRIORITIES
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from qwen3tts.appliance.jitter import PcmBuffer
     from qwen3tts.appliance.playback import Track
     from qwen3tts.engine.sequence import Handle
@@ -115,6 +117,13 @@ class Announcement:
     """Index into `sentences` where a takeover ends this play (no sentence from there is played)."""
     cut: Cut | None = field(default=None, metadata={"runtime": True})
     error: str | None = field(default=None, metadata={"runtime": True})
+    from_cache: bool = field(default=False, metadata={"runtime": True})
+    """This play's audio came from the phrase cache or the first rendition (no synthesis)."""
+    rendition: list[np.ndarray] | None = field(default=None, metadata={"runtime": True})
+    """PCM of this play as synthesised, collected for the phrase cache (phrase_replay.py)."""
+    rendition_key: str | None = field(default=None, metadata={"runtime": True})
+    replay: np.ndarray | None = field(default=None, metadata={"runtime": True})
+    """The first rendition's audio, kept for the repeats that follow."""
 
     def rank(self) -> tuple[int, int]:
         """Sort key: most urgent first, then first come first served."""

@@ -27,8 +27,10 @@ from qwen3tts.appliance.intake import announcement_events
 from qwen3tts.appliance.jitter import PcmBuffer
 from qwen3tts.appliance.lookahead import Synthesis, Voice
 from qwen3tts.appliance.messages import PRIORITIES, Stop
+from qwen3tts.appliance.phrase_replay import PhraseReplay
 from qwen3tts.appliance.playback import Playback, Track
 from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.registered_voices import RegisteredVoices
 from qwen3tts.appliance.sinks import MODEL_RATE
 from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.engine.engine import Engine
@@ -59,12 +61,14 @@ class Announcer:
         heartbeat: Callable[[], None] = lambda: None,
         on_change: Callable[[], None] = lambda: None,
         text: TextOptions | None = None,
+        voices: RegisteredVoices | None = None,
+        replay: PhraseReplay | None = None,
     ):
         self.settings = settings
         self.queue = queue
         self.playback = playback
         self.publish = publish
-        self.synthesis = Synthesis(engine, voice, settings, text)
+        self.synthesis = Synthesis(engine, voice, settings, text, voices, replay)
         self._clock = clock
         self._beat = heartbeat
         self._on_change = on_change
@@ -84,6 +88,11 @@ class Announcer:
     @voice.setter
     def voice(self, voice: Voice) -> None:
         self.synthesis.voice = voice
+
+    @property
+    def current_from_cache(self) -> bool:
+        current = self.current
+        return current is not None and current.from_cache
 
     @property
     def current_id(self) -> str | None:
@@ -210,8 +219,10 @@ class Announcer:
 
     def _finished(self, ann: Announcement, track: Track) -> None:
         ann.t_finished = track.t_ended
-        ann.cancel_synthesis()
         again = self.queue.done(ann, self._clock())
+        if self.synthesis.replay is not None:
+            self.synthesis.replay.keep(ann, plays_again=again)  # played out, not cut: worth keeping
+        ann.cancel_synthesis()
         ann.status = AnnouncementStatus.QUEUED if again else AnnouncementStatus.FINISHED
         self._emit(ann, "finished", "repeats later" if again else "")
 
@@ -278,7 +289,7 @@ class Announcer:
         self.handling = ann
         self.ahead.pop(ann.id, None)
         if not ann.sentences:
-            self.synthesis.prepare(ann)
+            self.synthesis.prepare(ann, use_cache=True)
         if ann.buffer is None:
             ann.buffer = PcmBuffer()
         threshold = self.synthesis.start_threshold(ann, self.settings.audio.jitter_buffer_ms)

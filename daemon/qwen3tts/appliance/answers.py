@@ -56,6 +56,7 @@ def announcement_events(
         t_started=ann.t_started,
         t_first_audio=ann.t_first_audio,
         t_finished=ann.t_finished,
+        cached=True if ann.from_cache and event in ("started", "first_audio", "finished") else None,
         warnings=warnings,
         correlation_data=ann.correlation_data,
     )

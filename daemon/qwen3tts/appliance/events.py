@@ -51,7 +51,13 @@ class Status(Message):
     """release, or random (qwen3tts tiny) for a bundle built from a random checkpoint."""
     engine: dict[str, float] = field(default_factory=dict)
     """Live engine figures: running, waiting, max_batch, mean_batch (requests per decode step over
-    the last minute) and frames_per_second, so an operator can see it batch."""
+    the last minute) and frames_per_second, so an operator can see it batch; prefix_cached_blocks,
+    prefix_queried_tokens and prefix_hit_tokens (since start) show how much prompt prefill the KV
+    prefix cache saves (a registered voice's prompt prefix is shared between its requests)."""
+    cached: bool = False
+    """The current announcement plays from the phrase cache."""
+    cache: dict[str, int] = field(default_factory=dict)
+    """Phrase cache figures: entries, bytes, max_bytes, hits, misses, evictions (empty when off)."""
 
     def payload(self) -> bytes:
         return encode_json(asdict(self))
@@ -80,6 +86,8 @@ class Event(Message):
     t_started: float | None = None
     t_first_audio: float | None = None
     t_finished: float | None = None
+    cached: bool | None = None
+    """started / first_audio / finished: True when the audio came from the phrase cache (no synthesis)."""
     warnings: tuple[str, ...] = ()
     """Why part of an accepted request was ignored (an instruct the bundle cannot use, a response topic)."""
     scope: str | None = None

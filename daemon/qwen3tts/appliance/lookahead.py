@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from qwen3tts.appliance.announcement import Announcement, AnnouncementStatus, Cut, Sentence
 from qwen3tts.appliance.jitter import PcmBuffer, jitter_threshold
+from qwen3tts.appliance.phrase_replay import PhraseReplay
+from qwen3tts.appliance.registered_voices import RegisteredVoices
 from qwen3tts.appliance.sinks import MODEL_RATE
 from qwen3tts.appliance.synthesis import TextOptions, sentence_request, split_text
 from qwen3tts.engine.engine import Engine
@@ -45,9 +47,21 @@ class Voice:
 class Synthesis:
     """Submits due sentences and moves their PCM; keeps the measured real-time factor."""
 
-    def __init__(self, engine: Engine, voice: Voice, settings: Settings, text: TextOptions | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        voice: Voice,
+        settings: Settings,
+        text: TextOptions | None = None,
+        voices: RegisteredVoices | None = None,
+        replay: PhraseReplay | None = None,
+    ):
         self.engine = engine
         self.voice = voice
+        self.voices = voices or RegisteredVoices()
+        """The operator's named voices (replaced in place on SIGHUP)."""
+        self.replay = replay
+        """Plays whole announcements again from the phrase cache; None synthesises everything."""
         self.settings = settings
         self.text = text or TextOptions(normalize=settings.text.normalize)
         self.rtf: float | None = None
@@ -80,12 +94,33 @@ class Synthesis:
             return sentence.samples / MODEL_RATE
         return weight(sentence.text) / CHARS_PER_SECOND
 
-    def prepare(self, ann: Announcement) -> None:
-        """The sentences to play (from `cursor`): the text front end's pieces, as the model gets them."""
+    def prepare(self, ann: Announcement, use_cache: bool = False) -> None:
+        """The sentences to play (from `cursor`): the text front end's pieces, as the model gets them.
+
+        With `use_cache`, a whole play found in the phrase cache becomes one complete sentence whose
+        audio is all in the buffer: it starts playing without synthesis.
+        """
         language = ann.lang or self.voice.language
         texts = split_text(ann.text, language, self.text, normalize=ann.normalize)
         ann.cursor = min(ann.cursor, len(texts) - 1)
         ann.sentences = [Sentence(piece) for piece in texts[ann.cursor :]]
+        ann.from_cache, ann.rendition = False, None
+        if use_cache and self.replay is not None:
+            self._replay(ann, texts, language)
+
+    def _replay(self, ann: Announcement, texts: list[str], language: str) -> None:
+        voice, instruct = ann.voice or self.voice.voice, ann.instruct or self.voice.instruct
+        key = self.replay.key(texts, voice, language, instruct, ann.seed)
+        pcm = self.replay.lookup(ann, key)
+        if pcm is None:
+            self.replay.start_collecting(ann, key)
+            return
+        ann.sentences = [Sentence(" ".join(texts), samples=len(pcm), done=True)]
+        ann.buffer = PcmBuffer()
+        ann.buffer.put(pcm)
+        ann.buffer.close()
+        ann.from_cache = True
+        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", ann.id, len(pcm) / MODEL_RATE)
 
     # ---- submission ----
 
@@ -100,7 +135,7 @@ class Synthesis:
         for ann in plan:
             self.submitting = ann
             if not ann.sentences:
-                self.prepare(ann)
+                self.prepare(ann, use_cache=True)
             horizon += ann.buffer.available / rate if ann.buffer is not None else 0.0
             end = len(ann.sentences) if ann.cut_at is None else ann.cut_at
             for sentence in ann.sentences[:end]:
@@ -136,6 +171,8 @@ class Synthesis:
             instruct=ann.instruct or self.voice.instruct,
             priority=ENGINE_PRIORITY[ann.priority],
             max_frames=self.settings.engine.max_frames,
+            voices=self.voices,
+            seed=ann.seed,
         )
         sentence.handle = self.engine.submit(request)
         sentence.t_streaming = time.monotonic()
@@ -170,6 +207,8 @@ class Synthesis:
                     sentence.t_streaming = time.monotonic()  # its first PCM: the speed is measured from here
                 buffer.put(chunk)
                 sentence.samples += len(chunk)
+                if ann.rendition is not None:
+                    ann.rendition.append(chunk)
             if not ended:
                 return
             sentence.done, sentence.handle = True, None

@@ -6,11 +6,13 @@ loop, paho's network loop, the thermal monitor and the watchdog. Heartbeats come
 WATCHDOG=1 goes out only while all of them are fresh.
 Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> MQTT.
 SIGTERM: STOPPING=1, stop accepting, finish or cut the current announcement, `offline`, exit 0.
-SIGHUP: reload topics, and voice and volume where the file changed them, without touching the queue.
+SIGHUP: reload topics, and voice and volume where the file changed them, without touching the queue;
+the operator's registered voices (registered_voices.py) are read again at start and on SIGHUP.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -28,8 +30,10 @@ from qwen3tts.appliance.lookahead import Voice
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
 from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.phrase_replay import PhraseReplay
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.registered_voices import RegisteredVoices
 from qwen3tts.appliance.supervisor import Supervisor
 from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.appliance.thermal import ThermalMonitor
@@ -37,6 +41,7 @@ from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import ApplianceFigures, BundleInfo, start_servers
 from qwen3tts.settings import Settings
 from qwen3tts.text import reload_lexicon, warm_up
+from qwen3tts.voices import voices_dir
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,8 @@ class Service:
         lexicon = reload_lexicon(settings.text.lexicon, None)
         self.text = TextOptions(settings.text.normalize, lexicon, tuple(spec.languages))
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
+        self.voices = RegisteredVoices()
+        self._load_voices(settings)
         self.announcements = AnnouncementQueue(
             settings.announcements.spool_dir,
             max_queue=settings.announcements.max_queue,
@@ -116,13 +123,15 @@ class Service:
             heartbeat=self._beat("announcer"),
             on_change=self._status_dirty.set,
             text=self.text,
+            voices=self.voices,
+            replay=PhraseReplay.from_settings(settings, engine, self.voices),
         )
         self.thermal = None
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
         engine.start()
-        bundle_info = BundleInfo.from_spec(settings.model.bundle.name, spec, settings.voice)
+        bundle_info = BundleInfo.from_spec(settings.model.bundle.name, spec, settings.voice, self.voices)
         self.servers = start_servers(settings, engine, bundle_info, self._figures, text=self.text)
         self.supervisor.start("audio", self.playback.run, self._fail_track)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
@@ -151,7 +160,7 @@ class Service:
         policy = AnnouncementPolicy.from_settings(
             settings.announcements,
             max_text_chars=settings.engine.max_text_chars,
-            voices=tuple(spec.speakers),
+            voices=self._voice_names(),
             languages=tuple(spec.languages),
             supports_instruct=spec.supports_instruct,
         )
@@ -175,17 +184,11 @@ class Service:
         intake_stop = self._intake_stop = threading.Event()
         self.supervisor.start("intake", lambda stop: self._intake_loop(inbound, intake_stop, stop))
         self.mqtt.start()
-        for message in [
-            Voices(voices=tuple(spec.speakers), languages=tuple(spec.languages)),
-            *(self._discovery() if settings.mqtt.discovery else []),
-        ]:
-            self.mqtt.publish(message)
+        self._publish_voices()
         self._status_dirty.set()
 
     def _discovery(self):
-        return discovery_configs(
-            self.mqtt.topics, voices=tuple(self.runtime.spec.speakers), sw_version=__version__
-        )
+        return discovery_configs(self.mqtt.topics, voices=self._voice_names(), sw_version=__version__)
 
     # ---- workers ----
 
@@ -231,8 +234,9 @@ class Service:
             self.playback.volume = command.volume
             log.info("volume set to %.2f", command.volume)
         elif isinstance(command, SetVoice):
-            if command.voice.lower() in self.runtime.spec.speakers:
-                self.announcer.voice.voice = command.voice.lower()
+            known = {name.lower(): name for name in self._voice_names()}
+            if command.voice.lower() in known:
+                self.announcer.voice.voice = known[command.voice.lower()]
                 log.info("default voice set to %s", command.voice)
             else:
                 log.warning("voice/set: unknown voice %r ignored", command.voice)
@@ -261,7 +265,12 @@ class Service:
                 "max_batch": stats.max_batch,
                 "mean_batch": round(stats.mean_batch, 2),
                 "frames_per_second": round(stats.frames_per_second, 1),
+                "prefix_cached_blocks": stats.num_cached_blocks,
+                "prefix_queried_tokens": stats.prefix_queried_tokens,
+                "prefix_hit_tokens": stats.prefix_hit_tokens,
             },
+            cached=self.announcer.current_from_cache,
+            cache=self.announcer.synthesis.replay.stats() if self.announcer.synthesis.replay else {},
         )
 
     def _publish_status(self) -> None:
@@ -303,11 +312,16 @@ class Service:
         self.text.lexicon = reload_lexicon(fresh.text.lexicon, self.text.lexicon)
         topics_changed = fresh.mqtt != old.mqtt
         self.settings = fresh
+        names = self._voice_names()
+        self._load_voices(fresh)
         if topics_changed and self.mqtt is not None:
             log.info("reload: MQTT settings changed, reconnecting")
             self._intake_stop.set()
             self.mqtt.stop()
             self._start_mqtt(replay_spool=False)
+        elif names != self._voice_names() and self.mqtt is not None:  # the intake, topic and HA follow
+            self.intake.policy = dataclasses.replace(self.intake.policy, voices=self._voice_names())
+            self._publish_voices()
         log.info("reloaded: volume %.2f, voice %s, MQTT %s", self.playback.volume, voice.voice,
                  "reconnected" if topics_changed else "unchanged")  # fmt: skip
         self._status_dirty.set()
@@ -384,6 +398,21 @@ class Service:
     def _beat(self, name: str):
         self.heartbeats.register(name)
         return lambda: self.heartbeats.beat(name)
+
+    def _load_voices(self, settings: Settings) -> None:
+        builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
+        if builder is not None:
+            self.voices.load(voices_dir(settings), settings.model.bundle, builder)
+
+    def _voice_names(self) -> tuple[str, ...]:
+        """What `voice` may name: the bundle's preset speakers, then the registered voices."""
+        return (*self.runtime.spec.speakers, *self.voices.names)
+
+    def _publish_voices(self) -> None:
+        """The retained `voices` topic and Home Assistant's entities (its voice select lists them all)."""
+        voices = Voices(voices=self._voice_names(), languages=tuple(self.runtime.spec.languages))
+        for message in [voices, *(self._discovery() if self.settings.mqtt.discovery else [])]:
+            self.mqtt.publish(message)
 
     def _voice_from(self, settings: Settings) -> Voice:
         speakers = self.runtime.spec.speakers

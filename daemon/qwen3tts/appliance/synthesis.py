@@ -7,10 +7,14 @@ so a change to sentence splitting or to the per-sentence frame budget changes bo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.text import MODEL_LANGUAGES, Lexicon, prepare
 from qwen3tts.text.splitter import weight
+
+if TYPE_CHECKING:
+    from qwen3tts.appliance.registered_voices import RegisteredVoices
 
 # Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
 # model that misses its end-of-speech token cannot hold the speaker for minutes.
@@ -63,14 +67,28 @@ def sentence_request(
     instruct: str | None,
     priority: Priority,
     max_frames: int,
+    voices: RegisteredVoices | None = None,
+    seed: int | None = None,
 ) -> Request:
-    """The engine request for one sentence, its frame budget derived from the sentence."""
+    """The engine request for one sentence, its frame budget derived from the sentence.
+
+    `voice` is a preset speaker or a name in `voices` (the operator's registered voices), which
+    becomes its `voice:NAME` reference key or its VoiceDesign description. `seed` makes the sampling
+    reproducible (same seed, text, voice and engine build: same audio).
+    """
+    if voices is not None:
+        choice = voices.choice(voice, instruct)
+        speaker, ref_audio, instruct = choice.speaker, choice.ref_audio, choice.instruct
+    else:
+        speaker, ref_audio = voice, None
     return Request(
         id=request_id,
         text=sentence,
         language=language,
-        speaker=voice,
+        speaker=speaker,
         instruct=instruct,
         priority=priority,
+        seed=seed,
         max_frames=frame_budget(sentence, max_frames),
+        ref_audio=ref_audio,
     )

@@ -2,9 +2,11 @@
 
 `voice add NAME --audio FILE --text "transcript"` clones a voice for a Base bundle: the recording is
 read (any common format), resampled to 24 kHz with soxr, and its x-vector computed once with the
-bundle's speaker encoder, exactly as `say --ref-audio` does per request. `--x-vector-only` leaves the
-transcript out of the prompt. `voice add NAME --instruct "description"` saves a VoiceDesign
-description under a name. Either way the voice is tied to the bundle's hash.
+bundle's speaker encoder, exactly as `say --ref-audio` does per request, and (with `--text`) its
+reference codes with the speech-tokenizer encoder, so the daemon speaks it by in-context learning
+(ICL). `--x-vector-only` stores the x-vector alone and leaves the transcript out of the prompt.
+`voice add NAME --instruct "description"` saves a VoiceDesign description under a name. Either way
+the voice is tied to the bundle's hash.
 """
 
 from __future__ import annotations
@@ -117,9 +119,22 @@ def _clone(name: str, args, bundle_dir: Path, digest: str, settings: Settings) -
 
 
 def encode_reference_codes(bundle_dir: Path, settings: Settings, wave24: np.ndarray) -> np.ndarray | None:
-    """ICL HOOK: (frames, 16) i64 codes of the 24 kHz reference from the speech tokenizer's encoder.
+    """(frames, 16) i64 codes of the 24 kHz reference from the bundle's speech-tokenizer encoder (ICL).
 
-    Returns None until the bundle carries the encoder graph (issue 17 item 1): the voice is then stored
-    with its transcript but without codes, speaks from its x-vector, and gets codes when added again.
+    The same encoder the runtime's VoiceEncoder runs for `say --ref-audio --ref-text`. A bundle built
+    before it had the encoder returns None: the voice is stored with its transcript, speaks from its
+    x-vector, and gets codes when added again after a rebuild.
     """
-    return None
+    from qwen3tts.model import bundle as layout
+    from qwen3tts.runtime.parts import PartCompiler
+    from qwen3tts.runtime.speaker import SAMPLE_RATE
+    from qwen3tts.runtime.speech_encoder import SpeechEncoder
+
+    if not (bundle_dir / layout.SPEECH_ENCODER_XML).is_file():
+        print("warning: this bundle has no speech encoder; rebuild it for ICL cloning (x-vector used)")
+        return None
+    compiler = PartCompiler(settings.devices, settings.model.cache_dir)
+    compiled, _ = compiler.compile(
+        "speech_encoder", compiler.read(bundle_dir / layout.SPEECH_ENCODER_XML), ("CPU",)
+    )
+    return SpeechEncoder(compiled).encode(wave24, SAMPLE_RATE)

@@ -52,6 +52,12 @@ class EngineStats:
     num_frames: int = 0  # frames produced, since start: num_frames / num_steps is the mean batch
     mean_batch: float = 0.0
     """Mean requests per decode step (steps that produced frames) over the last BATCH_WINDOW_S seconds."""
+    num_cached_blocks: int = 0
+    """KV blocks registered in the prefix cache (shared or free but still hittable)."""
+    prefix_queried_tokens: int = 0
+    """Prompt positions of admitted requests looked up in the prefix cache, since start."""
+    prefix_hit_tokens: int = 0
+    """... of which were found computed and shared instead of prefilled."""
 
 
 @dataclass
@@ -148,6 +154,9 @@ class Engine:
             num_steps=self._num_steps,
             num_frames=self._num_frames,
             mean_batch=self._mean_batch(),
+            num_cached_blocks=self.block_manager.num_cached_blocks,
+            prefix_queried_tokens=self.block_manager.num_prefix_queried_tokens,
+            prefix_hit_tokens=self.block_manager.num_prefix_hit_tokens,
         )
 
     def start(self) -> None:

@@ -152,6 +152,7 @@ class SpeechStream:
             instruct=job.instruct,
             priority=Priority.BACKGROUND,
             max_frames=self.synth.max_frames,
+            voices=self.synth.bundle.registered,
         )
         self._handle = self.synth.engine.submit(request)  # raises RequestError on bad input
         self._num_sentences += 1

@@ -7,7 +7,8 @@ voices by language code (en, zh, ...), so the Wyoming server lists codes and map
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from qwen3tts.errors import RequestError
 
@@ -43,11 +44,15 @@ class BundleInfo:
     default_language: str = "auto"
     default_instruct: str | None = None
     sample_rate: int = SAMPLE_RATE
+    registered: Any = field(default=None, compare=False)
+    """The operator's named voices (appliance RegisteredVoices: `.names`, `.choice()`), read live so
+    a SIGHUP reload reaches the network servers too; None offers presets only."""
 
     @classmethod
-    def from_spec(cls, name: str, spec, voice_settings) -> BundleInfo:
+    def from_spec(cls, name: str, spec, voice_settings, registered=None) -> BundleInfo:
         """From a ModelSpec (runtime.spec) and the `voice` settings section."""
         return cls(
+            registered=registered,
             name=name,
             voices=tuple(s.lower() for s in spec.speakers),
             languages=tuple(spec.languages),
@@ -57,8 +62,12 @@ class BundleInfo:
         )
 
     @property
+    def registered_names(self) -> tuple[str, ...]:
+        return tuple(n.lower() for n in self.registered.names) if self.registered is not None else ()
+
+    @property
     def voice_names(self) -> tuple[str, ...]:
-        return self.voices or (DEFAULT_VOICE,)
+        return (self.voices or (DEFAULT_VOICE,)) + self.registered_names
 
     @property
     def language_codes(self) -> tuple[str, ...]:
@@ -72,7 +81,7 @@ class BundleInfo:
         name = voice.strip().lower()
         if not self.voices and name == DEFAULT_VOICE:
             return None
-        if name not in self.voices:
+        if name not in self.voices and name not in self.registered_names:
             raise RequestError(f"unknown voice {voice!r}; known: {', '.join(self.voice_names)}")
         return name
 

@@ -273,11 +273,11 @@ async def start_wyoming(sock, synth: Synthesizer, max_bytes: int) -> Callable[[]
 
     The socket is bound by the caller, so a busy port is an error at start-up, not in this loop.
     """
-    info_event = wyoming_info(synth.bundle).event()
     handlers: set[WyomingHandler] = set()
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        handler = WyomingHandler(reader, writer, synth, info_event, max_bytes)
+        # Built per connection: the registered voices may have changed on SIGHUP.
+        handler = WyomingHandler(reader, writer, synth, wyoming_info(synth.bundle).event(), max_bytes)
         handlers.add(handler)
         try:
             await handler.run()

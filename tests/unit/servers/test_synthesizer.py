@@ -100,3 +100,17 @@ def test_a_request_the_engine_refuses_at_submit_frees_its_slot(synth):
         "qwen3tts_network_requests_total", {"server": "http", "outcome": "rejected"}
     )
     assert counted == 1
+
+
+def test_a_registered_voice_reaches_the_engine_as_its_reference_key_never_as_a_path(synth):
+    from dataclasses import replace
+
+    from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
+
+    synth.bundle = replace(BUNDLE, registered=RegisteredVoices({"anna": VoiceChoice(ref_audio="voice:anna")}))
+    stream = synth.open(synth.job("Hello there.", "Anna", "en", None), "wyoming")
+    assert collect(stream).size > 0
+    stream.close()
+    assert [(r.speaker, r.ref_audio) for r in synth.submitted] == [(None, "voice:anna")]
+    with pytest.raises(RequestError, match="unknown voice"):
+        synth.job("Hello there.", "/etc/passwd", "en", None)

@@ -49,3 +49,15 @@ def test_an_unknown_language_names_the_known_ones_with_codes():
 
 def test_language_codes_are_listed_once_in_bundle_order():
     assert BUNDLE.language_codes == ("zh", "en", "de")
+
+
+def test_registered_voices_are_listed_after_the_presets_and_resolve_by_name():
+    from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
+
+    registered = RegisteredVoices({"Anna": VoiceChoice(ref_audio="voice:Anna")})
+    base = BundleInfo("base", (), ("english",), registered=registered)
+    assert base.voice_names == ("default", "anna")
+    assert base.resolve_voice("ANNA") == "anna"
+    assert registered.choice(base.resolve_voice("anna"), None) == VoiceChoice(ref_audio="voice:Anna")
+    with pytest.raises(RequestError, match="known: default, anna"):
+        base.resolve_voice("/tmp/ref.wav")
