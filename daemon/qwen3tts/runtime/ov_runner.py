@@ -51,7 +51,7 @@ class OVRunner:
         self.spec = spec
         self._talker = PagedTalker(talker, num_kv_blocks)
         self._code_predictor = code_predictor.create_infer_request()
-        self._codec_models = codec
+        self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
         self.block_size = self._talker.block_size
         self.num_kv_blocks = num_kv_blocks
@@ -81,8 +81,8 @@ class OVRunner:
         next_embed = np.array(result[cp_names.NEXT_EMBED], dtype=np.float32, copy=True)
         return codes, next_embed
 
-    def codec_open(self, seq_id: int) -> None:
-        self._streams[seq_id] = StreamingCodec(self._codec_models)
+    def codec_open(self, seq_id: int, context: np.ndarray | None = None) -> None:
+        self._streams[seq_id] = StreamingCodec(self.codec_models, context)
 
     def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
         stream = self._streams[seq_id]

@@ -118,6 +118,40 @@ def test_streaming_codec_at_any_call_sizes_equals_the_full_decode(
     assert stream.pending_frames == 0
 
 
+@pytest.mark.parametrize(("context_frames", "call_sizes"), [(25, (4, 12)), (12, (1,)), (7, (5, 30))])
+def test_a_context_is_decoded_first_and_only_the_following_frames_samples_come_out(
+    chunk_models, codes, full_decoder, context_frames, call_sizes
+):
+    """Context + frames decoded in one go with the context's samples cut, at any chunk alignment."""
+    context, frames = codes[:context_frames], codes[context_frames : context_frames + 41]
+    stream = StreamingCodec(chunk_models, context)
+    pieces, start, turn = [], 0, 0
+    while start < len(frames):
+        size = call_sizes[turn % len(call_sizes)]
+        pieces.append(stream.decode(frames[start : start + size]))
+        start, turn = start + size, turn + 1
+    pieces.append(stream.flush())
+    streamed = np.concatenate(pieces)
+    expected = full_decoder(codes[: context_frames + 41])[context_frames * SAMPLES_PER_FRAME :]
+    assert streamed.shape == (41 * SAMPLES_PER_FRAME,)
+    diff = float(np.abs(streamed - expected).max())
+    _report(f"context {context_frames}, calls {call_sizes}", diff)
+    assert diff < STREAM_TOLERANCE
+    # the context matters: without it the first frames sound different
+    fresh = StreamingCodec(chunk_models).decode(frames[:4])
+    assert float(np.abs(fresh - expected[: fresh.size]).max()) > 1e-3
+
+
+def test_a_context_shorter_than_a_chunk_is_cut_even_when_the_stream_ends_at_once(
+    chunk_models, codes, full_decoder
+):
+    stream = StreamingCodec(chunk_models, codes[:3])
+    pcm = np.concatenate([stream.decode(codes[3:5]), stream.flush()])
+    expected = full_decoder(codes[:5])[3 * SAMPLES_PER_FRAME :]
+    assert pcm.shape == expected.shape
+    assert float(np.abs(pcm - expected).max()) < STREAM_TOLERANCE
+
+
 def test_flush_resets_the_stream_so_the_next_decode_starts_fresh(chunk_models, codes, full_decoder):
     stream = StreamingCodec(chunk_models)
     stream.decode(codes[:6])
