@@ -23,13 +23,16 @@ Left context: an ICL voice's reference codes go through the stream first (`Strea
 context)`), so the generated frames are decoded with the reference audio before them, as the official
 wrapper decodes reference + generated codes in one go. The context's samples are dropped from the
 output: exactly `len(context) * samples_per_frame`, which is the official proportional cut
-`int(ref / total * total_samples)` up to float rounding (see docs/voices.md).
+`int(ref / total * total_samples)` up to float rounding (see docs/voices.md). Decoding the context
+is a codec pass over all its frames; `snapshot()` keeps the stream's start after it, so a voice used
+again resumes there (`StreamingCodec.resume`) instead of decoding its reference again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import openvino as ov
@@ -96,6 +99,19 @@ class CodecChunkModels:
         return pcm, next_state
 
 
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a stream stands after its context: carried state, frames not decoded yet, samples to drop.
+
+    Its arrays are read-only; a stream never writes into its state arrays (each chunk returns new
+    ones), so any number of streams may resume from one StreamStart.
+    """
+
+    state: Mapping[str, np.ndarray]
+    pending: np.ndarray
+    discard: int
+
+
 class StreamingCodec:
     """One stream of frames -> PCM; exact at any call sizes (see the module docstring)."""
 
@@ -108,6 +124,21 @@ class StreamingCodec:
         if context is not None:
             self._discard = len(context) * self.samples_per_frame
             self.decode(context)  # its full chunks run now; the rest runs with the first frames
+
+    @classmethod
+    def resume(cls, models: CodecChunkModels, start: StreamStart) -> StreamingCodec:
+        """A new stream that continues from `start` (a snapshot of a stream fed the same context)."""
+        stream = cls(models)
+        stream._state = dict(start.state)
+        stream._pending = start.pending
+        stream._discard = start.discard
+        return stream
+
+    def snapshot(self) -> StreamStart:
+        """This stream's position, to resume other streams from (e.g. right after its context)."""
+        for array in (*self._state.values(), self._pending):
+            array.flags.writeable = False
+        return StreamStart(dict(self._state), self._pending, self._discard)
 
     @property
     def pending_frames(self) -> int:

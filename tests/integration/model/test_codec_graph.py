@@ -152,6 +152,21 @@ def test_a_context_shorter_than_a_chunk_is_cut_even_when_the_stream_ends_at_once
     assert float(np.abs(pcm - expected).max()) < STREAM_TOLERANCE
 
 
+def test_streams_resumed_from_a_snapshot_after_the_context_continue_it_independently(chunk_models, codes):
+    context = codes[:14]  # 12 decoded at once, 2 left pending in the snapshot
+    primed = StreamingCodec(chunk_models, context)
+    start = primed.snapshot()
+    first, second = StreamingCodec.resume(chunk_models, start), StreamingCodec.resume(chunk_models, start)
+    other = np.concatenate([second.decode(codes[100:110]), second.flush()])  # must not disturb `first`
+    ours = np.concatenate([first.decode(codes[14:30]), first.flush()])
+    reference = np.concatenate([primed.decode(codes[14:30]), primed.flush()])
+    assert ours.shape == reference.shape == (16 * SAMPLES_PER_FRAME,)
+    assert float(np.abs(ours - reference).max()) < 1e-6
+    assert other.shape == (10 * SAMPLES_PER_FRAME,)
+    again = np.concatenate([StreamingCodec.resume(chunk_models, start).decode(codes[14:30])])
+    assert float(np.abs(again - ours[: again.size]).max()) < 1e-6  # the snapshot itself never changed
+
+
 def test_flush_resets_the_stream_so_the_next_decode_starts_fresh(chunk_models, codes, full_decoder):
     stream = StreamingCodec(chunk_models)
     stream.decode(codes[:6])

@@ -126,3 +126,36 @@ def test_icl_generation_from_the_reference_audio_matches_the_official_voice_clon
     # the reference as left context matters: decoded without it, the first frames differ
     fresh = StreamingCodec(runtime.runner.codec_models).decode(handle.frames[:4])
     assert float(np.abs(fresh - golden["waveform"][: fresh.size]).max()) > CODEC_TOL
+
+
+def test_a_voice_used_again_resumes_the_codec_after_its_reference_and_sounds_the_same(
+    tiny_models, monkeypatch
+):
+    case = next(c for c in ICL_CASES if c["shape"] == "tiny" and not c["non_streaming"])
+    golden = arrays(case)
+    bundle = tiny_models.bundle(case["variant"], case["shape"], "f32", case["seed"])
+    runtime = load_runtime(bundle, load_settings(None, list(PARITY_OVERRIDES)))  # nothing decoded yet
+    voice = runtime.voice_encoder.encode(golden["ref_audio"], case["ref_sample_rate"], case["ref_text"])
+    runtime.prompt_builder.register_voice("again", voice)
+    models = runtime.runner.codec_models
+    decoded = []  # frames each codec chunk ran on, per request
+    run = models.run
+    monkeypatch.setattr(
+        models, "run", lambda codes, state: (decoded[-1].append(len(codes)), run(codes, state))[1]
+    )
+    outputs = []
+    for turn in ("first", "second"):
+        decoded.append([])
+        handle = runtime.engine.submit(
+            Request(id=f"again-{turn}", text=case["text"], language=case["language"], greedy=True,
+                    max_frames=33, non_streaming=False, ref_audio="again")
+        )  # fmt: skip
+        while runtime.engine.step():
+            pass
+        outputs.append(handle.result(0))
+        np.testing.assert_array_equal(handle.frames, golden["greedy_codes"])
+    for pcm in outputs:
+        assert pcm.shape == golden["waveform"].shape
+        assert float(np.abs(pcm - golden["waveform"]).max()) <= CODEC_TOL
+    # the second request did not decode the reference's full chunks again
+    assert sum(decoded[0]) - sum(decoded[1]) >= len(voice.ref_codes) - (min(models.chunk_sizes) - 1)
