@@ -11,7 +11,7 @@ codes and PCM, which is what the tests compare.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,13 +63,15 @@ class FakeRunner:
     talker_calls: list[list[tuple[int, int, int]]] = field(default_factory=list)  # (seq_id, past_len, n)
     code_predictor_calls: list[int] = field(default_factory=list)  # batch size of each call
     codec_calls: list[tuple[int, int]] = field(default_factory=list)  # (seq_id, num_frames)
-    open_streams: dict[int, int] = field(default_factory=dict)  # seq_id -> frames decoded so far
+    open_streams: dict[int, int] = field(default_factory=dict)  # seq_id -> frames decoded (+ context)
+    codec_contexts: dict[int, np.ndarray | None] = field(default_factory=dict)  # seq_id -> codec_open's
     closed_streams: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._kv: list[list[tuple[int, int, bytes] | None]] = [
             [None] * self.block_size for _ in range(self.num_kv_blocks)
         ]
+        self._previous: dict[int, bytes] = {}  # seq_id -> the last frame its codec stream decoded
 
     # ---- talker ----
 
@@ -143,35 +145,44 @@ class FakeRunner:
 
     # ---- codec ----
 
-    def codec_open(self, seq_id: int) -> None:
+    def codec_open(self, seq_id: int, context: np.ndarray | None = None) -> None:
         if seq_id in self.open_streams:
             raise RuntimeError(f"codec stream {seq_id} opened twice")
         self.open_streams[seq_id] = 0
+        self._previous[seq_id] = b""
+        self.codec_contexts[seq_id] = None if context is None else np.array(context)
+        if context is not None:
+            self._decode(seq_id, np.asarray(context))  # left context: decoded, its samples dropped
 
     def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
         if seq_id in self.fail_codec:
             raise InjectedError(f"codec failure injected for seq {seq_id}")
-        start = self.open_streams[seq_id]  # KeyError: decode on a stream that is not open
         self.codec_calls.append((seq_id, len(frames)))
+        return self._decode(seq_id, frames)
+
+    def _decode(self, seq_id: int, frames: np.ndarray) -> np.ndarray:
+        start = self.open_streams[seq_id]  # KeyError: decode on a stream that is not open
         self.open_streams[seq_id] = start + len(frames)
-        # PCM depends on the codes and on the frame's index in the stream: re-emitted or skipped frames show.
-        pcm = [
-            _rng(_digest(frame.tobytes(), (start + i).to_bytes(4, "little"))).uniform(
-                -1, 1, SAMPLES_PER_FRAME
-            )
-            for i, frame in enumerate(frames)
-        ]
-        return np.concatenate(pcm).astype(np.float32)
+        # A frame's PCM depends on its codes, its index in the stream and the frame before it (the
+        # decoder's left context): re-emitted, skipped or context-less frames show.
+        pcm = []
+        for i, frame in enumerate(frames):
+            index = (start + i).to_bytes(4, "little")
+            rng = _rng(_digest(frame.tobytes(), index, self._previous[seq_id]))
+            pcm.append(rng.uniform(-1, 1, SAMPLES_PER_FRAME))
+            self._previous[seq_id] = frame.tobytes()
+        return np.concatenate(pcm).astype(np.float32) if pcm else np.zeros(0, np.float32)
 
     def codec_close(self, seq_id: int) -> None:
         self.open_streams.pop(seq_id, None)
         self.closed_streams.append(seq_id)
 
 
-def fake_prompt_builder(hidden_size: int = 8):
+def fake_prompt_builder(hidden_size: int = 8, contexts: Mapping[str, np.ndarray] | None = None):
     """text -> a (P, H) prompt with P = number of words + 4, two trailing text vectors and a pad vector.
 
-    The speaker "nobody" is rejected like an unknown voice in the real builder.
+    The speaker "nobody" is rejected like an unknown voice in the real builder. A request whose
+    `ref_audio` is a key of `contexts` gets those codes as its codec context (like an ICL voice).
     """
 
     def build(request: Request) -> Prompt:
@@ -183,6 +194,7 @@ def fake_prompt_builder(hidden_size: int = 8):
             embeddings=rng.standard_normal((num_positions, hidden_size)).astype(np.float32),
             trailing_text=rng.standard_normal((2, hidden_size)).astype(np.float32),
             pad_vector=rng.standard_normal(hidden_size).astype(np.float32),
+            codec_context=(contexts or {}).get(request.ref_audio) if request.ref_audio else None,
         )
 
     return build

@@ -57,8 +57,8 @@ class TimingRunner:
         self.calls.append(Call("code_predictor", time.perf_counter() - started, len(hidden)))
         return result
 
-    def codec_open(self, seq_id: int) -> None:
-        self.inner.codec_open(seq_id)
+    def codec_open(self, seq_id: int, context: np.ndarray | None = None) -> None:
+        self.inner.codec_open(seq_id, context)
 
     def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
         started = time.perf_counter()

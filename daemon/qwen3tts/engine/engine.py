@@ -307,7 +307,7 @@ class Engine:
                 return
             count = min(pending, size)
             if not seq.codec_open:
-                self.runner.codec_open(seq.seq_id)
+                self.runner.codec_open(seq.seq_id, seq.codec_context)
                 seq.codec_open = True
             start = seq.num_frames_decoded
             last = final and count == pending  # the stream ends: the codec may pad its last chunk

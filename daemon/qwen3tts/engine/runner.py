@@ -63,8 +63,14 @@ class Runner(Protocol):
         """
         ...
 
-    def codec_open(self, seq_id: int) -> None:
-        """Start a streaming decoder state for a new request."""
+    def codec_open(self, seq_id: int, context: np.ndarray | None = None) -> None:
+        """Start a streaming decoder state for a new request.
+
+        context (F, 16) i64, or None: codes to run through the decoder first, as left context of the
+        generated ones (an ICL voice's reference codes). Their F * samples_per_frame samples are
+        decoded but never returned: the first `codec_decode` output starts at the first generated
+        frame, exactly the official decode of context + generated codes with the context's part cut.
+        """
         ...
 
     def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:

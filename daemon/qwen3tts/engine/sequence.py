@@ -65,6 +65,22 @@ class Prompt:
     embeddings: np.ndarray  # (P, H) f32: text track + codec track summed per position
     trailing_text: np.ndarray  # (T, H) f32: text-track vector added at generation step t < T
     pad_vector: np.ndarray  # (H,) f32: tts_pad, the text-track vector once trailing_text runs out
+    codec_context: np.ndarray | None = None
+    """(F, 16) i64 codes the codec decodes before the generated ones, their audio discarded: an ICL
+    voice's reference codes, as the official wrapper decodes reference + generated and cuts."""
+
+    def __post_init__(self) -> None:
+        context = self.codec_context
+        if context is None:
+            return
+        if (
+            not isinstance(context, np.ndarray)
+            or context.ndim != 2
+            or context.shape[1] != NUM_CODE_GROUPS
+            or not np.issubdtype(context.dtype, np.integer)
+            or (context.size and context.min() < 0)
+        ):
+            raise ValueError(f"codec context must be non-negative integer codes (F, {NUM_CODE_GROUPS})")
 
 
 class SequenceStatus(enum.Enum):
@@ -95,6 +111,7 @@ class Sequence:
         self.rng = np.random.default_rng(request.seed)
         self.trailing_text = prompt.trailing_text
         self.pad_vector = prompt.pad_vector
+        self.codec_context = prompt.codec_context  # decoded first, its audio never emitted
         self.num_prompt_tokens = prompt.embeddings.shape[0]
         self._inputs = np.array(prompt.embeddings, dtype=np.float32)  # (P + capacity, H), grows
         self._frames = np.zeros((16, NUM_CODE_GROUPS), dtype=np.int64)  # (capacity, 16), grows

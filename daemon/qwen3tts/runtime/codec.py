@@ -18,12 +18,21 @@ chunk that fits. With sizes (4, 12) a stream fed one frame per engine step gets 
 (low latency, first audio after 4 frames); a stream that fell behind catches up in cheaper 12-frame
 chunks. Waiting for 12 frames after a 4-frame start would leave a gap whenever frames arrive at
 about real time.
+
+Left context: an ICL voice's reference codes go through the stream first (`StreamingCodec(models,
+context)`), so the generated frames are decoded with the reference audio before them, as the official
+wrapper decodes reference + generated codes in one go. The context's samples are dropped from the
+output: exactly `len(context) * samples_per_frame`, which is the official proportional cut
+`int(ref / total * total_samples)` up to float rounding (see docs/voices.md). Decoding the context
+is a codec pass over all its frames; `snapshot()` keeps the stream's start after it, so a voice used
+again resumes there (`StreamingCodec.resume`) instead of decoding its reference again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import openvino as ov
@@ -90,14 +99,46 @@ class CodecChunkModels:
         return pcm, next_state
 
 
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a stream stands after its context: carried state, frames not decoded yet, samples to drop.
+
+    Its arrays are read-only; a stream never writes into its state arrays (each chunk returns new
+    ones), so any number of streams may resume from one StreamStart.
+    """
+
+    state: Mapping[str, np.ndarray]
+    pending: np.ndarray
+    discard: int
+
+
 class StreamingCodec:
     """One stream of frames -> PCM; exact at any call sizes (see the module docstring)."""
 
-    def __init__(self, models: CodecChunkModels):
+    def __init__(self, models: CodecChunkModels, context: np.ndarray | None = None):
         self.models = models
         self.samples_per_frame = models.spec.decode_upsample_rate
         self._state = models.initial_state()
         self._pending = np.zeros((0, models.spec.num_quantizers), np.int64)
+        self._discard = 0  # samples of context frames not yet dropped from the output
+        if context is not None:
+            self._discard = len(context) * self.samples_per_frame
+            self.decode(context)  # its full chunks run now; the rest runs with the first frames
+
+    @classmethod
+    def resume(cls, models: CodecChunkModels, start: StreamStart) -> StreamingCodec:
+        """A new stream that continues from `start` (a snapshot of a stream fed the same context)."""
+        stream = cls(models)
+        stream._state = dict(start.state)
+        stream._pending = start.pending
+        stream._discard = start.discard
+        return stream
+
+    def snapshot(self) -> StreamStart:
+        """This stream's position, to resume other streams from (e.g. right after its context)."""
+        for array in (*self._state.values(), self._pending):
+            array.flags.writeable = False
+        return StreamStart(dict(self._state), self._pending, self._discard)
 
     @property
     def pending_frames(self) -> int:
@@ -114,7 +155,7 @@ class StreamingCodec:
             pcm, self._state = self.models.run(self._pending[:size], self._state)
             pieces.append(pcm)
             self._pending = self._pending[size:]
-        return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        return self._without_context(np.concatenate(pieces) if pieces else np.zeros(0, np.float32))
 
     def flush(self) -> np.ndarray:
         """End the stream: decode the pending frames (padded to a chunk, padding cut) and reset."""
@@ -125,14 +166,20 @@ class StreamingCodec:
             padded = np.zeros((size, self._pending.shape[1]), np.int64)
             padded[:count] = self._pending
             pcm, _ = self.models.run(padded, self._state)  # the padded state is thrown away
-            pcm = pcm[: count * self.samples_per_frame]
+            pcm = self._without_context(pcm[: count * self.samples_per_frame])
         self.reset()
         return pcm
 
     def reset(self) -> None:
-        """Forget all state and pending frames: the next `decode()` starts a new stream."""
+        """Forget all state, pending frames and context: the next `decode()` starts a new stream."""
         self._state = self.models.initial_state()
         self._pending = self._pending[:0]
+        self._discard = 0
+
+    def _without_context(self, pcm: np.ndarray) -> np.ndarray:
+        drop = min(self._discard, pcm.shape[0])
+        self._discard -= drop
+        return pcm[drop:]
 
     def _validated(self, codes: np.ndarray) -> np.ndarray:
         codes = np.asarray(codes)

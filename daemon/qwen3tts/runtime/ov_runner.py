@@ -7,8 +7,10 @@ tables come in from the engine's block manager.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,10 +19,14 @@ import openvino as ov
 from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.graphs import code_predictor as cp_names
 from qwen3tts.model.spec import ModelSpec
-from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
+from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec, StreamStart
 from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
 
 log = logging.getLogger(__name__)
+
+# Codec stream starts kept after a context, one per recently used ICL voice: ~5 MB each with the
+# release codec (mostly the attention window), against a codec pass over the reference per request.
+CONTEXT_STARTS = 4
 
 
 def kv_bytes_per_block(compiled_talker: ov.CompiledModel) -> int:
@@ -62,8 +68,9 @@ class OVRunner:
         self.spec = spec
         self._talker = PagedTalker(talker, num_kv_blocks)
         self._code_predictor = code_predictor.create_infer_request()
-        self._codec_models = codec
+        self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
+        self._context_starts: OrderedDict[bytes, StreamStart] = OrderedDict()  # least recent first
         self.block_size = self._talker.block_size
         self.num_kv_blocks = num_kv_blocks
         self.kv_cache_bytes = self._talker.cache_bytes
@@ -92,8 +99,21 @@ class OVRunner:
         next_embed = np.array(result[cp_names.NEXT_EMBED], dtype=np.float32, copy=True)
         return codes, next_embed
 
-    def codec_open(self, seq_id: int) -> None:
-        self._streams[seq_id] = StreamingCodec(self._codec_models)
+    def codec_open(self, seq_id: int, context: np.ndarray | None = None) -> None:
+        if context is None:
+            self._streams[seq_id] = StreamingCodec(self.codec_models)
+            return
+        context = np.asarray(context, dtype=np.int64)
+        key = hashlib.blake2b(repr(context.shape).encode() + context.tobytes(), digest_size=16).digest()
+        start = self._context_starts.get(key)
+        if start is None:  # decode the context once; later requests with it resume after it
+            log.debug("codec stream %d: decoding a new context of %d frames", seq_id, len(context))
+            start = StreamingCodec(self.codec_models, context).snapshot()
+            self._context_starts[key] = start
+            if len(self._context_starts) > CONTEXT_STARTS:
+                self._context_starts.popitem(last=False)
+        self._context_starts.move_to_end(key)
+        self._streams[seq_id] = StreamingCodec.resume(self.codec_models, start)
 
     def codec_decode(self, seq_id: int, frames: np.ndarray, final: bool = False) -> np.ndarray:
         stream = self._streams[seq_id]

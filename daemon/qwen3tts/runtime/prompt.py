@@ -13,6 +13,9 @@ transcript, then the target text, then tts_eos; the codec track is codec_bos, th
 16-code embedding per reference frame. Non-streaming: the text track on codec_pad, then the codec
 track on tts_pad. Streaming: the two tracks summed position by position for as long as the codec
 track lasts; text left over becomes the trailing text, a shorter text is padded with tts_pad.
+The reference codes also become the prompt's codec context: the official wrapper decodes them
+before the generated codes and cuts their audio off, so the first generated frames are heard with
+the reference as the decoder's left context.
 All lookups are rows of tables precomputed at build time (the projected text table, the talker's
 codec table), so building a prompt costs a few array reads.
 """
@@ -103,12 +106,15 @@ class PromptBuilder:
         n = codec_prefix.shape[0]
         text_track = np.concatenate([np.repeat(pad[None], n - 2, 0), bos[None]])  # [n-1, hidden]
         parts.append(text_track + codec_prefix[:-1])
+        context = None
         if voice is not None and voice.icl:
             body, trailing = self._icl_body(voice, target.text, eos, pad, self._non_streaming(request))
+            context = np.asarray(voice.ref_codes, np.int64)  # the codec decodes the reference first
         else:
             body, trailing = self._body(target.text, codec_prefix[-1], eos, pad, self._non_streaming(request))
         parts.append(body)
-        return Prompt(np.concatenate(parts).astype(np.float32), trailing, pad.astype(np.float32))
+        embeddings = np.concatenate(parts).astype(np.float32)
+        return Prompt(embeddings, trailing, pad.astype(np.float32), codec_context=context)
 
     def _non_streaming(self, request: Request) -> bool:
         """The official wrapper's default: whole text up front, except for Base (dual-track)."""

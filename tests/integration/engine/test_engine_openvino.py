@@ -14,6 +14,7 @@ from qwen3tts.errors import RequestError
 from qwen3tts.model.checkpoint import load_checkpoint
 from qwen3tts.model.graphs.codec import AUDIO, CODES, build_codec_full
 from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.runtime.ov_runner import CONTEXT_STARTS
 from qwen3tts.settings_loader import load_settings
 
 TEXTS = [
@@ -172,3 +173,23 @@ def test_the_same_seed_gives_the_same_sampled_audio_and_another_seed_does_not(bu
     first, again, other = sampled("s1", 7), sampled("s2", 7), sampled("s3", 8)
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, other)
+
+
+def test_the_runner_keeps_the_codec_start_of_the_most_recent_contexts_only(bundle, monkeypatch):
+    runner = runtime_for(bundle).runner
+    models = runner.codec_models
+    runs = []
+    run = models.run
+    monkeypatch.setattr(models, "run", lambda codes, state: (runs.append(len(codes)), run(codes, state))[1])
+    rng = np.random.default_rng(3)
+    contexts = [rng.integers(0, 2048, (12, 16)) for _ in range(CONTEXT_STARTS + 1)]
+
+    def open_and_count(seq_id, context):
+        runs.clear()
+        runner.codec_open(seq_id, context)
+        runner.codec_close(seq_id)
+        return sum(runs)
+
+    assert [open_and_count(i, c) for i, c in enumerate(contexts)] == [12] * len(contexts)
+    assert open_and_count(10, contexts[-1]) == 0  # kept: resumed without decoding
+    assert open_and_count(11, contexts[0]) == 12  # the least recently used one was dropped

@@ -118,6 +118,55 @@ def test_streaming_codec_at_any_call_sizes_equals_the_full_decode(
     assert stream.pending_frames == 0
 
 
+@pytest.mark.parametrize(("context_frames", "call_sizes"), [(25, (4, 12)), (12, (1,)), (7, (5, 30))])
+def test_a_context_is_decoded_first_and_only_the_following_frames_samples_come_out(
+    chunk_models, codes, full_decoder, context_frames, call_sizes
+):
+    """Context + frames decoded in one go with the context's samples cut, at any chunk alignment."""
+    context, frames = codes[:context_frames], codes[context_frames : context_frames + 41]
+    stream = StreamingCodec(chunk_models, context)
+    pieces, start, turn = [], 0, 0
+    while start < len(frames):
+        size = call_sizes[turn % len(call_sizes)]
+        pieces.append(stream.decode(frames[start : start + size]))
+        start, turn = start + size, turn + 1
+    pieces.append(stream.flush())
+    streamed = np.concatenate(pieces)
+    expected = full_decoder(codes[: context_frames + 41])[context_frames * SAMPLES_PER_FRAME :]
+    assert streamed.shape == (41 * SAMPLES_PER_FRAME,)
+    diff = float(np.abs(streamed - expected).max())
+    _report(f"context {context_frames}, calls {call_sizes}", diff)
+    assert diff < STREAM_TOLERANCE
+    # the context matters: without it the first frames sound different
+    fresh = StreamingCodec(chunk_models).decode(frames[:4])
+    assert float(np.abs(fresh - expected[: fresh.size]).max()) > 1e-3
+
+
+def test_a_context_shorter_than_a_chunk_is_cut_even_when_the_stream_ends_at_once(
+    chunk_models, codes, full_decoder
+):
+    stream = StreamingCodec(chunk_models, codes[:3])
+    pcm = np.concatenate([stream.decode(codes[3:5]), stream.flush()])
+    expected = full_decoder(codes[:5])[3 * SAMPLES_PER_FRAME :]
+    assert pcm.shape == expected.shape
+    assert float(np.abs(pcm - expected).max()) < STREAM_TOLERANCE
+
+
+def test_streams_resumed_from_a_snapshot_after_the_context_continue_it_independently(chunk_models, codes):
+    context = codes[:14]  # 12 decoded at once, 2 left pending in the snapshot
+    primed = StreamingCodec(chunk_models, context)
+    start = primed.snapshot()
+    first, second = StreamingCodec.resume(chunk_models, start), StreamingCodec.resume(chunk_models, start)
+    other = np.concatenate([second.decode(codes[100:110]), second.flush()])  # must not disturb `first`
+    ours = np.concatenate([first.decode(codes[14:30]), first.flush()])
+    reference = np.concatenate([primed.decode(codes[14:30]), primed.flush()])
+    assert ours.shape == reference.shape == (16 * SAMPLES_PER_FRAME,)
+    assert float(np.abs(ours - reference).max()) < 1e-6
+    assert other.shape == (10 * SAMPLES_PER_FRAME,)
+    again = np.concatenate([StreamingCodec.resume(chunk_models, start).decode(codes[14:30])])
+    assert float(np.abs(again - ours[: again.size]).max()) < 1e-6  # the snapshot itself never changed
+
+
 def test_flush_resets_the_stream_so_the_next_decode_starts_fresh(chunk_models, codes, full_decoder):
     stream = StreamingCodec(chunk_models)
     stream.decode(codes[:6])
