@@ -61,7 +61,7 @@ class Servers:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(STOP_TIMEOUT_S)
         self.synth.shutdown()
-        log.info("servers stopped")
+        log.info("network servers closed")
 
     async def _shutdown(self) -> None:
         self.synth.close_all()
