@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def say(queue: AnnouncementQueue, ann_id: str, text: str) -> None:
-    queue.put(AnnouncementPolicy(max_text_chars=10_000).admit(Say(text=text, id=ann_id), time.time()).announcement)
+    admitted = AnnouncementPolicy(max_text_chars=10_000).admit(Say(text=text, id=ann_id), time.time())
+    queue.put(admitted.announcement)
 
 
 def wait_finished(events: list[Event], ids: list[str], timeout: float = 1800) -> dict[str, Event]:

@@ -8,7 +8,8 @@ The x-vector is taken through the official wrapper path `Qwen3TTSModel.create_vo
 x_vector_only_mode=True)` (librosa resampling + extract_speaker_embedding); the mel is the exact input
 the speaker encoder received, captured with a forward pre-hook.
 
-    scripts/reference/.venv/bin/python scripts/reference/speaker_expectations.py [--out FILE] [--product-python PY]
+    scripts/reference/.venv/bin/python scripts/reference/speaker_expectations.py \
+        [--out FILE] [--product-python PY]
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def test_an_mqtt_announcement_and_an_http_request_batch_in_one_engine(daemon, mo
     audio: list[bytes] = []
     http = threading.Thread(target=lambda: audio.append(httpx.post(f"{url}/v1/audio/speech", json=body,
                                                                    timeout=120).content))  # fmt: skip
-    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps({"id": "shop", "text": "The store closes soon."}), qos=1)
+    say = {"id": "shop", "text": "The store closes soon."}
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps(say), qos=1)
     http.start()
     http.join(120)
     recorder.wait_for(lambda msgs: any(b'"finished"' in m.payload for m in msgs), 120)
