@@ -45,6 +45,7 @@ def config_file(tmp_path: Path, bundle: Path, broker, **audio) -> Path:
         },
         "thermal": {"enabled": False},
         "devices": {"inference_precision": "f32"},
+        "cache": {"phrase_dir": str(tmp_path / "phrases")},  # each test its own phrase cache
     }
     path = tmp_path / "qwen3tts.yaml"
     path.write_text(json.dumps(sections))  # JSON is YAML

@@ -95,7 +95,7 @@ def stored_bytes(bundle_dir: Path, codec_chunks: tuple[int, ...]) -> dict[str, i
 
 def codec_state_bytes(runner) -> int:
     """Carried state of one codec stream (conv tails, attention window), from the compiled shapes."""
-    models = runner._codec_models  # the runner owns them; read-only here
+    models = runner.codec_models  # the runner owns them; read-only here
     return sum(math.prod(shape) * kind.size for shape, kind in models.state_inputs.values())
 
 
