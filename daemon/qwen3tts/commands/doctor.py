@@ -65,5 +65,23 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))
     checks += service.broker_checks(settings.mqtt, timeout)
     checks.append(service.audio_check(settings.audio))
+    checks += _server_checks(settings)
     checks.append(platform.thermal_check(thermal))
     return checks
+
+
+def _server_checks(settings: Settings) -> list:
+    """The Wyoming and HTTP servers: disabled, or their bind, guard and whether the port is free."""
+    from qwen3tts.doctor.check import Check
+    from qwen3tts.servers.doctor import server_checks
+
+    fix = "see docs/servers.md: servers.*.host, allow_network, token_file"
+    return [
+        Check(
+            f"{found.text.split(':', 1)[0]} server",
+            found.ok,
+            found.text.split(": ", 1)[-1],
+            "" if found.ok else fix,
+        )
+        for found in server_checks(settings)
+    ]

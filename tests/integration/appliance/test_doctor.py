@@ -80,6 +80,8 @@ def test_a_working_appliance_passes_and_optional_problems_are_shown_with_their_f
     assert not found["quarantine"].ok and "000000000007.json.1767225600" in found["quarantine"].detail
     assert not found["weights"].ok and "random (qwen3tts tiny)" in found["weights"].detail
     assert found["thermal sensors"].ok and "55.0 °C" in found["thermal sensors"].detail
+    assert found["wyoming server"].ok and "disabled" in found["wyoming server"].detail
+    assert found["http server"].ok and "port 8080" in found["http server"].detail
     text = render_text(checks)
     assert "✔ broker: mqtt://127.0.0.1:" in text and "✘ weights (optional): random" in text
     assert "    fix: build a bundle from a release checkpoint" in text
