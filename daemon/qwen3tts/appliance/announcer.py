@@ -200,7 +200,14 @@ class Announcer:
             self._ended(ann, track)
 
     def _ended(self, ann: Announcement, track: Track) -> None:
-        self.current = None
+        try:
+            self._report_end(ann, track)
+        finally:
+            # Only now: drain() waits for `current` to clear, so its last event is out before shutdown.
+            self.current = None
+        self._on_change()
+
+    def _report_end(self, ann: Announcement, track: Track) -> None:
         if ann.cut is Cut.SHUTDOWN:
             log.info("%s: cut by the shutdown; it stays spooled", ann.id)
             self.queue.release(ann)
@@ -215,7 +222,6 @@ class Announcer:
             self._cancelled(ann, ann.cut.value)
         else:
             self._finished(ann, track)
-        self._on_change()
 
     def _finished(self, ann: Announcement, track: Track) -> None:
         ann.t_finished = track.t_ended
