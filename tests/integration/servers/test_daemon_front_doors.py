@@ -29,7 +29,7 @@ def daemon(tmp_path, mosquitto, tiny_models):
                 "announcements": {"spool_dir": str(tmp_path / "spool")},
                 "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "lead_in_ms": 0, "tail_ms": 0},
                 "thermal": {"enabled": False},
-                "engine": {"max_frames": 40, "temperature": 0},
+                "engine": {"max_frames": 300, "temperature": 0},  # long enough to overlap
                 "cache": {"enabled": False},
                 "servers": {"http": {"enabled": True, "port": port}},
             }

@@ -145,17 +145,15 @@ def test_more_concurrent_requests_than_allowed_get_429(serve):
 
 def test_http_and_announcement_requests_batch_in_one_engine(serve):
     running = serve("engine.max_frames=40")
-    announcement = running.engine.submit(
-        Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
-                speaker="serena", priority=Priority.NORMAL, max_frames=40)
-    )  # fmt: skip
-    pcm = (
-        client_for(running)
-        .audio.speech.create(
-            model="m", voice="vivian", input="Welcome to the store, have a nice day.", response_format="pcm"
-        )
-        .content
-    )
+    body = {"input": "Welcome to the store, have a nice day.", "voice": "vivian", "response_format": "pcm"}
+    with httpx.stream("POST", f"{running.http_url}/v1/audio/speech", json=body, timeout=60) as response:
+        chunks = response.iter_raw()
+        first = next(chunks)  # the network request is running: the announcement joins it
+        announcement = running.engine.submit(
+            Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
+                    speaker="serena", priority=Priority.NORMAL, max_frames=40)
+        )  # fmt: skip
+        pcm = first + b"".join(chunks)
     announcement.result(60)
     stats = running.engine.stats()
     assert pcm and stats.num_frames > stats.num_steps  # mean batch > 1: some steps ran both
