@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,34 +29,12 @@ from qwen3tts.engine.sequence import (
     Sequence,
     SequenceStatus,
 )
+from qwen3tts.engine.stats import EngineStats, StepMeter
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
 
 PromptBuilder = Callable[[Request], Prompt]
-FPS_WINDOW_S = 2.0
-BATCH_WINDOW_S = 60.0
-
-
-@dataclass(frozen=True)
-class EngineStats:
-    num_running: int
-    num_waiting: int  # including submitted requests the loop has not picked up yet
-    num_kv_blocks_used: int
-    num_kv_blocks_free: int
-    frames_per_second: float  # frames generated over the last FPS_WINDOW_S seconds, all requests
-    max_batch: int
-    num_preemptions: int
-    num_steps: int = 0  # steps that produced frames, since start
-    num_frames: int = 0  # frames produced, since start: num_frames / num_steps is the mean batch
-    mean_batch: float = 0.0
-    """Mean requests per decode step (steps that produced frames) over the last BATCH_WINDOW_S seconds."""
-    num_cached_blocks: int = 0
-    """KV blocks registered in the prefix cache (shared or free but still hittable)."""
-    prefix_queried_tokens: int = 0
-    """Prompt positions of admitted requests looked up in the prefix cache, since start."""
-    prefix_hit_tokens: int = 0
-    """... of which were found computed and shared instead of prefilled."""
 
 
 @dataclass
@@ -99,11 +76,7 @@ class Engine:
         self._pending_max_batch: int | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self._recent_frames: deque[tuple[float, int]] = deque()
-        self._frames_per_second = 0.0
-        self._num_steps = 0
-        self._num_frames = 0
-        self._recent_steps: deque[tuple[float, int]] = deque()  # (time, frames) of steps over a minute
+        self.meter = StepMeter()
 
     # ---- public API (any thread) ----
 
@@ -148,12 +121,12 @@ class Engine:
             num_waiting=len(self.scheduler.waiting) + len(self._inbox),
             num_kv_blocks_used=self.block_manager.num_used_blocks,
             num_kv_blocks_free=self.block_manager.num_free_blocks,
-            frames_per_second=self._frames_per_second,
+            frames_per_second=self.meter.frames_per_second,
             max_batch=self._pending_max_batch or self.scheduler.max_batch,
             num_preemptions=self.scheduler.num_preemptions,
-            num_steps=self._num_steps,
-            num_frames=self._num_frames,
-            mean_batch=self._mean_batch(),
+            num_steps=self.meter.num_steps,
+            num_frames=self.meter.num_frames,
+            mean_batch=self.meter.mean_batch(),
             num_cached_blocks=self.block_manager.num_cached_blocks,
             prefix_queried_tokens=self.block_manager.num_prefix_queried_tokens,
             prefix_hit_tokens=self.block_manager.num_prefix_hit_tokens,
@@ -211,7 +184,7 @@ class Engine:
         rows = self._run_code_predictor(rows)
         for row, (codes, next_embed) in rows:
             self._append_frame(row, codes, next_embed)
-        self._count_frames(len(rows))
+        self.meter.count(len(rows))
         return True
 
     def _intake(self) -> None:
@@ -372,26 +345,6 @@ class Engine:
         seq.output.put(None)
         seq.done.set()
         log.debug("finished %r", seq)
-
-    def _count_frames(self, num_frames: int) -> None:
-        if num_frames:
-            self._num_steps += 1
-            self._num_frames += num_frames
-        now = time.monotonic()
-        self._recent_frames.append((now, num_frames))
-        while self._recent_frames and self._recent_frames[0][0] < now - FPS_WINDOW_S:
-            self._recent_frames.popleft()
-        self._frames_per_second = sum(n for _, n in self._recent_frames) / FPS_WINDOW_S
-        if num_frames:
-            self._recent_steps.append((now, num_frames))
-        while self._recent_steps and self._recent_steps[0][0] < now - BATCH_WINDOW_S:
-            self._recent_steps.popleft()
-
-    def _mean_batch(self) -> float:
-        steps = list(self._recent_steps)  # read from any thread: a copy, not the live deque
-        horizon = time.monotonic() - BATCH_WINDOW_S
-        recent = [n for t, n in steps if t >= horizon]
-        return sum(recent) / len(recent) if recent else 0.0
 
 
 def _talker_chunk(chunk: ScheduledChunk) -> TalkerChunk:

@@ -1,0 +1,65 @@
+"""What the engine reports about itself: `EngineStats`, and the meter of frames per decode step.
+
+The meter keeps one window of (time, frames) per step: frames per second over the last
+FPS_WINDOW_S seconds (as of the last step), and the mean batch — requests per decode step that
+produced frames — over the last BATCH_WINDOW_S seconds, the figure an operator watches to see it batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FPS_WINDOW_S = 2.0
+BATCH_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    num_running: int
+    num_waiting: int  # including submitted requests the loop has not picked up yet
+    num_kv_blocks_used: int
+    num_kv_blocks_free: int
+    frames_per_second: float  # frames generated over the last FPS_WINDOW_S seconds, all requests
+    max_batch: int
+    num_preemptions: int
+    num_steps: int = 0  # steps that produced frames, since start
+    num_frames: int = 0  # frames produced, since start: num_frames / num_steps is the mean batch
+    mean_batch: float = 0.0
+    """Mean requests per decode step (steps that produced frames) over the last BATCH_WINDOW_S seconds."""
+    num_cached_blocks: int = 0
+    """KV blocks registered in the prefix cache (shared or free but still hittable)."""
+    prefix_queried_tokens: int = 0
+    """Prompt positions of admitted requests looked up in the prefix cache, since start."""
+    prefix_hit_tokens: int = 0
+    """... of which were found computed and shared instead of prefilled."""
+
+
+class StepMeter:
+    """Counts frames per engine step; written by the step loop, read from any thread."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._recent: deque[tuple[float, int]] = deque()  # (time, frames) of each step, BATCH_WINDOW_S
+        self.frames_per_second = 0.0
+        self.num_steps = 0
+        self.num_frames = 0
+
+    def count(self, num_frames: int) -> None:
+        """One step that produced `num_frames` frames (0 for a prefill-only step)."""
+        now = self._clock()
+        if num_frames:
+            self.num_steps += 1
+            self.num_frames += num_frames
+        self._recent.append((now, num_frames))
+        while self._recent and self._recent[0][0] < now - BATCH_WINDOW_S:
+            self._recent.popleft()
+        self.frames_per_second = sum(n for t, n in self._recent if t >= now - FPS_WINDOW_S) / FPS_WINDOW_S
+
+    def mean_batch(self) -> float:
+        steps = list(self._recent)  # read from any thread: a copy, not the live deque
+        horizon = self._clock() - BATCH_WINDOW_S
+        recent = [n for t, n in steps if t >= horizon and n]
+        return sum(recent) / len(recent) if recent else 0.0
