@@ -43,6 +43,13 @@ class Voice:
     language: str
     instruct: str | None
 
+    @classmethod
+    def from_settings(cls, voice_settings, speakers) -> Voice:
+        """The `voice` settings, the voice in the bundle's spelling (a Home Assistant select option)."""
+        voice = voice_settings.voice or (next(iter(speakers)) if speakers else None)
+        voice = next((s for s in speakers if voice and s.lower() == voice.lower()), voice)
+        return cls(voice=voice, language=voice_settings.language, instruct=voice_settings.instruct or None)
+
 
 class Synthesis:
     """Submits due sentences and moves their PCM; keeps the measured real-time factor."""

@@ -34,6 +34,7 @@ from qwen3tts.appliance.phrase_replay import PhraseReplay
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.registered_voices import RegisteredVoices
+from qwen3tts.appliance.status_report import appliance_figures, build_status
 from qwen3tts.appliance.supervisor import Supervisor
 from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.appliance.thermal import ThermalMonitor
@@ -244,34 +245,11 @@ class Service:
     # ---- status ----
 
     def status(self) -> Status:
-        stats = self.runtime.engine.stats()
-        decision = self.thermal.decision if self.thermal is not None else None
-        current = self.announcer.current_id
-        return Status(
-            state="stopping" if self._stopping.is_set() else ("speaking" if current else "idle"),
-            queue_depth=len(self.announcements),
-            current_id=current,
-            batch_limit=stats.max_batch,
-            thermal_level=decision.level_name if decision else "cool",
-            temperature_c=decision.temperature_c if decision else None,
-            volume=self.playback.volume,
-            voice=self.announcer.voice.voice or "",
-            device_plan={**self.runtime.plan.summary(), "audio": f"{self.sink.name}:{self._sink_state}"},
-            bundle=str(self.settings.model.bundle),
-            weights=weights_kind(self.runtime.manifest),
-            engine={
-                "running": stats.num_running,
-                "waiting": stats.num_waiting,
-                "max_batch": stats.max_batch,
-                "mean_batch": round(stats.mean_batch, 2),
-                "frames_per_second": round(stats.frames_per_second, 1),
-                "prefix_cached_blocks": stats.num_cached_blocks,
-                "prefix_queried_tokens": stats.prefix_queried_tokens,
-                "prefix_hit_tokens": stats.prefix_hit_tokens,
-            },
-            cached=self.announcer.current_from_cache,
-            cache=self.announcer.synthesis.replay.stats() if self.announcer.synthesis.replay else {},
-        )
+        return build_status(
+            stopping=self._stopping.is_set(), queue_depth=len(self.announcements), announcer=self.announcer,
+            playback=self.playback, runtime=self.runtime, thermal=self.thermal,
+            audio=f"{self.sink.name}:{self._sink_state}", bundle=str(self.settings.model.bundle),
+        )  # fmt: skip
 
     def _publish_status(self) -> None:
         status = self.status()
@@ -383,17 +361,11 @@ class Service:
             log.warning("dropped an outbound %s: %s: %s", type(message).__name__, type(exc).__name__, exc)
 
     def _figures(self) -> ApplianceFigures:
-        """What /metrics and /healthz show of the appliance (called on the servers' thread: reads only)."""
-        decision = self.thermal.decision if self.thermal is not None else None
-        degraded = () if self._sink_state == "ok" else (f"audio sink {self._sink_state}",)
-        return ApplianceFigures(
-            queue_depth=len(self.announcements),
-            underflows=self.playback.underflows,
-            thermal_level=decision.level if decision is not None else 0,
-            rejected=self._counts["rejected"],
-            failed=self._counts["error"],
-            degraded=degraded,
-        )
+        """/metrics and /healthz: called on the servers' thread, reads only."""
+        return appliance_figures(
+            queue_depth=len(self.announcements), playback=self.playback, thermal=self.thermal,
+            sink_state=self._sink_state, counts=self._counts,
+        )  # fmt: skip
 
     def _beat(self, name: str):
         self.heartbeats.register(name)
@@ -415,8 +387,4 @@ class Service:
             self.mqtt.publish(message)
 
     def _voice_from(self, settings: Settings) -> Voice:
-        speakers = self.runtime.spec.speakers
-        voice = settings.voice.voice or (next(iter(speakers)) if speakers else None)
-        # The bundle's spelling, so status.voice is one of the Home Assistant select's options.
-        voice = next((s for s in speakers if voice and s.lower() == voice.lower()), voice)
-        return Voice(voice=voice, language=settings.voice.language, instruct=settings.voice.instruct or None)
+        return Voice.from_settings(settings.voice, self.runtime.spec.speakers)
