@@ -6,8 +6,9 @@ loop, paho's network loop, the thermal monitor and the watchdog. Heartbeats come
 WATCHDOG=1 goes out only while all of them are fresh.
 Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> MQTT.
 SIGTERM: STOPPING=1, stop accepting, finish or cut the current announcement, `offline`, exit 0.
-SIGHUP: reload topics, and voice and volume where the file changed them, without touching the queue;
-the operator's registered voices (registered_voices.py) are read again at start and on SIGHUP.
+SIGHUP (reload.py): reload topics, and voice and volume where the file changed them, without touching
+the queue; the voices (voice_catalog.py: preset speakers + the operator's registered voices) are read
+again at start and on SIGHUP.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ import threading
 import time
 from pathlib import Path
 
-from qwen3tts import __version__
 from qwen3tts.appliance.alsa import open_sink
 from qwen3tts.appliance.announcer import Announcer
 from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.discovery import discovery_configs
-from qwen3tts.appliance.events import Status, Voices
+from qwen3tts.appliance.events import Status
 from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.lookahead import Voice
 from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
 from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
@@ -34,15 +32,16 @@ from qwen3tts.appliance.phrase_replay import PhraseReplay
 from qwen3tts.appliance.playback import Playback
 from qwen3tts.appliance.queue import AnnouncementQueue
 from qwen3tts.appliance.registered_voices import RegisteredVoices
+from qwen3tts.appliance.reload import carry_changes, read_settings
 from qwen3tts.appliance.status_report import appliance_figures, build_status
 from qwen3tts.appliance.supervisor import Supervisor
 from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.appliance.thermal import ThermalMonitor
+from qwen3tts.appliance.voice_catalog import VoiceCatalog
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import ApplianceFigures, BundleInfo, start_servers
 from qwen3tts.settings import Settings
 from qwen3tts.text import reload_lexicon, warm_up
-from qwen3tts.voices import voices_dir
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +99,9 @@ class Service:
         self.text = TextOptions(settings.text.normalize, lexicon, tuple(spec.languages))
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
         self.voices = RegisteredVoices()
-        self._load_voices(settings)
+        builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
+        self.catalog = VoiceCatalog(spec.speakers, spec.languages, self.voices, builder)
+        self.catalog.load(settings)
         self.announcements = AnnouncementQueue(
             settings.announcements.spool_dir,
             max_queue=settings.announcements.max_queue,
@@ -120,7 +121,7 @@ class Service:
             engine,
             self.playback,
             self._publish,
-            self._voice_from(settings),
+            self.catalog.default_voice(settings.voice),
             heartbeat=self._beat("announcer"),
             on_change=self._status_dirty.set,
             text=self.text,
@@ -161,7 +162,7 @@ class Service:
         policy = AnnouncementPolicy.from_settings(
             settings.announcements,
             max_text_chars=settings.engine.max_text_chars,
-            voices=self._voice_names(),
+            voices=self.catalog.names,
             languages=tuple(spec.languages),
             supports_instruct=spec.supports_instruct,
         )
@@ -174,7 +175,7 @@ class Service:
             hermes_site_id=settings.mqtt.hermes_site_id,
             hermes_chime=settings.mqtt.hermes_chime,
             active_ids=lambda: [self.announcer.current_id] if self.announcer.current_id else [],
-            discovery=self._discovery if settings.mqtt.discovery else None,
+            discovery=(lambda: self.catalog.discovery(self.mqtt.topics)) if settings.mqtt.discovery else None,
             dedup_window=settings.announcements.dedup_window,
         )
         if previous is not None:
@@ -187,9 +188,6 @@ class Service:
         self.mqtt.start()
         self._publish_voices()
         self._status_dirty.set()
-
-    def _discovery(self):
-        return discovery_configs(self.mqtt.topics, voices=self._voice_names(), sw_version=__version__)
 
     # ---- workers ----
 
@@ -235,9 +233,9 @@ class Service:
             self.playback.volume = command.volume
             log.info("volume set to %.2f", command.volume)
         elif isinstance(command, SetVoice):
-            known = {name.lower(): name for name in self._voice_names()}
-            if command.voice.lower() in known:
-                self.announcer.voice.voice = known[command.voice.lower()]
+            voice = self.catalog.resolve(command.voice)
+            if voice is not None:
+                self.announcer.voice.voice = voice
                 log.info("default voice set to %s", command.voice)
             else:
                 log.warning("voice/set: unknown voice %r ignored", command.voice)
@@ -268,37 +266,23 @@ class Service:
     # ---- reload and stop ----
 
     def reload(self) -> None:
-        """SIGHUP: topics from the config file; voice and volume only where the file changed them,
-        so a volume or voice set over MQTT survives a reload that did not touch it."""
-        from qwen3tts.settings_loader import load_settings
-
-        try:
-            fresh = load_settings(self.config_path) if self.config_path else self.settings
-        except Exception:
-            log.exception("reload: keeping the old settings")
+        """SIGHUP (reload.py): topics from the config file; voice and volume only where the file changed
+        them, so a volume or voice set over MQTT survives a reload that did not touch it."""
+        fresh = read_settings(self.config_path, self.settings)
+        if fresh is None:
             return
-        old = self.settings
-        if fresh.audio.volume != old.audio.volume:
-            self.playback.volume = fresh.audio.volume
-        if fresh.audio.muted != old.audio.muted:
-            self.playback.muted = fresh.audio.muted
-        voice, was, now = self.announcer.voice, self._voice_from(old), self._voice_from(fresh)
-        for name in ("voice", "language", "instruct"):
-            if getattr(now, name) != getattr(was, name):
-                setattr(voice, name, getattr(now, name))
-        self.text.normalize = fresh.text.normalize
-        self.text.lexicon = reload_lexicon(fresh.text.lexicon, self.text.lexicon)
+        old, self.settings = self.settings, fresh
+        voice = self.announcer.voice
+        carry_changes(old, fresh, self.playback, voice, self.text, self.runtime.spec.speakers)
+        voices_changed = self.catalog.load(fresh)
         topics_changed = fresh.mqtt != old.mqtt
-        self.settings = fresh
-        names = self._voice_names()
-        self._load_voices(fresh)
         if topics_changed and self.mqtt is not None:
             log.info("reload: MQTT settings changed, reconnecting")
             self._intake_stop.set()
             self.mqtt.stop()
             self._start_mqtt(replay_spool=False)
-        elif names != self._voice_names() and self.mqtt is not None:  # the intake, topic and HA follow
-            self.intake.policy = dataclasses.replace(self.intake.policy, voices=self._voice_names())
+        elif voices_changed and self.mqtt is not None:  # the intake, topic and HA follow
+            self.intake.policy = dataclasses.replace(self.intake.policy, voices=self.catalog.names)
             self._publish_voices()
         log.info("reloaded: volume %.2f, voice %s, MQTT %s", self.playback.volume, voice.voice,
                  "reconnected" if topics_changed else "unchanged")  # fmt: skip
@@ -371,20 +355,7 @@ class Service:
         self.heartbeats.register(name)
         return lambda: self.heartbeats.beat(name)
 
-    def _load_voices(self, settings: Settings) -> None:
-        builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
-        if builder is not None:
-            self.voices.load(voices_dir(settings), settings.model.bundle, builder)
-
-    def _voice_names(self) -> tuple[str, ...]:
-        """What `voice` may name: the bundle's preset speakers, then the registered voices."""
-        return (*self.runtime.spec.speakers, *self.voices.names)
-
     def _publish_voices(self) -> None:
         """The retained `voices` topic and Home Assistant's entities (its voice select lists them all)."""
-        voices = Voices(voices=self._voice_names(), languages=tuple(self.runtime.spec.languages))
-        for message in [voices, *(self._discovery() if self.settings.mqtt.discovery else [])]:
+        for message in self.catalog.messages(self.mqtt.topics, discovery=self.settings.mqtt.discovery):
             self.mqtt.publish(message)
-
-    def _voice_from(self, settings: Settings) -> Voice:
-        return Voice.from_settings(settings.voice, self.runtime.spec.speakers)
