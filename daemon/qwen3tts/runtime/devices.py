@@ -133,10 +133,14 @@ def place(
             log.warning("%s: compiling on %s failed, trying the next device: %s", component, device, reason)
             skipped.append(f"{device}: compile failed: {reason}")
             continue
-        placement = Placement(component, device, tuple(skipped))
-        log.info("%s runs on %s%s", component, device, f" (skipped {'; '.join(skipped)})" if skipped else "")
-        return placement, compiled
+        return Placement(component, device, tuple(skipped)), compiled
     raise DeviceError(f"{component}: no device could compile it ({'; '.join(skipped) or 'no candidates'})")
+
+
+def log_placement(placement: Placement) -> None:
+    """One line per component: where it runs and why the devices before it were passed over."""
+    skipped = f" (skipped {'; '.join(placement.skipped)})" if placement.skipped else ""
+    log.info("%s runs on %s%s", placement.component, placement.device, skipped)
 
 
 def preference_lists(settings: DeviceSettings) -> dict[str, tuple[str, ...]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openvino as ov
 
-from qwen3tts.runtime.devices import Placement, compile_properties, inference_precision, place
+from qwen3tts.runtime.devices import Placement, compile_properties, inference_precision, log_placement, place
 from qwen3tts.settings import DeviceSettings
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class PartCompiler:
         self.cache_dir = cache_dir
         self.available = list(self.core.available_devices if available is None else available)
         self._capabilities: dict[str, tuple[str, ...]] = {}
+        self._logged: dict[str, str] = {}  # component -> device its placement was logged for
 
     def compile(
         self,
@@ -48,12 +49,15 @@ class PartCompiler:
             props = compile_properties(device, self.settings, kv_cache_precision, component, capabilities)
             if cacheable and self.cache_dir is not None:
                 props["CACHE_DIR"] = str(self.cache_dir)
-            compiled = self.core.compile_model(model, device, props)
-            precision, why = inference_precision(component, device, self.settings, capabilities)
-            log.info("%s: inference precision %s on %s (%s)", component, precision or "default", device, why)
-            return compiled
+            return self.core.compile_model(model, device, props)
 
         placement, compiled = place(component, preferences, self.available, try_compile)
+        if self._logged.get(component) != placement.device:  # the codec compiles once per chunk size
+            self._logged[component] = placement.device
+            device = placement.device
+            precision, why = inference_precision(component, device, self.settings, self.capabilities(device))
+            log_placement(placement)
+            log.info("%s: inference precision %s on %s (%s)", component, precision or "default", device, why)
         return compiled, placement
 
     def capabilities(self, device: str) -> tuple[str, ...]:

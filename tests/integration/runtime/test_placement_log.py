@@ -1,0 +1,24 @@
+"""Loading a tiny bundle logs each component's placement once (runtime/parts.py), although the codec
+is compiled once per chunk size: one `runs on` line and one precision line per component."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.settings_loader import load_settings
+
+
+def test_each_component_logs_its_placement_once(tiny_models, caplog):
+    bundle = tiny_models.bundle()
+    settings = load_settings(None, ["engine.num_kv_blocks=4"])
+    with caplog.at_level(logging.INFO, logger="qwen3tts.runtime"):
+        runtime = load_runtime(bundle, settings)
+    assert len(runtime.manifest.codec_chunks) > 1  # else the codec would not be compiled twice
+    messages = [r.getMessage() for r in caplog.records]
+    placed = Counter(m.split(" runs on ")[0] for m in messages if " runs on " in m)
+    precision = Counter(m.split(":")[0] for m in messages if ": inference precision " in m)
+    assert placed == precision == Counter(list(runtime.plan.placements))  # talker, code_predictor, codec
+    assert all(count == 1 for count in placed.values())
+    assert runtime.plan.device("codec") in next(m for m in messages if m.startswith("codec runs on "))
