@@ -2,7 +2,8 @@
 
 `start_servers(settings, engine, bundle_info, metrics_source)` binds the enabled servers (bind errors and
 unsafe binds raise here, before anything is served), runs both on one asyncio loop in one thread, and
-returns a `Servers` whose `.stop()` cancels every network request and closes the sockets.
+returns a `Servers` whose `.stop()` cancels every network request and closes the sockets. With both
+servers disabled (the default) there is no loop and no thread.
 """
 
 from __future__ import annotations
@@ -28,17 +29,30 @@ STOP_TIMEOUT_S = 5.0
 
 
 class Servers:
-    """The running servers: their loop thread, bound ports, metrics and synthesizer."""
+    """The running servers: their loop thread (started with the first server), bound ports, metrics
+    and synthesizer."""
 
     def __init__(self, synth: Synthesizer, metrics: ServerMetrics):
         self.synth = synth
         self.metrics = metrics
         self.wyoming_port: int | None = None
         self.http_port: int | None = None
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run_loop, name="qwen3tts-servers", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._closers: list = []  # coroutine functions run on stop
         self._stopped = False
+
+    @property
+    def running(self) -> bool:
+        """True while the loop thread runs (only when at least one server is enabled)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start_loop(self) -> None:
+        """Start the loop thread; called once, when the first enabled server is about to start."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._run_loop, name="qwen3tts-servers", daemon=True)
+            self._thread.start()
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -46,6 +60,9 @@ class Servers:
 
     def call(self, coro, timeout: float | None = None):
         """Run a coroutine on the servers' loop from another thread and return its result."""
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("no network server is running")
         future: Future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result(timeout)
 
@@ -54,14 +71,15 @@ class Servers:
         if self._stopped:
             return
         self._stopped = True
-        try:
-            self.call(self._shutdown(), timeout=STOP_TIMEOUT_S + 1)
-        except Exception:
-            log.exception("servers: unclean shutdown")
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(STOP_TIMEOUT_S)
+        if self._loop is not None:
+            try:
+                self.call(self._shutdown(), timeout=STOP_TIMEOUT_S + 1)
+            except Exception:
+                log.exception("servers: unclean shutdown")
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(STOP_TIMEOUT_S)
+            log.info("network servers closed")
         self.synth.shutdown()
-        log.info("network servers closed")
 
     async def _shutdown(self) -> None:
         self.synth.close_all()
@@ -104,14 +122,14 @@ def start_servers(
             sockets.append(("wyoming", _bind(config.wyoming.host, config.wyoming.port, "servers.wyoming")))
         if config.http.enabled:
             sockets.append(("http", _bind(config.http.host, config.http.port, "servers.http")))
-        servers._thread.start()
+        if sockets:
+            servers.start_loop()
         for name, sock in sockets:
             servers.call(_start(servers, name, sock, token, config.max_body_bytes), timeout=30)
     except BaseException:
         for _, sock in sockets:
             sock.close()
-        if servers._thread.is_alive():
-            servers.stop()
+        servers.stop()
         raise
     return servers
 
