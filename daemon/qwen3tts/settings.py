@@ -210,7 +210,8 @@ class CacheSettings:
     """The phrase cache: finished announcements' audio, replayed without synthesis."""
 
     enabled: bool = True
-    """Store finished announcements and replay identical ones from the cache. Default true."""
+    """Store finished announcements on disk and replay identical ones; false writes nothing (a repeat
+    still replays its first rendition from memory). Default true."""
     phrase_dir: Path | None = None
     """Directory of cached phrases. Default null: <cache>/phrases ($CACHE_DIRECTORY under systemd)."""
     max_bytes: int = field(default=256 * 2**20, metadata={"min": 0})

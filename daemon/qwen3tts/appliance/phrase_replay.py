@@ -7,7 +7,11 @@ so `voice add --replace` is a new key), language, instruct, seed, the bundle's h
 sampling settings. Only a whole play is looked up and kept: an announcement resumed from a later
 sentence is synthesised, and audio is stored only when it played out completely and was not cut.
 `"cache": false` in a message bypasses both ways (looked up never, kept never, its repeats synthesised
-again). `cache.enabled: false` turns the disk cache off (`cache` None here); repeats still replay.
+again). `cache.enabled: false` turns the disk cache off (`cache` None here: nothing is written to disk);
+a `repeat` still replays its first rendition. That is not a cache: the samples belong to the one
+announcement, live in memory only until its last play (then they are released) and never outlive the
+process. A repeat is the same announcement played again, so listeners hear the same words the same way
+(a fresh synthesis samples new prosody), and the engine is not spent on audio it already made.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ class PhraseReplay:
     def keep(self, ann: Announcement, plays_again: bool) -> None:
         """`ann` played out completely and was not cut: store its audio (and keep it for a repeat)."""
         chunks, ann.rendition = ann.rendition, None
+        if not plays_again:
+            ann.replay = None  # its last play: the rendition kept for the repeats is released
         if ann.from_cache or chunks is None or not self.allowed(ann):
             return
         pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)

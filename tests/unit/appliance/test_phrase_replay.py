@@ -1,11 +1,14 @@
 """The phrase cache in the announcer: the real Engine over the fake runner, the real audio thread.
 
 A hit plays the identical samples without an engine request and starts at once; `repeat` replays the
-first rendition; `"cache": false` synthesises and stores nothing; a cut play is never stored; the
-message's seed reaches the engine request.
+first rendition (from memory, released after the last play; with `cache.enabled: false` too, and then
+nothing is written to disk); `"cache": false` synthesises and stores nothing; a cut play is never
+stored; the message's seed reaches the engine request.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ from announcer_rig import Rig, fake_engine, rig_settings, slow_sink
 from qwen3tts.appliance.messages import Stop
 from qwen3tts.appliance.phrase_cache import PhraseCache
 from qwen3tts.appliance.phrase_replay import PhraseReplay
+from qwen3tts.appliance.registered_voices import RegisteredVoices
+from qwen3tts.settings import CacheSettings
 
 TEXT = "Store notice, part one. Store notice, part two."
 
@@ -103,3 +108,27 @@ def test_repeats_of_a_cache_false_announcement_are_synthesised_again(make_rig):
     rig.wait_for("fresh-twice", "finished", count=2)
     assert submitted(rig, "fresh-twice") == 4
     assert event(rig, "fresh-twice", "started", 1).cached is None
+
+
+def test_cache_disabled_writes_nothing_to_disk_and_a_repeat_plays_from_memory_until_its_last_play(tmp_path):
+    phrases = tmp_path / "phrases"
+    settings = rig_settings(tmp_path)
+    settings = replace(settings, cache=CacheSettings(enabled=False, phrase_dir=phrases))
+    engine = fake_engine()
+    replay = PhraseReplay.from_settings(settings, engine, RegisteredVoices())  # as the daemon builds it
+    rig = Rig(tmp_path, settings, engine, replay=replay)
+    rig.requests = []
+    submit = engine.submit
+    engine.submit = lambda request: rig.requests.append(request) or submit(request)
+    rig.start()
+    try:
+        ann = rig.say("thrice", TEXT, repeat=3)
+        rig.wait_for("thrice", "finished", count=3)
+    finally:
+        rig.close()
+    assert submitted(rig, "thrice") == 2  # the sentences of the first play only
+    np.testing.assert_array_equal(rig.sink.speech("thrice", 2), rig.sink.speech("thrice", 0))
+    assert ann.replay is None  # released after the last play
+    assert replay.cache is None and replay.stats() == {}
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and "spool" not in p.relative_to(tmp_path).parts]
+    assert not phrases.exists() and written == []
