@@ -23,9 +23,9 @@ from pathlib import Path
 from qwen3tts.appliance.alsa import open_sink
 from qwen3tts.appliance.announcer import Announcer
 from qwen3tts.appliance.chimes import ChimeSet
+from qwen3tts.appliance.controls import apply_control
 from qwen3tts.appliance.events import Status
 from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt import MqttClient
 from qwen3tts.appliance.notify import ExtendStartTimeout, Heartbeats, Notifier, Watchdog
 from qwen3tts.appliance.phrase_replay import PhraseReplay
@@ -203,7 +203,7 @@ class Service:
             for message in result.publish:
                 self._publish(message)
             for command in result.commands:
-                self._apply(command)
+                apply_control(command, announcer=self.announcer, playback=self.playback, catalog=self.catalog)
             self._status_dirty.set()
 
     def _status_loop(self, stop: threading.Event) -> None:
@@ -225,20 +225,6 @@ class Service:
         track.t_ended = time.time()
         self.announcer.wake()
         return track.label
-
-    def _apply(self, command) -> None:
-        if isinstance(command, Stop):
-            self.announcer.command(command)
-        elif isinstance(command, SetVolume):
-            self.playback.volume = command.volume
-            log.info("volume set to %.2f", command.volume)
-        elif isinstance(command, SetVoice):
-            voice = self.catalog.resolve(command.voice)
-            if voice is not None:
-                self.announcer.voice.voice = voice
-                log.info("default voice set to %s", command.voice)
-            else:
-                log.warning("voice/set: unknown voice %r ignored", command.voice)
 
     # ---- status ----
 
