@@ -121,3 +121,27 @@ def test_a_malformed_variant_entry_is_a_bundle_error_naming_the_field(tiny_model
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
     with pytest.raises(BundleError, match="codec_variants"):
         layout.read_manifest(bundle)
+
+
+class CoreWith:
+    """An OpenVINO Core stand-in that reports the given CPU capabilities."""
+
+    def __init__(self, capabilities):
+        self.capabilities = capabilities
+
+    def get_property(self, device, name):
+        assert (device, name) == ("CPU", "OPTIMIZATION_CAPABILITIES")
+        return list(self.capabilities)
+
+
+@needs_bf16
+def test_doctor_says_which_codec_graphs_this_cpu_would_load(gated):
+    from qwen3tts.doctor.service import codec_variant_check
+    from qwen3tts.settings import DeviceSettings
+
+    bundle, _, _ = gated
+    (check,) = codec_variant_check(bundle, DeviceSettings(), CoreWith(["BF16", "FP32", "INT8"]))
+    assert check.ok and check.detail.startswith("bf16-tail on the CPU")
+    (check,) = codec_variant_check(bundle, DeviceSettings(), CoreWith(["FP32", "INT8"]))
+    assert check.detail.startswith("f32 exact on the CPU") and "need BF16" in check.detail
+    assert codec_variant_check(bundle.parent / "missing", DeviceSettings(), CoreWith(["BF16"])) == []
