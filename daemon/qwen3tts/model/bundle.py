@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,9 +132,26 @@ def read_manifest(bundle_dir: Path, verify_files: bool = True) -> Manifest:
         manifest = _from_plain(Manifest, document, "manifest")
     except (KeyError, TypeError, ValueError) as exc:
         raise BundleError(f"{path}: malformed manifest: {exc}") from exc
+    _check_codec_variants(path, manifest)
     if verify_files:
         verify_bundle_files(bundle_dir, manifest)
     return manifest
+
+
+def _check_codec_variants(path: Path, manifest: Manifest) -> None:
+    """A variant's name becomes file names: a plain word, and every chunk graph of it hashed above."""
+    for variant in manifest.codec_variants:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", variant.name):
+            raise BundleError(f"{path}: codec variant name {variant.name!r} is not a plain lower-case word")
+        missing = [
+            codec_chunk_xml(frames, variant.name)
+            for frames in manifest.codec_chunks
+            if codec_chunk_xml(frames, variant.name) not in manifest.files
+        ]
+        if missing:
+            raise BundleError(
+                f"{path}: codec variant {variant.name}: {missing[0]} is not in the manifest's files"
+            )
 
 
 def verify_bundle_files(bundle_dir: Path, manifest: Manifest) -> None:

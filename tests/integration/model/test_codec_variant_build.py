@@ -117,6 +117,15 @@ def test_a_malformed_variant_entry_is_a_bundle_error_naming_the_field(tiny_model
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
     with pytest.raises(BundleError, match=r"codec_variants\[0\]\.snr_db"):
         layout.read_manifest(bundle)
+    good = {"name": "bf16-tail", "needs": ["BF16"], "snr_db": 40.0, "min_snr_db": 35.0}
+    document["codec_variants"] = [good]  # its graphs are not among the manifest's hashed files
+    (bundle / layout.MANIFEST).write_text(json.dumps(document))
+    with pytest.raises(BundleError, match=r"codec_chunk_2\.bf16-tail\.xml is not in the manifest"):
+        layout.read_manifest(bundle)
+    document["codec_variants"] = [{**good, "name": "../talker"}]
+    (bundle / layout.MANIFEST).write_text(json.dumps(document))
+    with pytest.raises(BundleError, match="not a plain lower-case word"):
+        layout.read_manifest(bundle)
     document["codec_variants"] = "bf16-tail"
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
     with pytest.raises(BundleError, match="codec_variants"):
