@@ -48,6 +48,7 @@ class DevicePlan:
     """The chosen device of every component, for logs, `qwen3tts devices` and the MQTT status."""
 
     placements: dict[str, Placement] = field(default_factory=dict)
+    codec_variant: str = "f32"  # which codec graphs of the bundle were loaded (runtime/codec_variants.py)
 
     def device(self, component: str) -> str:
         return self.placements[component].device

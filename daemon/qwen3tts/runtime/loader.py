@@ -141,6 +141,7 @@ def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecCh
     compiled = {}
     devices = list(preferences)
     variant = pick_for_load(compiler, manifest.codec_variants, preferences)  # None: the exact graphs
+    plan.codec_variant = variant or "f32"
     for frames in manifest.codec_chunks:
         model = compiler.read(bundle_dir / layout.codec_chunk_xml(frames, variant))
         compiled[frames], placement = compiler.compile("codec", model, devices)

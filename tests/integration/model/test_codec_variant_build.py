@@ -95,8 +95,9 @@ def test_the_loader_picks_the_variant_on_this_cpu_and_f32_refuses_it(gated, capl
     exact = PartCompiler(replace(settings.devices, codec_variant="f32"), available=["CPU"])
     assert pick_for_load(exact, manifest.codec_variants, ("CPU",)) is None
     with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.codec_variants"):
-        load_runtime(bundle, load_settings(None, ["devices.codec=[CPU]"]))
+        runtime = load_runtime(bundle, load_settings(None, ["devices.codec=[CPU]"]))
     assert any("codec graphs: bf16-tail" in r.getMessage() for r in caplog.records)
+    assert runtime.plan.codec_variant == "bf16-tail"
 
 
 def test_a_bundle_without_variants_loads_the_exact_graphs(tiny_models, caplog):
@@ -105,8 +106,9 @@ def test_a_bundle_without_variants_loads_the_exact_graphs(tiny_models, caplog):
     assert manifest.codec_variants == ()
     assert "codec variants: f32 (exact)\n" in layout.describe_bundle(bundle)
     with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.codec_variants"):
-        load_runtime(bundle, load_settings(None, ["devices.codec=[CPU]"]))
+        runtime = load_runtime(bundle, load_settings(None, ["devices.codec=[CPU]"]))
     assert any("codec graphs: f32 exact" in r.getMessage() for r in caplog.records)
+    assert runtime.plan.codec_variant == "f32"
 
 
 def test_a_malformed_variant_entry_is_a_bundle_error_naming_the_field(tiny_models, tmp_path):
