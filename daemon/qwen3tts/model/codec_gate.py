@@ -78,10 +78,11 @@ class Bf16TailSearch:
         self, core: ov.Core, chunk_xml: Path, spec: CodecDecoderSpec, min_snr_db: float = MIN_SNR_DB
     ):
         self.core, self.chunk_xml, self.spec, self.min_snr_db = core, chunk_xml, spec, min_snr_db
-        self.total = len(conv_modules(core.read_model(chunk_xml)))
-        self._codes = {
-            seed: random_codes(spec, frames, seed) for seed, frames in ((1, SEARCH_FRAMES), (2, GATE_FRAMES))
-        }
+        model = core.read_model(chunk_xml)
+        self.total = len(conv_modules(model))
+        chunk = model.input(CODES).get_partial_shape()[1].get_length()
+        whole = {seed: -(-frames // chunk) * chunk for seed, frames in ((1, SEARCH_FRAMES), (2, GATE_FRAMES))}
+        self._codes = {seed: random_codes(spec, frames, seed) for seed, frames in whole.items()}
         exact = core.compile_model(chunk_xml, "CPU", EXACT)
         self._reference = {seed: stream_decode(exact, spec, codes) for seed, codes in self._codes.items()}
 
@@ -118,6 +119,17 @@ def build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Ca
 
     Returns the manifest entry (layout.CodecVariant) or None, with the reason reported.
     """
+    try:
+        return _build_bf16_tail(bundle_dir, spec, chunks, report)
+    except Exception as exc:  # an optional, lossy variant never fails the build of the exact bundle
+        log.warning("codec bf16-tail: not built: %s", exc)
+        for partial in bundle_dir.glob(f"codec_chunk_*.{BF16_TAIL}.*"):
+            partial.unlink()
+        report(f"codec bf16-tail: not built: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Callable[[str], None]):
     core = ov.Core()
     if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
         report("codec bf16-tail: not built, this CPU has no bf16 (the gate cannot be measured here)")

@@ -156,3 +156,49 @@ def test_doctor_says_which_codec_graphs_this_cpu_would_load(gated):
     (check,) = codec_variant_check(bundle, DeviceSettings(), CoreWith(["FP32", "INT8"]))
     assert check.detail.startswith("f32 exact on the CPU") and "need BF16" in check.detail
     assert codec_variant_check(bundle.parent / "missing", DeviceSettings(), CoreWith(["BF16"])) == []
+
+
+class NoBf16Core(ov.Core):
+    def get_property(self, device, name):
+        if name == "OPTIMIZATION_CAPABILITIES":
+            return ["FP32", "INT8"]
+        return super().get_property(device, name)
+
+
+def _exact_bundle_copy(tiny_models, tmp_path):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_models.bundle("custom_voice", "tiny", "f32"), bundle)
+    return bundle, layout.read_manifest(bundle)
+
+
+def test_without_bf16_on_the_building_cpu_no_variant_is_built(tiny_models, tmp_path, monkeypatch):
+    from qwen3tts.model import codec_gate
+
+    bundle, manifest = _exact_bundle_copy(tiny_models, tmp_path)
+    monkeypatch.setattr(codec_gate.ov, "Core", NoBf16Core)
+    lines: list[str] = []
+    assert (
+        codec_gate.build_bf16_tail(bundle, manifest.spec.codec, manifest.codec_chunks, lines.append) is None
+    )
+    assert "this CPU has no bf16" in lines[-1]
+    assert not list(bundle.glob("codec_chunk_*.bf16-tail.*"))
+
+
+def test_a_failing_variant_build_leaves_no_files_and_does_not_fail(tiny_models, tmp_path, monkeypatch):
+    from qwen3tts.model import codec_gate
+
+    bundle, manifest = _exact_bundle_copy(tiny_models, tmp_path)
+
+    class Half(codec_gate.Bf16TailSearch):
+        def __init__(self, core, chunk_xml, spec, min_snr_db=codec_gate.MIN_SNR_DB):
+            (bundle / layout.codec_chunk_xml(2, "bf16-tail")).write_text("<half/>")  # a partial write
+            raise RuntimeError("plugin exploded")
+
+    monkeypatch.setattr(codec_gate, "Bf16TailSearch", Half)
+    monkeypatch.setattr(codec_gate.ov, "Core", lambda: CoreWith(["BF16", "FP32"]))
+    lines: list[str] = []
+    assert (
+        codec_gate.build_bf16_tail(bundle, manifest.spec.codec, manifest.codec_chunks, lines.append) is None
+    )
+    assert "plugin exploded" in lines[-1]
+    assert not list(bundle.glob("codec_chunk_*.bf16-tail.*"))
