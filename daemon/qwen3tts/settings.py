@@ -45,6 +45,10 @@ class DeviceSettings:
     inference_precision: Literal["auto", "f32", "bf16", "f16"] = "auto"
     """INFERENCE_PRECISION_HINT; auto is f32 on CPUs (bf16 measured too lossy for the codec and no faster
     with compressed weights) and the device default on GPU/NPU. Default auto."""
+    codec_variant: Literal["auto", "f32", "bf16-tail"] = "auto"
+    """Codec graphs on a CPU: auto loads the bundle's fastest variant that passed its build-time SNR gate
+    (>= 35 dB against the exact decode) and whose needs the CPU meets (bf16-tail: AVX-512 BF16 or AMX),
+    else the exact f32 graphs; f32 always loads the exact graphs. Default auto."""
     num_threads: int = field(default=0, metadata={"min": 0})
     """CPU inference threads; 0 lets OpenVINO use every core. Default 0."""
     cpu_pinning: bool = True

@@ -159,3 +159,7 @@ def test_codec_chunk_flops_scale_with_the_chunk_length(tiny_models):
     small, large = (read_graph_cost(bundle / f"codec_chunk_{n}.xml") for n in (2, 12))
     assert large.flops == pytest.approx(6 * small.flops, rel=0.05)
     assert large.weight_bytes_read == small.weight_bytes_read
+
+
+def test_the_report_names_the_codec_graphs_it_loaded(bench_report):
+    assert bench_report["bundle"]["codec_variant"] == "f32"  # the bench's own tiny bundle has no variant

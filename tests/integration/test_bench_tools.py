@@ -19,6 +19,25 @@ def test_variant_parses_bundle_and_per_graph_properties():
         interleaved.Variant.parse("nobundle")
 
 
+def test_codec_variant_in_a_variant_is_the_setting_and_never_a_compile_property():
+    from qwen3tts.settings import Settings
+
+    exact = interleaved.OverrideCompiler(Settings(), interleaved.Variant.parse("x=/b,codec_variant=f32"))
+    assert exact.settings.codec_variant == "f32"
+    default = interleaved.OverrideCompiler(Settings(), interleaved.Variant.parse("x=/b"))
+    assert default.settings.codec_variant == "auto"
+    compiled, _ = exact.compile("codec", _tiny_model(), ("CPU",))  # OpenVINO refuses unknown properties
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") is not None
+
+
+def _tiny_model():
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    x = ops.parameter([1, 4], ov.Type.f32)
+    return ov.Model([ops.relu(x)], [x])
+
+
 def test_interleaved_run_times_every_stage_of_every_variant_against_the_first(tiny_models):
     bundle = str(tiny_models.bundle(weights="int8"))
     variants = [

@@ -2,15 +2,19 @@
 
 The codec's output is audio, so a precision is judged by what it does to the waveform: random frames
 decoded in the bundle's streaming chunks, once with f32 activations and once with the candidate
-compile properties; SNR = 10 log10(sum ref^2 / sum (out - ref)^2). The device plan only picks a lossy
-codec precision by default if this stays >= devices.CODEC_MIN_SNR_DB (docs/fidelity.md).
+compile properties, or through one of the bundle's codec variants (compiled f32: its precision is in
+the graph); SNR = 10 log10(sum ref^2 / sum (out - ref)^2). The device plan only picks a lossy codec
+precision by default if this stays >= devices.CODEC_MIN_SNR_DB (docs/fidelity.md). `--rounds N` also
+times one 12-frame chunk of each in alternation (process CPU time, one thread): the CPU-time ratio.
 
-    python -m qwen3tts.bench.codec_snr BUNDLE [--precision bf16] [--frames 96]
+    python -m qwen3tts.bench.codec_snr BUNDLE [--precision bf16 | --variant bf16-tail] [--frames 96]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,38 +22,38 @@ import numpy as np
 import openvino as ov
 
 from qwen3tts.model import bundle as layout
+from qwen3tts.model.codec_gate import random_codes, snr_db
 from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 
 
-def decode(bundle: Path, properties: Mapping[str, str], codes: np.ndarray, core: ov.Core) -> np.ndarray:
-    """PCM of `codes` [n, Q] through the bundle's chunk graphs compiled with `properties`."""
+def chunk_models(
+    bundle: Path, properties: Mapping[str, object], core: ov.Core, variant: str | None = None
+) -> CodecChunkModels:
+    """The bundle's chunk graphs (or those of `variant`) compiled on the CPU with `properties`."""
     manifest = layout.read_manifest(bundle, verify_files=False)
     compiled = {
-        frames: core.compile_model(bundle / layout.codec_chunk_xml(frames), "CPU", dict(properties))
+        frames: core.compile_model(bundle / layout.codec_chunk_xml(frames, variant), "CPU", dict(properties))
         for frames in manifest.codec_chunks
     }
-    stream = StreamingCodec(CodecChunkModels(compiled, manifest.spec.codec))
+    return CodecChunkModels(compiled, manifest.spec.codec)
+
+
+def decode(models: CodecChunkModels, codes: np.ndarray) -> np.ndarray:
+    """PCM of `codes` [n, Q] streamed through `models` in their chunk sizes."""
+    stream = StreamingCodec(models)
     return np.concatenate([stream.decode(codes), stream.flush()])
 
 
-def snr_db(reference: np.ndarray, output: np.ndarray) -> float:
-    error = output.astype(np.float64) - reference.astype(np.float64)
-    noise = float(np.sum(error**2))
-    return (
-        float("inf")
-        if noise == 0
-        else 10 * np.log10(float(np.sum(reference.astype(np.float64) ** 2)) / noise)
-    )
-
-
-def measure(bundle: Path, properties: Mapping[str, str], frames: int = 96, seed: int = 1) -> dict:
+def measure(
+    bundle: Path, properties: Mapping[str, str], frames: int = 96, seed: int = 1, variant: str | None = None
+) -> dict:
     spec = layout.read_manifest(bundle, verify_files=False).spec.codec
-    codes = np.random.default_rng(seed).integers(0, spec.codebook_size, (frames, spec.num_quantizers))
+    codes = random_codes(spec, frames, seed)
     core = ov.Core()
-    reference = decode(bundle, F32, codes, core)
-    output = decode(bundle, properties, codes, core)
+    reference = decode(chunk_models(bundle, F32, core), codes)
+    output = decode(chunk_models(bundle, properties, core, variant), codes)
     return {
         "snr_db": snr_db(reference, output),
         "max_abs_error": float(np.abs(output - reference).max()),
@@ -58,17 +62,53 @@ def measure(bundle: Path, properties: Mapping[str, str], frames: int = 96, seed:
     }
 
 
+def cpu_time_ratio(
+    bundle: Path, properties: Mapping[str, str], rounds: int, variant: str | None = None, calls: int = 3
+) -> tuple[float, float, float]:
+    """(exact CPU s, candidate CPU s, median per-round ratio) for one largest chunk, one thread each."""
+    one_thread = {"INFERENCE_NUM_THREADS": 1, "ENABLE_CPU_PINNING": False}
+    core = ov.Core()
+    exact = chunk_models(bundle, {**F32, **one_thread}, core)
+    candidate = chunk_models(bundle, {**properties, **one_thread}, core, variant)
+    size = max(exact.chunk_sizes)
+    codes = random_codes(exact.spec, size, seed=3)
+    times: dict[str, list[float]] = {"exact": [], "candidate": []}
+    for _ in range(rounds):
+        for label, models in (("exact", exact), ("candidate", candidate)):
+            state = models.initial_state()
+            best = float("inf")
+            for _ in range(calls):
+                started = time.process_time()
+                models.run(codes, state)
+                best = min(best, time.process_time() - started)
+            times[label].append(best)
+    ratio = statistics.median(c / e for c, e in zip(times["candidate"], times["exact"], strict=True))
+    return statistics.median(times["exact"]), statistics.median(times["candidate"]), ratio
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.codec_snr", description=__doc__)
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--precision", default="bf16", help="INFERENCE_PRECISION_HINT to compare with f32")
+    parser.add_argument(
+        "--variant", help="a codec variant of the bundle (compiled f32) instead of --precision"
+    )
     parser.add_argument("--frames", type=int, default=96)
+    parser.add_argument("--rounds", type=int, default=0, help="also time both, interleaved, this many rounds")
     args = parser.parse_args(argv)
-    result = measure(args.bundle, {"INFERENCE_PRECISION_HINT": args.precision}, args.frames)
+    properties = F32 if args.variant else {"INFERENCE_PRECISION_HINT": args.precision}
+    label = f"variant {args.variant}" if args.variant else args.precision
+    result = measure(args.bundle, properties, args.frames, variant=args.variant)
     print(
-        f"codec {args.precision} vs f32: SNR {result['snr_db']:.1f} dB, max abs error "
+        f"codec {label} vs f32: SNR {result['snr_db']:.1f} dB, max abs error "
         f"{result['max_abs_error']:.2e} (PCM rms {result['reference_rms']:.3f}, {result['frames']} frames)"
     )
+    if args.rounds:
+        exact, candidate, ratio = cpu_time_ratio(args.bundle, properties, args.rounds, args.variant)
+        print(
+            f"CPU time per chunk, one thread: f32 {exact * 1e3:.0f} ms, "
+            f"{label} {candidate * 1e3:.0f} ms, ×{ratio:.2f}"
+        )
     return 0
 
 

@@ -14,7 +14,8 @@ compare variants on a machine loaded far beyond its cores (wall-clock ratios the
         'dq0=var/bundle-0.6b-int8,DYNAMIC_QUANTIZATION_GROUP_SIZE=0'
 
 A variant is `label=bundle[,KEY=VALUE...]`: OpenVINO CPU compile properties for every graph, or for
-one graph as `talker.KEY=VALUE`, `code_predictor.KEY=VALUE`, `codec.KEY=VALUE`.
+one graph as `talker.KEY=VALUE`, `code_predictor.KEY=VALUE`, `codec.KEY=VALUE`; `codec_variant=f32`
+(or a variant's name) is the `devices.codec_variant` setting, i.e. which codec graphs of the bundle load.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from qwen3tts.settings import Settings
 STAGES = ("talker", "code_predictor", "codec")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 COMPONENTS = ("talker", "code_predictor", "codec", "speaker_encoder")
+CODEC_VARIANT = "codec_variant"  # a setting, not a compile property: which codec graphs load
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,16 @@ class OverrideCompiler(PartCompiler):
     """PartCompiler on the CPU with per-variant compile properties on top of the settings' ones."""
 
     def __init__(self, settings: Settings, variant: Variant):
-        super().__init__(settings.devices)
+        import dataclasses
+
+        codec_variant = variant.properties.get("*", {}).get(CODEC_VARIANT, settings.devices.codec_variant)
+        super().__init__(dataclasses.replace(settings.devices, codec_variant=codec_variant))
         self.variant = variant
 
     def compile(self, component, model, preferences, kv_cache_precision=None, cacheable=True):
         capabilities = self.capabilities("CPU")
         props = compile_properties("CPU", self.settings, kv_cache_precision, component, capabilities)
-        props.update(self.variant.properties.get("*", {}))
+        props.update({k: v for k, v in self.variant.properties.get("*", {}).items() if k != CODEC_VARIANT})
         props.update(self.variant.properties.get(component, {}))
         return self.core.compile_model(model, "CPU", props), Placement(component, "CPU")
 

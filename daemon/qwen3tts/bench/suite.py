@@ -232,6 +232,7 @@ def _report(runtime, compiler, work, options, limits, runs, pairs, ttfa, referen
             "variant": runtime.spec.variant,
             "precision": runtime.manifest.precision,
             "codec_chunks": runtime.manifest.codec_chunks,
+            "codec_variant": runtime.plan.codec_variant,
             "inference_precision": {p.component: p.inference_precision for p in compiler.parts},
             "kv_cache_precision": compiler.kv_cache_precision(),
             "peak_kind": kinds,

@@ -1,4 +1,4 @@
-"""`qwen3tts build --checkpoint DIR --out BUNDLE [--weights int8|f16|f32]`: checkpoint -> OpenVINO bundle."""
+"""`qwen3tts build --checkpoint DIR --out BUNDLE [--weights ...] [--codec-variant ...]`: -> a bundle."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weight precision policy (default: model.weights setting); f32 is for parity checks; int4-cp"
         " / int4 put INT4 weights on the code predictor / also the talker (docs/fidelity.md)",
     )
+    parser.add_argument(
+        "--codec-variant",
+        choices=("bf16-tail", "none"),
+        default="bf16-tail",
+        help="lossy codec graphs to try beside the exact ones; kept only if their SNR against the exact"
+        " decode passes the gate on this checkpoint (default bf16-tail; docs/fidelity.md)",
+    )
 
 
 def build(args: argparse.Namespace, settings: Settings) -> int:
@@ -33,7 +40,14 @@ def build(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("build: give --checkpoint DIR (or set model.checkpoint); see docs/models.md")
     started = time.perf_counter()
     chunks = (settings.engine.first_chunk_frames, settings.engine.chunk_frames)
-    build_bundle(checkpoint, out, weights=args.weights or settings.model.weights, codec_chunks=chunks)
+    variants = () if args.codec_variant == "none" else (args.codec_variant,)
+    build_bundle(
+        checkpoint,
+        out,
+        weights=args.weights or settings.model.weights,
+        codec_chunks=chunks,
+        codec_variants=variants,
+    )
     print(describe_bundle(out))
     print(f"built in {time.perf_counter() - started:.1f} s")
     return 0

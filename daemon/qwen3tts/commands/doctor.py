@@ -60,6 +60,7 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
         fix = "reinstall the package's venv (scripts/setup.sh or scripts/install-unit.sh)"
         checks.append(Check("OpenVINO", False, f"{type(exc).__name__}: {exc}", fix))
     checks += service.bundle_check(settings.model.bundle)
+    checks += service.codec_variant_check(settings.model.bundle, settings.devices, core)
     checks += service.spool_checks(settings.announcements.spool_dir)
     checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))

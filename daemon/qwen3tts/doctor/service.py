@@ -8,7 +8,7 @@ from pathlib import Path
 
 from qwen3tts.doctor.check import Check
 from qwen3tts.errors import Qwen3TTSError
-from qwen3tts.settings import AudioSettings, MqttSettings
+from qwen3tts.settings import AudioSettings, DeviceSettings, MqttSettings
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -43,6 +43,20 @@ def bundle_check(bundle: Path) -> list[Check]:
         )
     )
     return checks
+
+
+def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Check]:
+    """Which codec graphs the daemon would load on this CPU, and why (runtime/codec_variants.py)."""
+    from qwen3tts.model.bundle import read_manifest
+    from qwen3tts.runtime.codec_variants import choose_codec_variant
+
+    try:
+        manifest = read_manifest(bundle, verify_files=False)
+        capabilities = tuple(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+    except Exception:  # no bundle or no OpenVINO: their own checks say so
+        return []
+    chosen, why = choose_codec_variant(manifest.codec_variants, devices, "CPU", capabilities)
+    return [Check("codec graphs", True, f"{chosen.name if chosen else 'f32 exact'} on the CPU: {why}")]
 
 
 def spool_checks(spool_dir: Path) -> list[Check]:

@@ -38,6 +38,9 @@ PRECISION_POLICIES: dict[str, dict[str, str]] = {
     "f32": {"talker": "f32", "code_predictor": "f32", "codec": "f32", "tables": "f32"},
 }
 DEFAULT_CODEC_CHUNKS = (2, 12)  # a small first chunk for time to first audio, then throughput
+# Lossy codec variants `qwen3tts build` tries beside the exact graphs; each is kept only if it passes
+# the SNR gate on this checkpoint (model/codec_gate.py). Library callers (tests) get exact graphs only.
+CODEC_VARIANTS = ("bf16-tail",)
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 SOURCE_FILES = (
     "config.json",
@@ -57,10 +60,14 @@ def build_bundle(
     weights: str = "int8",
     codec_chunks: tuple[int, ...] = DEFAULT_CODEC_CHUNKS,
     report: Reporter | None = None,
+    codec_variants: tuple[str, ...] = (),
 ) -> layout.Manifest:
     """Build the bundle for `checkpoint_dir` into `out_dir` (replaced if it exists); returns its manifest."""
     if weights not in PRECISION_POLICIES:
         raise BundleError(f"weights: expected one of {', '.join(PRECISION_POLICIES)}, got {weights!r}")
+    unknown = sorted(set(codec_variants) - set(CODEC_VARIANTS))
+    if unknown:
+        raise BundleError(f"codec variants: expected some of {', '.join(CODEC_VARIANTS)}, got {unknown[0]!r}")
     policy = PRECISION_POLICIES[weights]
     stages = _Stages(report or _print_stage)
     with stages("reading checkpoint"):
@@ -70,6 +77,13 @@ def build_bundle(
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True)
     _build_graphs(checkpoint, work_dir, policy, codec_chunks, stages)
+    variants = []
+    if "bf16-tail" in codec_variants:
+        from qwen3tts.model.codec_gate import build_bf16_tail
+
+        with stages("codec bf16-tail variant (SNR gate)"):
+            variant = build_bf16_tail(work_dir, checkpoint.spec.codec, codec_chunks, stages.report)
+            variants += [variant] if variant else []
     with stages("tables and tokenizer"):
         _write_tables(checkpoint, work_dir, policy["tables"])
         _copy_tokenizer(checkpoint.path, work_dir / layout.TOKENIZER_DIR)
@@ -83,6 +97,7 @@ def build_bundle(
                 "versions": _versions(),
                 "source_files": _source_hashes(checkpoint),
                 "random_weights": layout.has_random_weights(checkpoint.path),
+                "codec_variants": tuple(variants),
             },
         )
     shutil.rmtree(out_dir, ignore_errors=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +37,31 @@ CODEC_EMBEDDING = "codec_embedding.npy"  # talker codec embedding [codec_vocab, 
 TOKENIZER_DIR = "tokenizer"
 
 
-def codec_chunk_xml(frames: int) -> str:
-    return f"codec_chunk_{frames}.xml"
+def codec_chunk_xml(frames: int, variant: str | None = None) -> str:
+    """The exact chunk graph of `frames` frames, or that of a lossy codec variant (`CodecVariant.name`)."""
+    return f"codec_chunk_{frames}.xml" if variant is None else f"codec_chunk_{frames}.{variant}.xml"
+
+
+@dataclass(frozen=True)
+class CodecVariant:
+    """Lossy codec chunk graphs kept beside the exact ones because they passed the SNR gate at build time.
+
+    The exact f32 graphs are always in the bundle; a variant has its own files (`codec_chunk_xml(frames,
+    name)`) and the device plan may pick it on a CPU that offers everything in `needs`.
+    """
+
+    name: str  # "bf16-tail"
+    needs: tuple[str, ...]  # the CPU's OPTIMIZATION_CAPABILITIES it needs to be faster, e.g. ("BF16",)
+    snr_db: float  # measured at build time on held-out codes against the exact graphs of this bundle
+    min_snr_db: float  # the gate it passed
+    bf16_convs: tuple[str, ...] = ()  # modules whose convolution runs in bf16
+    total_convs: int = 0  # convolutions in the decoder
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} (bf16 in the last {len(self.bf16_convs)} of {self.total_convs} convolutions, "
+            f"{self.snr_db:.1f} dB SNR vs exact, gate {self.min_snr_db:.0f} dB, needs {'+'.join(self.needs)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -51,6 +75,7 @@ class Manifest:
     source_files: dict[str, str]  # checkpoint-relative path -> sha256
     files: dict[str, str]  # bundle-relative path -> sha256
     random_weights: bool = False  # built from a `qwen3tts tiny` checkpoint: it babbles, it is no voice
+    codec_variants: tuple[CodecVariant, ...] = ()  # lossy alternatives to the exact codec, fastest first
 
 
 def has_random_weights(checkpoint_dir: Path) -> bool:
@@ -107,9 +132,26 @@ def read_manifest(bundle_dir: Path, verify_files: bool = True) -> Manifest:
         manifest = _from_plain(Manifest, document, "manifest")
     except (KeyError, TypeError, ValueError) as exc:
         raise BundleError(f"{path}: malformed manifest: {exc}") from exc
+    _check_codec_variants(path, manifest)
     if verify_files:
         verify_bundle_files(bundle_dir, manifest)
     return manifest
+
+
+def _check_codec_variants(path: Path, manifest: Manifest) -> None:
+    """A variant's name becomes file names: a plain word, and every chunk graph of it hashed above."""
+    for variant in manifest.codec_variants:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", variant.name):
+            raise BundleError(f"{path}: codec variant name {variant.name!r} is not a plain lower-case word")
+        missing = [
+            codec_chunk_xml(frames, variant.name)
+            for frames in manifest.codec_chunks
+            if codec_chunk_xml(frames, variant.name) not in manifest.files
+        ]
+        if missing:
+            raise BundleError(
+                f"{path}: codec variant {variant.name}: {missing[0]} is not in the manifest's files"
+            )
 
 
 def verify_bundle_files(bundle_dir: Path, manifest: Manifest) -> None:
@@ -135,6 +177,7 @@ def describe_bundle(bundle_dir: Path, verify_files: bool = False) -> str:
         f"  weights: {weights_kind(manifest)}",
         f"  precision: {', '.join(f'{k} {v}' for k, v in sorted(manifest.precision.items()))}",
         f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames",
+        f"  codec variants: f32 (exact){''.join(', ' + v.describe() for v in manifest.codec_variants)}",
         f"  built with: {', '.join(f'{k} {v}' for k, v in sorted(manifest.versions.items()))}",
         f"  speakers: {', '.join(spec.speakers) or '-'}",
         f"  languages: {', '.join(spec.languages) or '-'}",
@@ -163,7 +206,7 @@ def _to_plain(value: Any) -> Any:
 
 def _from_plain(cls: type, data: Any, path: str) -> Any:
     """Rebuild a (nested) frozen dataclass from JSON; tuples and Optional sections included."""
-    hints = typing.get_type_hints(cls, vars(spec_types))
+    hints = typing.get_type_hints(cls, vars(spec_types), {"CodecVariant": CodecVariant})
     kwargs = {}
     for item in dataclasses.fields(cls):
         if item.name not in data:
@@ -183,5 +226,9 @@ def _value_from_plain(hint: Any, value: Any, path: str) -> Any:
     if args and dataclasses.is_dataclass(args[0]) and len(args) == 1:
         return _from_plain(args[0], value, path)
     if typing.get_origin(hint) is tuple:
+        if args and dataclasses.is_dataclass(args[0]):  # tuple[SomeDataclass, ...]
+            if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+                raise TypeError(f"{path}: expected a list of objects")
+            return tuple(_from_plain(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
         return tuple(value)
     return value

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qwen3tts.errors import DeviceError
+from qwen3tts.model.codec_gate import MIN_SNR_DB
 from qwen3tts.settings import DeviceSettings
 
 log = logging.getLogger(__name__)
@@ -23,10 +24,11 @@ COMPONENTS = ("talker", "code_predictor", "codec")
 # (docs/benchmarks.md, docs/fidelity.md): the plugin's own default there is bf16, but the
 # compressed-weight talker and code predictor run no faster with bf16 activations than with f32, and
 # the codec decoded in bf16 keeps only ~19 dB SNR against its f32 decode (we require >= 35 dB). So auto
-# is f32 on every CPU; bf16 stays available as an explicit setting.
-CODEC_MIN_SNR_DB = 35.0
+# is f32 on every CPU; bf16 stays available as an explicit setting. Faster codec graphs that pass the
+# gate come as bundle variants with bf16 written into the graph (runtime/codec_variants.py).
+CODEC_MIN_SNR_DB = MIN_SNR_DB
 _BF16_DECLINED = {
-    "codec": f"its bf16 decode measured ~19 dB SNR against f32, below {CODEC_MIN_SNR_DB:.0f} dB",
+    "codec": f"its whole-graph bf16 decode measured ~19 dB SNR against f32, below {CODEC_MIN_SNR_DB:.0f} dB",
     "talker": "bf16 activations measured no faster than f32 with compressed weights",
     "code_predictor": "bf16 activations measured no faster than f32 with compressed weights",
 }
@@ -46,6 +48,7 @@ class DevicePlan:
     """The chosen device of every component, for logs, `qwen3tts devices` and the MQTT status."""
 
     placements: dict[str, Placement] = field(default_factory=dict)
+    codec_variant: str = "f32"  # which codec graphs of the bundle were loaded (runtime/codec_variants.py)
 
     def device(self, component: str) -> str:
         return self.placements[component].device

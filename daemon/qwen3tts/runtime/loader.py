@@ -21,6 +21,7 @@ from qwen3tts.model.graphs.talker import to_paged
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.codec import CodecChunkModels
+from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.devices import DevicePlan, preference_lists
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
@@ -139,8 +140,10 @@ def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
 def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecChunkModels:
     compiled = {}
     devices = list(preferences)
+    variant = pick_for_load(compiler, manifest.codec_variants, preferences)  # None: the exact graphs
+    plan.codec_variant = variant or "f32"
     for frames in manifest.codec_chunks:
-        model = compiler.read(bundle_dir / layout.codec_chunk_xml(frames))
+        model = compiler.read(bundle_dir / layout.codec_chunk_xml(frames, variant))
         compiled[frames], placement = compiler.compile("codec", model, devices)
         plan.placements["codec"] = placement
         devices = [placement.device]  # all chunk sizes share one stream state: keep them on one device

@@ -1,0 +1,150 @@
+"""Build-time SNR gate: a lossy codec variant enters the bundle only if it measures >= MIN_SNR_DB here.
+
+The codec's output is audio, so a variant is judged by what it does to the waveform: random codes
+streamed through the 12-frame chunk graph, once exact (f32) and once as the variant, SNR = 10 log10(
+sum ref^2 / sum (out - ref)^2). The measurement runs on this checkpoint's own weights, so a trained
+checkpoint is gated on its own numbers, not on the random test checkpoints of docs/fidelity.md.
+
+`bf16-tail` lowers the last n convolutions to bf16 (graphs/codec_precision.py). A binary search on
+one set of codes finds the largest n whose SNR stays >= MIN_SNR_DB + SEARCH_MARGIN_DB; the gate then
+measures that n on held-out codes (another seed) and steps n down until it passes. The SNR recorded
+in the manifest is the held-out one. Without bf16 on the building CPU the plugin runs bf16 types as
+f32, so nothing can be measured and no variant is built.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.graphs.codec import AUDIO, CODES, PAST_PREFIX, PRESENT_PREFIX, initial_state
+from qwen3tts.model.graphs.codec_precision import conv_modules, last_convs, lower_convs_to_bf16
+from qwen3tts.model.spec import CodecDecoderSpec
+
+log = logging.getLogger(__name__)
+
+MIN_SNR_DB = 35.0  # any lossy codec precision must keep this against the exact decode (docs/fidelity.md)
+SEARCH_MARGIN_DB = 1.0  # the search aims this far above the gate, so held-out codes usually pass too
+BF16_TAIL = "bf16-tail"
+GATE_FRAMES = 96  # held-out frames the recorded SNR is measured on (8 chunks of 12)
+SEARCH_FRAMES = 48
+EXACT = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+def snr_db(reference: np.ndarray, output: np.ndarray) -> float:
+    """10 log10(signal / error energy); inf when identical."""
+    error = output.astype(np.float64) - reference.astype(np.float64)
+    noise = float(np.sum(error**2))
+    signal = float(np.sum(reference.astype(np.float64) ** 2))
+    return float("inf") if noise == 0 else float(10 * np.log10(signal / noise))
+
+
+def stream_decode(compiled: ov.CompiledModel, spec: CodecDecoderSpec, codes: np.ndarray) -> np.ndarray:
+    """PCM of codes [n, Q] (n a multiple of the graph's chunk) through one chunk graph, state carried."""
+    frames = compiled.input(CODES).get_partial_shape()[1].get_length()
+    request = compiled.create_infer_request()
+    state = {PAST_PREFIX + name: value for name, value in initial_state(spec).items()}
+    pieces = []
+    for start in range(0, len(codes) - frames + 1, frames):
+        request.infer({CODES: codes[None, start : start + frames].astype(np.int64), **state})
+        pieces.append(request.get_tensor(AUDIO).data[0].copy())
+        state = {
+            name: request.get_tensor(PRESENT_PREFIX + name[len(PAST_PREFIX) :]).data.copy() for name in state
+        }
+    return np.concatenate(pieces)
+
+
+def random_codes(spec: CodecDecoderSpec, frames: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, spec.codebook_size, (frames, spec.num_quantizers))
+
+
+@dataclass(frozen=True)
+class GateResult:
+    bf16_convs: tuple[str, ...]
+    total_convs: int
+    snr_db: float
+
+
+class Bf16TailSearch:
+    """Measures bf16-tail candidates of one exact chunk graph (an IR file of the bundle being built)."""
+
+    def __init__(
+        self, core: ov.Core, chunk_xml: Path, spec: CodecDecoderSpec, min_snr_db: float = MIN_SNR_DB
+    ):
+        self.core, self.chunk_xml, self.spec, self.min_snr_db = core, chunk_xml, spec, min_snr_db
+        model = core.read_model(chunk_xml)
+        self.total = len(conv_modules(model))
+        chunk = model.input(CODES).get_partial_shape()[1].get_length()
+        whole = {seed: -(-frames // chunk) * chunk for seed, frames in ((1, SEARCH_FRAMES), (2, GATE_FRAMES))}
+        self._codes = {seed: random_codes(spec, frames, seed) for seed, frames in whole.items()}
+        exact = core.compile_model(chunk_xml, "CPU", EXACT)
+        self._reference = {seed: stream_decode(exact, spec, codes) for seed, codes in self._codes.items()}
+
+    def snr(self, count: int, seed: int) -> float:
+        model = self.core.read_model(self.chunk_xml)
+        lower_convs_to_bf16(model, last_convs(model, count))
+        output = stream_decode(self.core.compile_model(model, "CPU", EXACT), self.spec, self._codes[seed])
+        return snr_db(self._reference[seed], output)
+
+    def run(self, report: Callable[[str], None]) -> GateResult | None:
+        """The most bf16 convolutions that pass the gate on held-out codes, or None if not even one does."""
+        low, high = 0, self.total  # invariant: `low` passes the search target (0 = exact always does)
+        while low < high:
+            middle = (low + high + 1) // 2
+            value = self.snr(middle, seed=1)
+            report(f"bf16 in the last {middle} of {self.total} convolutions: {value:.1f} dB (search)")
+            if value >= self.min_snr_db + SEARCH_MARGIN_DB:
+                low = middle
+            else:
+                high = middle - 1
+        count = low
+        while count > 0:
+            value = self.snr(count, seed=2)
+            report(f"bf16 in the last {count} of {self.total} convolutions: {value:.1f} dB (held-out gate)")
+            if value >= self.min_snr_db:
+                model = self.core.read_model(self.chunk_xml)
+                return GateResult(tuple(last_convs(model, count)), self.total, value)
+            count -= max(1, count // 4)
+        return None
+
+
+def build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Callable[[str], None]):
+    """Measure, and if it passes write the bf16-tail chunk graphs beside the exact ones.
+
+    Returns the manifest entry (layout.CodecVariant) or None, with the reason reported.
+    """
+    try:
+        return _build_bf16_tail(bundle_dir, spec, chunks, report)
+    except Exception as exc:  # an optional, lossy variant never fails the build of the exact bundle
+        log.warning("codec bf16-tail: not built: %s", exc)
+        for partial in bundle_dir.glob(f"codec_chunk_*.{BF16_TAIL}.*"):
+            partial.unlink()
+        report(f"codec bf16-tail: not built: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Callable[[str], None]):
+    core = ov.Core()
+    if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        report("codec bf16-tail: not built, this CPU has no bf16 (the gate cannot be measured here)")
+        return None
+    largest = max(chunks)
+    result = Bf16TailSearch(core, bundle_dir / layout.codec_chunk_xml(largest), spec).run(report)
+    if result is None:
+        report(f"codec bf16-tail: not built, no bf16 convolution keeps {MIN_SNR_DB:.0f} dB SNR")
+        return None
+    for frames in chunks:
+        model = core.read_model(bundle_dir / layout.codec_chunk_xml(frames))
+        lower_convs_to_bf16(model, result.bf16_convs)
+        ov.save_model(model, bundle_dir / layout.codec_chunk_xml(frames, BF16_TAIL), compress_to_fp16=False)
+    variant = layout.CodecVariant(
+        BF16_TAIL, ("BF16",), round(result.snr_db, 2), MIN_SNR_DB, result.bf16_convs, result.total_convs
+    )
+    report(f"codec variant {variant.describe()}")
+    return variant
