@@ -2,7 +2,7 @@
 
 Run with the peers' venv (scripts/peers/setup.sh makes it and converts the checkpoint for each peer):
 
-    /work/var/peers/venv/bin/python scripts/peers/compare.py
+    var/peers/venv/bin/python scripts/peers/compare.py
 
 Each engine runs in its own long-lived worker process (so peak RSS is per engine, and the peers' packages
 never enter the product's venv): qwen3tts under the repo's .venv (worker_qwen3tts.py), vox-tts and the
@@ -305,10 +305,12 @@ def main() -> int:
     parser.add_argument("--text", default=TEXT)
     parser.add_argument("--speaker", default="aiden", help="CustomVoice speaker, the same for every engine")
     parser.add_argument("--engines", default="qwen3tts,vox,qwentts", help="comma-separated, first = ours")
-    parser.add_argument("--bundle", default="/work/var/bundle-0.6b-main", help="qwen3tts bundle (int8)")
+    parser.add_argument(
+        "--bundle", default=str(REPO / "var" / "bundle-0.6b-int8"), help="qwen3tts bundle (int8)"
+    )
     parser.add_argument("--qwen3tts-python", default=str(REPO / ".venv" / "bin" / "python"))
     parser.add_argument(
-        "--peers-dir", default="/work/var/peers", help="where setup.sh put the converted models"
+        "--peers-dir", default=str(REPO / "var" / "peers"), help="where setup.sh put the converted models"
     )
     parser.add_argument("--json", help="write every run and the summary here")
     args = parser.parse_args()

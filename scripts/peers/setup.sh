@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install the two peer engines in their own venv (never the product's) and convert a checkpoint for each.
 #   scripts/peers/setup.sh [CHECKPOINT] [PEERS_DIR]
-# CHECKPOINT: a Qwen3-TTS 12 Hz checkpoint in the Hugging Face release layout (default /work/var/ckpt-0.6b,
-# made by `qwen3tts tiny --shape 0.6b`); PEERS_DIR (default /work/var/peers) gets the venv, the models, logs.
+# CHECKPOINT: a Qwen3-TTS 12 Hz checkpoint in the Hugging Face release layout (default var/ckpt-0.6b of the
+# repo, made by `qwen3tts tiny --shape 0.6b`); PEERS_DIR (default var/peers) gets the venv, the models, logs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-CKPT="${1:-/work/var/ckpt-0.6b}"
-PEERS="${2:-/work/var/peers}"
+REPO="$(cd "$HERE/../.." && pwd)"
+CKPT="${1:-$REPO/var/ckpt-0.6b}"
+PEERS="$(mkdir -p "${2:-$REPO/var/peers}" && cd "${2:-$REPO/var/peers}" && pwd)"
 PY="$PEERS/venv/bin/python"
 mkdir -p "$PEERS"
 
