@@ -6,6 +6,8 @@ Three kinds of figures, each labelled with how it was obtained:
   compiled (RssLedger wraps the compiler; the ov.Model is dropped after compile, so a delta that stays
   is what the compiled model keeps: repacked weights, kernels, scratch);
 - `known_bytes`: allocations we size ourselves (KV pool, codec state per stream, host tables).
+`released_weight_file_bytes`: weight-file pages the loader gave back after each graph's warm-up
+(runtime/warm_up.py): no longer resident, no longer counted in any figure above.
 `process` splits the current resident set into anonymous and file-backed pages (/proc/self/status):
 mmapped weight files show up as file-backed, copies as anonymous.
 """
@@ -115,6 +117,7 @@ def breakdown(runtime, ledger: RssLedger | None) -> dict:
     section = {
         "stored_bytes": stored_bytes(runtime.bundle_dir, runtime.manifest.codec_chunks),
         "known_bytes": known,
+        "released_weight_file_bytes": dict(getattr(runtime, "released_weight_bytes", {})),
         "process": status_bytes(),
     }
     if ledger is not None:
