@@ -28,5 +28,7 @@ def test_breakdown_names_every_graph_with_its_stored_bytes_and_load_growth(tiny_
     assert known["kv_blocks"] == 7 and known["kv_pool"] == runtime.runner.kv_cache_bytes > 0
     assert known["codec_state_per_stream"] > 0
     assert section["process"]["VmRSS"] >= section["process"]["RssAnon"] > 0
+    assert section["resident_by_mapping"]["[anon]"]["anonymous"] > 0
+    assert set(section["released_weight_file_bytes"]) == {"talker", "code_predictor"}
     lines = memory.render(section)
     assert any(line.startswith("| talker |") for line in lines) and "KV pool" in lines[-1]

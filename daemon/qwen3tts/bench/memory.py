@@ -6,8 +6,11 @@ Three kinds of figures, each labelled with how it was obtained:
   compiled (RssLedger wraps the compiler; the ov.Model is dropped after compile, so a delta that stays
   is what the compiled model keeps: repacked weights, kernels, scratch);
 - `known_bytes`: allocations we size ourselves (KV pool, codec state per stream, host tables).
+`released_weight_file_bytes`: weight-file pages the loader gave back after each graph's warm-up
+(runtime/warm_up.py): no longer resident, no longer counted in any figure above.
 `process` splits the current resident set into anonymous and file-backed pages (/proc/self/status):
-mmapped weight files show up as file-backed, copies as anonymous.
+mmapped weight files show up as file-backed, copies as anonymous; `resident_by_mapping` names the
+file (weights, compile-cache blob, library) each file-backed page belongs to (/proc/self/smaps).
 """
 
 from __future__ import annotations
@@ -38,6 +41,26 @@ def status_bytes() -> dict[str, int]:
     except OSError:
         values["VmHWM"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return values
+
+
+def resident_by_mapping(smaps_text: str | None = None, min_bytes: int = 1 << 20) -> dict[str, dict[str, int]]:
+    """Resident bytes per mapped file (by name) and for anonymous memory ("[anon]", heap included), from
+    /proc/self/smaps: which weight file, compile-cache blob or library holds resident pages."""
+    if smaps_text is None:
+        try:
+            smaps_text = Path("/proc/self/smaps").read_text()
+        except OSError:
+            return {}
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: {"rss": 0, "anonymous": 0})
+    name = "[anon]"
+    for line in smaps_text.splitlines():
+        fields = line.split(None, 5)
+        if fields and "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:  # a mapping's header
+            path = fields[5].strip() if len(fields) == 6 else ""
+            name = Path(path).name if path.startswith("/") else "[anon]"
+        elif fields and fields[0] in ("Rss:", "Anonymous:"):
+            totals[name]["rss" if fields[0] == "Rss:" else "anonymous"] += int(fields[1]) * 1024
+    return {k: v for k, v in sorted(totals.items(), key=lambda kv: -kv[1]["rss"]) if v["rss"] >= min_bytes}
 
 
 def rss_bytes() -> int:
@@ -115,7 +138,9 @@ def breakdown(runtime, ledger: RssLedger | None) -> dict:
     section = {
         "stored_bytes": stored_bytes(runtime.bundle_dir, runtime.manifest.codec_chunks),
         "known_bytes": known,
+        "released_weight_file_bytes": dict(getattr(runtime, "released_weight_bytes", {})),
         "process": status_bytes(),
+        "resident_by_mapping": resident_by_mapping(),
     }
     if ledger is not None:
         section["load_rss_delta_bytes"] = dict(ledger.deltas)

@@ -153,7 +153,7 @@ def _speech_encoder(checkpoint: Checkpoint) -> ov.Model:
 def _save(model: ov.Model, path: Path, precision: str) -> None:
     """Compress (int8 / int4_{sym,asym}_g{N}) and serialise; f16 halves the file, f32 keeps parity exact."""
     if precision.startswith("int"):
-        model = compress_weights(model, precision)
+        model = gather_tables_to_f16(compress_weights(model, precision))
     ov.save_model(model, path, compress_to_fp16=(precision != "f32"))
 
 
@@ -177,6 +177,33 @@ def compress_weights(model: ov.Model, precision: str) -> ov.Model:
     return nncf.compress_weights(
         model, mode=modes[kind], group_size=int(group), ratio=1.0, all_layers=True, ignored_scope=ignored
     )
+
+
+def gather_tables_to_f16(model: ov.Model) -> ov.Model:
+    """Store the f32 embedding tables (Constants read only by Gathers) as f16 + Convert, in place.
+
+    After NNCF, save_model's compress_to_fp16 leaves them f32 (the code predictor's 16 tables: 132 MiB).
+    The CPU plugin gathers straight from the f16 table and converts the rows it took, so the table
+    stays f16 in the mapped file: half the pages a long run touches, one rounding like the host's
+    f16 tables (docs/benchmarks.md, issue 16 memory).
+    """
+    import openvino.opset13 as ops
+
+    for const in model.get_ordered_ops():
+        if const.get_type_name() != "Constant" or const.get_output_element_type(0) != ov.Type.f32:
+            continue
+        readers = list(const.output(0).get_target_inputs())
+        if not readers or not all(
+            r.get_node().get_type_name() == "Gather" and r.get_index() == 0 for r in readers
+        ):
+            continue
+        table = ops.constant(const.get_data().astype(np.float16))  # (rows, hidden)
+        table.set_friendly_name(const.get_friendly_name())
+        widened = ops.convert(table, ov.Type.f32)
+        for reader in readers:
+            reader.replace_source_output(widened.output(0))
+    model.validate_nodes_and_infer_types()
+    return model
 
 
 def _make_names_unique(model: ov.Model) -> None:

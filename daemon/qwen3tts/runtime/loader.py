@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +22,12 @@ from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
-from qwen3tts.runtime.devices import DevicePlan, preference_lists
+from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.voice import VoiceEncoder, read_audio
+from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Runtime:
     prompt_builder: PromptBuilder
     engine: Engine
     voice_encoder: VoiceEncoder | None = None  # Base: reference audio (+ transcript) -> VoiceInputs
+    released_weight_bytes: dict[str, int] = field(default_factory=dict)  # weight-file pages given back
 
     @property
     def spec(self) -> ModelSpec:
@@ -90,8 +92,22 @@ def load_runtime(
     talker, plan.placements["talker"] = compiler.compile(
         "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
     )
+    released = {
+        "talker": _settle_on_cpu(
+            plan,
+            "talker",
+            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+            lambda: warm_up_talker(talker, spec.talker.hidden_size),
+        )
+    }
     predictor, plan.placements["code_predictor"] = compiler.compile(
         "code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML), prefs["code_predictor"]
+    )
+    released["code_predictor"] = _settle_on_cpu(
+        plan,
+        "code_predictor",
+        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir),
+        lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
     )
     codec = _compile_codec(compiler, bundle_dir, manifest, prefs["codec"], plan)
     num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
@@ -117,7 +133,23 @@ def load_runtime(
     engine = Engine(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
     )
-    return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder)
+    return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder, released)
+
+
+def _weight_files(xml: Path, cache_dir: Path | None) -> list[Path]:
+    """Where a graph's weights are mapped from: its .bin, or a blob of the compile cache (the codec's
+    blobs are not there yet when the code predictor settles)."""
+    return [xml.with_suffix(".bin")] + ([Path(cache_dir)] if cache_dir else [])
+
+
+def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
+    """Warm a CPU-placed graph up and release its weight file's pages (runtime/warm_up.py).
+
+    Other plugins copy the weights to their device at compile; their files are not ours to judge.
+    """
+    if base_device(plan.device(component)) != "CPU":
+        return 0
+    return settle(component, weight_files, warm_up)
 
 
 # Prompt positions beyond one per text character: chat template, speaker / language / codec control

@@ -7,7 +7,7 @@ import openvino as ov
 import pytest
 
 from qwen3tts.errors import BundleError
-from qwen3tts.model.build import PRECISION_POLICIES, compress_weights
+from qwen3tts.model.build import PRECISION_POLICIES, compress_weights, gather_tables_to_f16
 from qwen3tts.model.checkpoint import load_checkpoint
 from qwen3tts.model.graphs.code_predictor import build_code_predictor
 
@@ -53,3 +53,40 @@ def test_every_policy_names_a_precision_for_each_component():
         for precision in policy.values():
             assert precision in ("f32", "f16", "int8") or precision.startswith("int4_"), (name, precision)
     assert np.all([p["codec"] in ("f16", "f32") for p in PRECISION_POLICIES.values()])
+
+
+def _gather_tables(model: ov.Model) -> list[ov.Node]:
+    """The node feeding each Gather's data input where that is a 2-D table (a Constant or its Convert)."""
+    found = []
+    for op in model.get_ops():
+        if op.get_type_name() != "Gather":
+            continue
+        source = op.input_value(0).get_node()
+        root = source.input_value(0).get_node() if source.get_type_name() == "Convert" else source
+        if root.get_type_name() == "Constant" and len(root.get_output_shape(0)) == 2:
+            found.append(source)
+    return found
+
+
+def test_compressed_graphs_store_their_embedding_tables_in_f16_and_gather_the_same_rows(predictor):
+    f32 = predictor()
+    tables = {node.get_friendly_name(): node.get_data() for node in _gather_tables(f32)}
+    assert tables and all(t.dtype == np.float32 for t in tables.values())
+
+    model = gather_tables_to_f16(compress_weights(predictor(), "int8"))
+
+    widened = _gather_tables(model)
+    assert len(widened) >= len(tables)  # shared tables may feed several Gathers
+    for convert in widened:
+        assert convert.get_type_name() == "Convert" and convert.get_output_element_type(0) == ov.Type.f32
+        table = convert.input_value(0).get_node()
+        assert table.get_output_element_type(0) == ov.Type.f16
+        original = tables[table.get_friendly_name()]
+        np.testing.assert_array_equal(table.get_data(), original.astype(np.float16))
+    assert not [
+        n
+        for n in model.get_ops()
+        if n.get_type_name() == "Constant"
+        and n.get_output_element_type(0) == ov.Type.f32
+        and n.get_output_shape(0) in [t.shape for t in tables.values()]
+    ]
