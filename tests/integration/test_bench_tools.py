@@ -63,3 +63,13 @@ def test_codec_snr_is_infinite_for_identical_decodes_and_finite_for_a_perturbed_
 def test_codec_snr_of_f32_against_itself_is_exact_on_a_bundle(tiny_models):
     result = codec_snr.measure(tiny_models.bundle(weights="f32"), codec_snr.F32, frames=6)
     assert result["snr_db"] == float("inf") and result["reference_rms"] > 0
+
+
+def test_predictor_drift_is_nil_for_the_f32_graph_and_measurable_for_int8(tiny_models):
+    from qwen3tts.bench import predictor_drift
+
+    graphs = {w: tiny_models.bundle(weights=w) / "code_predictor.xml" for w in ("f32", "int8")}
+    scale, (f32, int8) = predictor_drift.measure(tiny_models.checkpoint(), graphs, rows=4)
+    assert scale > 1.0
+    assert f32.max_logit_drift < 1e-3 and f32.codes_identical == f32.codes_total == 4 * 15
+    assert 1e-3 < int8.max_logit_drift < scale and int8.mean_logit_drift <= int8.max_logit_drift

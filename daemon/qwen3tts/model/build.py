@@ -10,6 +10,7 @@ per-component policy recorded in the manifest.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import sys
 import time
@@ -160,23 +161,52 @@ def _save(model: ov.Model, path: Path, precision: str) -> None:
 def compress_weights(model: ov.Model, precision: str) -> ov.Model:
     """NNCF data-free weight compression of every MatMul weight; Gathers (embedding tables) are left alone.
 
-    `int8` is INT8_SYM per output channel. `int4_sym_g128` / `int4_asym_g64` ... are INT4 with one scale
-    (and zero point) per group of N input channels, on every MatMul (`ratio=1.0`, `all_layers`: the
-    lm_heads too, which NNCF would otherwise keep in INT8).
+    `int8` is INT8_SYM per output channel, `int8_asym` the same with a zero point. `int4_sym_g128` /
+    `int4_asym_g64` ... are INT4 with one scale (and zero point) per group of N input channels, on every
+    MatMul (`ratio=1.0`, `all_layers`: the lm_heads too, which NNCF would otherwise keep in INT8).
+    A suffix keeps some matrices in INT8_SYM (mixed precision): `+heads8` the output heads (lm_head,
+    codec_head), `+ends8` those and the first and last decoder layers, `+attn8` the heads and every
+    attention projection (INT4 on the MLPs only).
     """
     import nncf
 
     _make_names_unique(model)
     ignored = nncf.IgnoredScope(types=["Gather"], validate=False)
-    if precision == "int8":
-        return nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_SYM, ignored_scope=ignored)
-    kind, _, group = precision.partition("_g")
+    int8_modes = {"int8": nncf.CompressWeightsMode.INT8_SYM, "int8_asym": nncf.CompressWeightsMode.INT8_ASYM}
+    if precision in int8_modes:
+        return nncf.compress_weights(model, mode=int8_modes[precision], ignored_scope=ignored)
+    base, _, keep = precision.partition("+")
+    kind, _, group = base.partition("_g")
     modes = {"int4_sym": nncf.CompressWeightsMode.INT4_SYM, "int4_asym": nncf.CompressWeightsMode.INT4_ASYM}
-    if kind not in modes or not group.isdigit():
+    if kind not in modes or not group.isdigit() or keep not in ("", "heads8", "ends8", "attn8"):
         raise BundleError(f"unknown weight precision {precision!r}")
-    return nncf.compress_weights(
-        model, mode=modes[kind], group_size=int(group), ratio=1.0, all_layers=True, ignored_scope=ignored
+    kept = _int8_matmuls(model, keep)
+    int4_ignored = nncf.IgnoredScope(names=kept, types=["Gather"], validate=False)
+    model = nncf.compress_weights(
+        model, mode=modes[kind], group_size=int(group), ratio=1.0, all_layers=True, ignored_scope=int4_ignored
     )
+    if kept:  # the second pass sees only the matrices the first left in float
+        model = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_SYM, ignored_scope=ignored)
+    return model
+
+
+def _int8_matmuls(model: ov.Model, keep: str) -> list[str]:
+    """Names of the MatMuls whose weight a mixed policy keeps in INT8 (see compress_weights; '' = none)."""
+    if not keep:
+        return []
+    weights = {}  # MatMul name -> its weight Constant's name (the release key, see layers.weight)
+    for node in model.get_ordered_ops():
+        if node.get_type_name() == "MatMul":
+            source = node.input_value(1).get_node()
+            if source.get_type_name() == "Constant":
+                weights[node.get_friendly_name()] = source.get_friendly_name()
+    layer_ids = [int(m.group(1)) for w in weights.values() if (m := re.search(r"\.layers\.(\d+)\.", w))]
+    pattern = r"(lm_head|codec_head)\."
+    if keep == "ends8" and layer_ids:
+        pattern += rf"|\.layers\.(0|{max(layer_ids)})\."
+    if keep == "attn8":
+        pattern += r"|\.self_attn\."
+    return [name for name, weight in weights.items() if re.search(pattern, weight)]
 
 
 def gather_tables_to_f16(model: ov.Model) -> ov.Model:

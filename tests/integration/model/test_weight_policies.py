@@ -42,16 +42,41 @@ def test_asym_int4_uses_unsigned_codes_with_zero_points(predictor):
     assert types.get("u4", 0) > 0
 
 
+def test_asym_int8_uses_unsigned_codes_with_zero_points(predictor):
+    types = _constant_types(compress_weights(predictor(), "int8_asym"))
+    assert types.get("u8", 0) > 0 and types.get("i8", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("suffix", "int8_per_layer", "int8_layers"), [("heads8", 0, 0), ("ends8", 4, 2), ("attn8", 2, None)]
+)
+def test_mixed_policies_keep_the_named_matrices_in_int8(
+    predictor, tiny_models, suffix, int8_per_layer, int8_layers
+):
+    spec = load_checkpoint(tiny_models.checkpoint()).spec.code_predictor
+    heads, layers = spec.num_code_groups - 1, spec.num_hidden_layers  # per layer: qkv, o, gate_up, down
+    all_int8 = _constant_types(compress_weights(predictor(), "int8"))["i8"]
+    types = _constant_types(compress_weights(predictor(), f"int4_sym_g32+{suffix}"))
+    kept = heads + int8_per_layer * (layers if int8_layers is None else int8_layers)
+    assert types.get("i8", 0) == kept
+    assert types.get("i4", 0) == all_int8 - kept  # (the tiny predictor has 2 layers: ends8 is all INT8)
+
+
 def test_unknown_precision_is_named():
     with pytest.raises(BundleError, match="int3_sym_g32"):
         compress_weights(ov.Model([], []), "int3_sym_g32")
+    with pytest.raises(BundleError, match=r"int4_sym_g32\+tails8"):
+        compress_weights(ov.Model([], []), "int4_sym_g32+tails8")
 
 
 def test_every_policy_names_a_precision_for_each_component():
     for name, policy in PRECISION_POLICIES.items():
         assert set(policy) == {"talker", "code_predictor", "codec", "tables"}, name
         for precision in policy.values():
-            assert precision in ("f32", "f16", "int8") or precision.startswith("int4_"), (name, precision)
+            assert precision in ("f32", "f16", "int8", "int8_asym") or precision.startswith("int4_"), (
+                name,
+                precision,
+            )
     assert np.all([p["codec"] in ("f16", "f32") for p in PRECISION_POLICIES.values()])
 
 

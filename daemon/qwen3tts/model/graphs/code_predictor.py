@@ -32,6 +32,9 @@ import openvino.opset13 as ops
 
 from qwen3tts.errors import CheckpointError
 from qwen3tts.model.graphs import layers
+from qwen3tts.model.graphs.gumbel_sampler import NOISE_MAX as NOISE_MAX  # part of this graph's contract
+from qwen3tts.model.graphs.gumbel_sampler import NOISE_MIN as NOISE_MIN
+from qwen3tts.model.graphs.gumbel_sampler import GumbelTopKSampler
 from qwen3tts.model.graphs.layers import i64
 from qwen3tts.model.spec import CodePredictorSpec
 
@@ -49,10 +52,6 @@ CODES = "codes"  # [B, num_code_groups - 1] i64: codes 1..15 of the frame
 NEXT_EMBED = "next_embed"  # [B, H_talker] f32: summed codec embeddings = next talker input minus text track
 LOGITS = "logits"  # [B, num_code_groups - 1, V] f32: raw lm_head logits of each step (pre-temperature)
 OUTPUT_NAMES = (CODES, NEXT_EMBED, LOGITS)
-
-# The uniform noise is clamped into this range so the Gumbel term is always finite.
-NOISE_MIN = float(np.finfo(np.float32).tiny)
-NOISE_MAX = float(np.float32(1.0) - np.float32(2.0**-24))
 
 PREFIX = "talker.code_predictor"
 TALKER_CODEC_EMBEDDING = "talker.model.codec_embedding.weight"
@@ -74,7 +73,7 @@ def build_code_predictor(
         )
     params = _parameters(spec, talker_hidden)
     shared = _SharedWeights(weights)
-    sampler = _GumbelTopKSampler(params, spec.vocab_size)
+    sampler = GumbelTopKSampler(params[TOP_K], params[TEMPERATURE], params[TOP_P], spec.vocab_size)
     num_steps = spec.num_code_groups - 1
     noise_steps = ops.split(params[NOISE], i64(1), num_steps).outputs()  # num_steps x [B, 1, V]
 
@@ -278,41 +277,3 @@ def _one_query_attention(
 
 def _unsqueeze(x: ov.Node, axis: int) -> ov.Node:
     return ops.unsqueeze(x, i64([axis]))
-
-
-class _GumbelTopKSampler:
-    """In-graph temperature / top-k / top-p sampling by Gumbel-max (see the module docstring)."""
-
-    def __init__(self, params: dict[str, ov.Node], vocab_size: int):
-        top_k = params[TOP_K]
-        no_filter = ops.logical_or(ops.less_equal(top_k, i64(0)), ops.greater(top_k, i64(vocab_size)))
-        self.top_k = ops.select(no_filter, i64(vocab_size), top_k)  # [B] in 1..V
-        self.max_k = ops.reduce_max(self.top_k, i64(0), keep_dims=False)  # scalar: TopK width for the batch
-        temperature = params[TEMPERATURE]
-        self.greedy = ops.less_equal(temperature, layers.const(0.0))  # [B]
-        self.temperature = _unsqueeze(ops.select(self.greedy, layers.const(1.0), temperature), 1)  # [B, 1]
-        self.top_p = _unsqueeze(params[TOP_P], 1)  # [B, 1]
-        self.top_p_off = ops.greater_equal(self.top_p, layers.const(1.0))  # [B, 1]
-
-    def sample(self, logits: ov.Node, noise: ov.Node) -> ov.Node:
-        """logits [B, V], noise [B, V] -> codes [B] i64."""
-        topk = ops.topk(logits, self.max_k, -1, "max", "value", "i64", stable=True)
-        values, token_ids = topk.output(0), topk.output(1)  # [B, K], [B, K]; descending, ties by lower id
-        rank = ops.range(i64(0), self.max_k, i64(1), "i64")  # [K]
-        keep = ops.less(_unsqueeze(rank, 0), _unsqueeze(self.top_k, 1))  # [B, K]
-        scaled = ops.divide(values, self.temperature)  # [B, K]
-        keep = ops.logical_and(keep, self._top_p_keep(scaled, keep, rank))
-        uniform = ops.clamp(ops.gather_elements(noise, token_ids, 1), NOISE_MIN, NOISE_MAX)  # [B, K]
-        gumbel = ops.negative(ops.log(ops.negative(ops.log(uniform))))
-        scores = ops.select(keep, ops.add(scaled, gumbel), layers.const(-np.inf))  # [B, K]
-        pick = ops.topk(scores, i64(1), -1, "max", "value", "i64", stable=True).output(1)  # [B, 1]
-        sampled = ops.squeeze(ops.gather_elements(token_ids, pick, 1), i64([1]))  # [B]
-        greedy = ops.squeeze(ops.gather(token_ids, i64([0]), i64(1)), i64([1]))  # [B]
-        return ops.select(self.greedy, greedy, sampled)
-
-    def _top_p_keep(self, scaled: ov.Node, keep: ov.Node, rank: ov.Node) -> ov.Node:
-        """HF TopPLogitsWarper: keep a token while the mass ranked strictly above it is < top_p."""
-        probs = ops.softmax(ops.select(keep, scaled, layers.const(-np.inf)), -1)  # [B, K]
-        mass_above = ops.cumsum(probs, i64(1), exclusive=True)  # [B, K]
-        keep_p = ops.logical_or(ops.less(mass_above, self.top_p), self.top_p_off)
-        return ops.logical_or(keep_p, ops.equal(_unsqueeze(rank, 0), i64(0)))  # never drop the best token

@@ -157,9 +157,18 @@ def rope_tables(position_ids: Output, head_dim: int, theta: float) -> tuple[ov.N
 
 
 def rotate_half(x: Output) -> ov.Node:
-    """concat(-x2, x1) where x1, x2 are the halves of the last axis."""
-    x1, x2 = ops.split(x, i64(-1), 2).outputs()
-    return ops.concat([ops.negative(x2), x1], -1)
+    """concat(-x2, x1) where x1, x2 are the halves of the last axis (of static size; rank-4 x).
+
+    Written as Slice / Multiply(-1) / Concat, the form OpenVINO's RoPE fusion recognises: with
+    apply_rope it becomes one RoPE kernel per tensor instead of Split + Concat + five eltwise ops
+    (same arithmetic; Split and Concat were reference kernels on the decode step path).
+    """
+    output = x.output(0) if isinstance(x, ov.Node) else x
+    half = output.get_partial_shape()[-1].get_length() // 2
+    last = output.get_partial_shape().rank.get_length() - 1
+    x1 = ops.slice(x, i64([0]), i64([half]), i64([1]), i64([last]))
+    x2 = ops.slice(x, i64([half]), i64([np.iinfo(np.int32).max]), i64([1]), i64([last]))
+    return ops.concat([ops.multiply(x2, const(-1.0)), x1], -1)
 
 
 def apply_rope(x: Output, cos: Output, sin: Output) -> ov.Node:
