@@ -26,11 +26,13 @@ F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 def decode(bundle: Path, properties: Mapping[str, str], codes: np.ndarray, core: ov.Core) -> np.ndarray:
     """PCM of `codes` [n, Q] through the bundle's chunk graphs compiled with `properties`."""
     manifest = layout.read_manifest(bundle, verify_files=False)
+    frames_xml, chunk_xmls = layout.codec_graph_files(manifest)
     compiled = {
-        frames: core.compile_model(bundle / layout.codec_chunk_xml(frames), "CPU", dict(properties))
-        for frames in manifest.codec_chunks
+        frames: core.compile_model(bundle / xml, "CPU", dict(properties))
+        for frames, xml in chunk_xmls.items()
     }
-    stream = StreamingCodec(CodecChunkModels(compiled, manifest.spec.codec))
+    frames = core.compile_model(bundle / frames_xml, "CPU", dict(properties)) if frames_xml else None
+    stream = StreamingCodec(CodecChunkModels(compiled, manifest.spec.codec, frames))
     return np.concatenate([stream.decode(codes), stream.flush()])
 
 

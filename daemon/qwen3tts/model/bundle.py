@@ -36,8 +36,36 @@ CODEC_EMBEDDING = "codec_embedding.npy"  # talker codec embedding [codec_vocab, 
 TOKENIZER_DIR = "tokenizer"
 
 
+CODEC_FRAMES_XML = "codec_frames.xml"  # split codec layout: the frame part, dynamic frame axis
+CODEC_SPLIT, CODEC_WHOLE = "split", "whole"  # manifest codec_layout values
+
+
 def codec_chunk_xml(frames: int) -> str:
+    """Whole codec layout (older bundles): one static codes -> audio graph per chunk size."""
     return f"codec_chunk_{frames}.xml"
+
+
+def codec_samples_xml(frames: int) -> str:
+    """Split codec layout: the static sample part of a `frames` chunk."""
+    return f"codec_samples_{frames}.xml"
+
+
+def codec_graph_files(manifest: Manifest) -> tuple[str | None, dict[int, str]]:
+    """(the frame part, or None in the whole layout; chunk size -> its graph) of the bundle's codec."""
+    if manifest.codec_layout == CODEC_SPLIT:
+        return CODEC_FRAMES_XML, {f: codec_samples_xml(f) for f in manifest.codec_chunks}
+    if manifest.codec_layout == CODEC_WHOLE:
+        return None, {f: codec_chunk_xml(f) for f in manifest.codec_chunks}
+    raise BundleError(
+        f"codec_layout {manifest.codec_layout!r} is unknown to this qwen3tts; "
+        "rebuild the bundle with `qwen3tts build`"
+    )
+
+
+def codec_xmls(manifest: Manifest) -> tuple[str, ...]:
+    """Every codec graph of the bundle."""
+    frames, chunks = codec_graph_files(manifest)
+    return (*([frames] if frames else []), *chunks.values())
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,7 @@ class Manifest:
     source_files: dict[str, str]  # checkpoint-relative path -> sha256
     files: dict[str, str]  # bundle-relative path -> sha256
     random_weights: bool = False  # built from a `qwen3tts tiny` checkpoint: it babbles, it is no voice
+    codec_layout: str = CODEC_WHOLE  # split (frame part + sample parts) or whole (absent: older bundles)
 
 
 def has_random_weights(checkpoint_dir: Path) -> bool:
@@ -134,7 +163,7 @@ def describe_bundle(bundle_dir: Path, verify_files: bool = False) -> str:
         f"{len(manifest.files)} files, {size / 1e6:.1f} MB",
         f"  weights: {weights_kind(manifest)}",
         f"  precision: {', '.join(f'{k} {v}' for k, v in sorted(manifest.precision.items()))}",
-        f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames",
+        f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames ({manifest.codec_layout})",
         f"  built with: {', '.join(f'{k} {v}' for k, v in sorted(manifest.versions.items()))}",
         f"  speakers: {', '.join(spec.speakers) or '-'}",
         f"  languages: {', '.join(spec.languages) or '-'}",

@@ -137,14 +137,24 @@ def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
 
 
 def _compile_codec(compiler, bundle_dir, manifest, preferences, plan) -> CodecChunkModels:
-    compiled = {}
+    """The codec graphs of the bundle's layout, all on one device (the chunk sizes share one stream
+    state), warmed up so the first request does not pay for the frame part's first inference."""
+    frames_xml, chunk_xmls = layout.codec_graph_files(manifest)
     devices = list(preferences)
-    for frames in manifest.codec_chunks:
-        model = compiler.read(bundle_dir / layout.codec_chunk_xml(frames))
-        compiled[frames], placement = compiler.compile("codec", model, devices)
-        plan.placements["codec"] = placement
-        devices = [placement.device]  # all chunk sizes share one stream state: keep them on one device
-    return CodecChunkModels(compiled, manifest.spec.codec)
+
+    def compile_part(xml: str):
+        nonlocal devices
+        compiled, plan.placements["codec"] = compiler.compile(
+            "codec", compiler.read(bundle_dir / xml), devices
+        )
+        devices = [plan.placements["codec"].device]
+        return compiled
+
+    frames = compile_part(frames_xml) if frames_xml else None
+    compiled = {size: compile_part(xml) for size, xml in chunk_xmls.items()}
+    codec = CodecChunkModels(compiled, manifest.spec.codec, frames)
+    compiler.warm_up("codec", codec.warm_up)
+    return codec
 
 
 def _voice_encoder(compiler, bundle_dir, spec, plan, tokenizer) -> VoiceEncoder | None:

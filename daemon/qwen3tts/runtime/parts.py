@@ -8,7 +8,7 @@ plain static/dynamic graphs and may use the OpenVINO compile cache.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import openvino as ov
@@ -66,6 +66,11 @@ class PartCompiler:
             except RuntimeError:
                 self._capabilities[device] = ()
         return self._capabilities[device]
+
+    def warm_up(self, component: str, run: Callable[[], object]) -> None:
+        """First inferences at load: graphs with dynamic shapes allocate and repack their weights then."""
+        run()
+        log.info("%s: warmed up", component)
 
     def read(self, path: Path) -> ov.Model:
         return self.core.read_model(path)
