@@ -4,10 +4,11 @@ The codec decoder is strictly causal, so the chunk graphs of `model/graphs/codec
 state (conv tails, the attention window, the frame position) from one chunk to the next and the
 concatenated output equals one full decode of all frames, bit for bit up to fp32 rounding.
 
-`CodecChunkModels` holds the compiled chunk graphs (one per static chunk size), shared by all
-streams. `StreamingCodec` is one stream: its own state and its not-yet-decoded frames.
+`CodecChunkModels` holds the compiled graphs, shared by all streams: one frame part for every chunk
+size and a static sample part per size (or, from older bundles, one whole static graph per size).
+`StreamingCodec` is one stream: its own state and its not-yet-decoded frames.
 
-Partial chunks: a chunk graph has a static frame count, and running it on padding frames would
+Partial chunks: a chunk has a static frame count (its sample part's), and running it on padding frames would
 write the padding into the carried state. So `decode()` only ever runs full chunks and keeps the
 remaining frames pending; `flush()` ends the stream: it pads the pending frames up to the smallest
 chunk that holds them, cuts the padding's samples off and discards the (now polluted) state. The
