@@ -62,3 +62,22 @@ def test_codec_layouts_compares_reshaped_codecs_on_the_engine_schedule(tiny_mode
     assert split["ratio"] == 1.0 and threes["cpu_ms_per_frame"] > 0 and threes["first_chunk_cpu_ms"] > 0
     assert set(split["rss_growth_mib"]) == {"VmRSS", "RssAnon", "RssFile"}
     assert "| split | 2+12 |" in codec_layouts.render(rows, 1, 26)
+
+
+def test_profiles_name_the_split_codec_graphs(tiny_models):
+    from qwen3tts.bench.profiling import RecordingCompiler, top_operations
+    from qwen3tts.runtime.loader import load_runtime
+    from qwen3tts.settings_loader import load_settings
+
+    settings = load_settings(None, ["devices.inference_precision=f32", "engine.num_kv_blocks=4"])
+    compiler = RecordingCompiler(settings.devices, None, profile=True)
+    runtime = load_runtime(tiny_models.bundle(weights="f32"), settings, compiler)  # warm-up runs each graph
+    tables = top_operations(compiler, count=3)
+    rate = runtime.spec.codec.decode_upsample_rate
+    expected = {
+        "codec frame part",
+        f"codec sample part ({2 * rate} samples)",
+        f"codec sample part ({12 * rate} samples)",
+    }
+    assert expected <= set(tables)
+    assert all(tables[label] and tables[label][0].ms > 0 for label in expected)

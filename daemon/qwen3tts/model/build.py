@@ -3,8 +3,8 @@
 Stages: read and check the checkpoint; talker (stateful SDPA, converted to PagedAttention at run
 time); batched code predictor; streaming codec graphs (frame part + a sample part per chunk size);
 projected text table and codec table; speaker encoder, speech-tokenizer encoder and code predictor
-tables (Base: voice cloning); tokenizer files; manifest (written last, so a bundle without one is unfinished). Weight precision follows a
-per-component policy recorded in the manifest.
+tables (Base: voice cloning); tokenizer files; manifest (written last, so a bundle without one is
+unfinished). Weight precision follows a per-component policy recorded in the manifest.
 """
 
 from __future__ import annotations
