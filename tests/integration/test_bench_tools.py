@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen3tts.bench import codec_snr, interleaved
+from qwen3tts.bench import codec_layouts, codec_snr, interleaved
 
 
 def test_variant_parses_bundle_and_per_graph_properties():
@@ -63,3 +63,40 @@ def test_codec_snr_is_infinite_for_identical_decodes_and_finite_for_a_perturbed_
 def test_codec_snr_of_f32_against_itself_is_exact_on_a_bundle(tiny_models):
     result = codec_snr.measure(tiny_models.bundle(weights="f32"), codec_snr.F32, frames=6)
     assert result["snr_db"] == float("inf") and result["reference_rms"] > 0
+
+
+def test_codec_layouts_compares_reshaped_codecs_on_the_engine_schedule(tiny_models):
+    bundle = str(tiny_models.bundle(weights="f32"))
+    variant = codec_layouts.Variant.parse(f"b={bundle},sizes=3,frames=1-12,INFERENCE_NUM_THREADS=1")
+    assert (variant.sizes, variant.frames, variant.properties) == (
+        (3,),
+        "1-12",
+        {"INFERENCE_NUM_THREADS": "1"},
+    )
+    variants = [codec_layouts.Variant.parse(f"split={bundle}"), variant]
+    rows = codec_layouts.run(variants, rounds=1, frames=26)
+    split, threes = rows
+    assert split["chunk_sizes"] == [2, 12] and threes["chunk_sizes"] == [3]
+    assert split["max_abs_diff"] == 0.0 and 0.0 <= threes["max_abs_diff"] < 1e-4  # same audio, other chunks
+    assert split["ratio"] == 1.0 and threes["cpu_ms_per_frame"] > 0 and threes["first_chunk_cpu_ms"] > 0
+    assert set(split["rss_growth_mib"]) == {"VmRSS", "RssAnon", "RssFile"}
+    assert "| split | 2+12 |" in codec_layouts.render(rows, 1, 26)
+
+
+def test_profiles_name_the_split_codec_graphs(tiny_models):
+    from qwen3tts.bench.profiling import RecordingCompiler, top_operations
+    from qwen3tts.runtime.loader import load_runtime
+    from qwen3tts.settings_loader import load_settings
+
+    settings = load_settings(None, ["devices.inference_precision=f32", "engine.num_kv_blocks=4"])
+    compiler = RecordingCompiler(settings.devices, None, profile=True)
+    runtime = load_runtime(tiny_models.bundle(weights="f32"), settings, compiler)  # warm-up runs each graph
+    tables = top_operations(compiler, count=3)
+    rate = runtime.spec.codec.decode_upsample_rate
+    expected = {
+        "codec frame part",
+        f"codec sample part ({2 * rate} samples)",
+        f"codec sample part ({12 * rate} samples)",
+    }
+    assert expected <= set(tables)
+    assert all(tables[label] and tables[label][0].ms > 0 for label in expected)
