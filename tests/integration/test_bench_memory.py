@@ -19,16 +19,14 @@ def test_breakdown_names_every_graph_with_its_stored_bytes_and_load_growth(tiny_
 
     stored = section["stored_bytes"]
     assert stored["talker"] == (bundle / layout.TALKER_XML.replace(".xml", ".bin")).stat().st_size
-    assert stored["codec"] == sum(
-        (bundle / layout.codec_chunk_xml(f).replace(".xml", ".bin")).stat().st_size
-        for f in runtime.manifest.codec_chunks
-    )
+    codec_bins = [layout.CODEC_FRAMES_XML, *map(layout.codec_samples_xml, runtime.manifest.codec_chunks)]
+    assert stored["codec"] == sum((bundle / xml.replace(".xml", ".bin")).stat().st_size for xml in codec_bins)
     assert set(section["load_rss_delta_bytes"]) >= {"talker", "code_predictor", "codec"}
     known = section["known_bytes"]
     assert known["kv_blocks"] == 7 and known["kv_pool"] == runtime.runner.kv_cache_bytes > 0
     assert known["codec_state_per_stream"] > 0
     assert section["process"]["VmRSS"] >= section["process"]["RssAnon"] > 0
     assert section["resident_by_mapping"]["[anon]"]["anonymous"] > 0
-    assert set(section["released_weight_file_bytes"]) == {"talker", "code_predictor"}
+    assert set(section["released_weight_file_bytes"]) == {"talker", "code_predictor", "codec"}
     lines = memory.render(section)
     assert any(line.startswith("| talker |") for line in lines) and "KV pool" in lines[-1]

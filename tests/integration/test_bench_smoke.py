@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from qwen3tts.bench.graph_cost import read_graph_cost
+from qwen3tts.bench.graph_cost import codec_chunk_costs, read_graph_cost
+from qwen3tts.model import bundle as layout
 from qwen3tts.model.bundle import read_manifest
 
 FRAMES = 6
@@ -156,9 +157,12 @@ def test_unrolled_code_predictor_counts_its_layer_weights_once_per_codebook_step
 
 def test_codec_chunk_flops_scale_with_the_chunk_length(tiny_models):
     bundle = tiny_models.bundle(weights="f32")
-    small, large = (read_graph_cost(bundle / f"codec_chunk_{n}.xml") for n in (2, 12))
+    costs = codec_chunk_costs(bundle, read_manifest(bundle))  # frame part at the size + sample part
+    small, large = costs[2], costs[12]
     assert large.flops == pytest.approx(6 * small.flops, rel=0.05)
     assert large.weight_bytes_read == small.weight_bytes_read
+    samples = read_graph_cost(bundle / layout.codec_samples_xml(12))
+    assert 0 < samples.weight_bytes_stored < large.weight_bytes_stored
 
 
 def test_the_report_names_the_codec_graphs_it_loaded(bench_report):

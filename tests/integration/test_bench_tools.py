@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen3tts.bench import codec_snr, interleaved
+from qwen3tts.bench import codec_layouts, codec_snr, interleaved
 
 
 def test_variant_parses_bundle_and_per_graph_properties():
@@ -73,3 +73,40 @@ def test_predictor_drift_is_nil_for_the_f32_graph_and_measurable_for_int8(tiny_m
     assert scale > 1.0
     assert f32.max_logit_drift < 1e-3 and f32.codes_identical == f32.codes_total == 4 * 15
     assert 1e-3 < int8.max_logit_drift < scale and int8.mean_logit_drift <= int8.max_logit_drift
+
+
+def test_codec_layouts_compares_reshaped_codecs_on_the_engine_schedule(tiny_models):
+    bundle = str(tiny_models.bundle(weights="f32"))
+    variant = codec_layouts.Variant.parse(f"b={bundle},sizes=3,frames=1-12,INFERENCE_NUM_THREADS=1")
+    assert (variant.sizes, variant.frames, variant.properties) == (
+        (3,),
+        "1-12",
+        {"INFERENCE_NUM_THREADS": "1"},
+    )
+    variants = [codec_layouts.Variant.parse(f"split={bundle}"), variant]
+    rows = codec_layouts.run(variants, rounds=1, frames=26)
+    split, threes = rows
+    assert split["chunk_sizes"] == [2, 12] and threes["chunk_sizes"] == [3]
+    assert split["max_abs_diff"] == 0.0 and 0.0 <= threes["max_abs_diff"] < 1e-4  # same audio, other chunks
+    assert split["ratio"] == 1.0 and threes["cpu_ms_per_frame"] > 0 and threes["first_chunk_cpu_ms"] > 0
+    assert set(split["rss_growth_mib"]) == {"VmRSS", "RssAnon", "RssFile"}
+    assert "| split | 2+12 |" in codec_layouts.render(rows, 1, 26)
+
+
+def test_profiles_name_the_split_codec_graphs(tiny_models):
+    from qwen3tts.bench.profiling import RecordingCompiler, top_operations
+    from qwen3tts.runtime.loader import load_runtime
+    from qwen3tts.settings_loader import load_settings
+
+    settings = load_settings(None, ["devices.inference_precision=f32", "engine.num_kv_blocks=4"])
+    compiler = RecordingCompiler(settings.devices, None, profile=True)
+    runtime = load_runtime(tiny_models.bundle(weights="f32"), settings, compiler)  # warm-up runs each graph
+    tables = top_operations(compiler, count=3)
+    rate = runtime.spec.codec.decode_upsample_rate
+    expected = {
+        "codec frame part",
+        f"codec sample part ({2 * rate} samples)",
+        f"codec sample part ({12 * rate} samples)",
+    }
+    assert expected <= set(tables)
+    assert all(tables[label] and tables[label][0].ms > 0 for label in expected)

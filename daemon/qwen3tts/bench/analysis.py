@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwen3tts.bench.graph_cost import GraphCost, attention_flops, read_graph_cost
+from qwen3tts.bench.graph_cost import GraphCost, attention_flops, codec_chunk_costs, read_graph_cost
 from qwen3tts.bench.machine import MachineLimits
 from qwen3tts.bench.workload import FRAME_SECONDS, BatchRun, StepRecord
 from qwen3tts.model import bundle as layout
@@ -41,7 +41,7 @@ def bundle_costs(
     return BundleCosts(
         talker=read_graph_cost(bundle_dir / layout.TALKER_XML),
         code_predictor=read_graph_cost(bundle_dir / layout.CODE_PREDICTOR_XML),
-        codec={n: read_graph_cost(bundle_dir / layout.codec_chunk_xml(n)) for n in manifest.codec_chunks},
+        codec=codec_chunk_costs(bundle_dir, manifest),
         kv_bytes_per_token=kv_bytes_per_token,
         num_heads=talker.num_attention_heads,
         head_dim=talker.head_dim,

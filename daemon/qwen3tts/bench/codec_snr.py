@@ -33,11 +33,13 @@ def chunk_models(
 ) -> CodecChunkModels:
     """The bundle's chunk graphs (or those of `variant`) compiled on the CPU with `properties`."""
     manifest = layout.read_manifest(bundle, verify_files=False)
+    frames_xml, chunk_xmls = layout.codec_graph_files(manifest, variant)  # a variant: its sample parts
     compiled = {
-        frames: core.compile_model(bundle / layout.codec_chunk_xml(frames, variant), "CPU", dict(properties))
-        for frames in manifest.codec_chunks
+        frames: core.compile_model(bundle / xml, "CPU", dict(properties))
+        for frames, xml in chunk_xmls.items()
     }
-    return CodecChunkModels(compiled, manifest.spec.codec)
+    frames = core.compile_model(bundle / frames_xml, "CPU", dict(properties)) if frames_xml else None
+    return CodecChunkModels(compiled, manifest.spec.codec, frames)
 
 
 def decode(models: CodecChunkModels, codes: np.ndarray) -> np.ndarray:

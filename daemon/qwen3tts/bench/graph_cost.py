@@ -14,10 +14,13 @@ context and is added from the spec (`attention_flops`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import openvino as ov
+
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.graphs.codec import CODES
 
 COMPUTE_OPS = (
     "MatMul",
@@ -122,6 +125,23 @@ def graph_cost(model: ov.Model) -> GraphCost:
 
 def read_graph_cost(xml: Path, core: ov.Core | None = None) -> GraphCost:
     return graph_cost((core or ov.Core()).read_model(xml))
+
+
+def codec_chunk_costs(bundle_dir: Path, manifest, core: ov.Core | None = None) -> dict[int, GraphCost]:
+    """Chunk size -> cost of one codec chunk (split layout: the frame part at that size + its sample part)."""
+    core = core or ov.Core()
+    frames_xml, chunk_xmls = layout.codec_graph_files(manifest)
+    costs = {}
+    for size, xml in chunk_xmls.items():
+        cost = read_graph_cost(bundle_dir / xml, core)
+        if frames_xml:
+            frames = core.read_model(bundle_dir / frames_xml)
+            frames.reshape({CODES: ov.PartialShape([1, size, manifest.spec.codec.num_quantizers])})
+            cost = GraphCost(
+                *(a + b for a, b in zip(astuple(cost), astuple(graph_cost(frames)), strict=True))
+            )
+        costs[size] = cost
+    return costs
 
 
 def attention_flops(num_heads: int, head_dim: int, num_layers: int, context: int) -> int:

@@ -81,7 +81,8 @@ class RssLedger:
 
     @classmethod
     def attach(cls, compiler) -> RssLedger:
-        """Wrap `compiler.read` and `compiler.compile` (any PartCompiler) on this instance."""
+        """Wrap `compiler.read`, `compiler.compile` and `compiler.warm_up` (any PartCompiler) on this
+        instance; a warm-up's growth (first inferences of dynamic-shape graphs) counts for its component."""
         ledger = cls()
         read, compile_ = compiler.read, compiler.compile
 
@@ -97,13 +98,19 @@ class RssLedger:
             ledger._read_started = None
             return result
 
-        compiler.read, compiler.compile = read_and_note, compile_and_note
+        def warm_up_and_note(component, run):
+            before = rss_bytes()
+            warm_up(component, run)
+            ledger.deltas[component] += rss_bytes() - before
+
+        warm_up = compiler.warm_up
+        compiler.read, compiler.compile, compiler.warm_up = read_and_note, compile_and_note, warm_up_and_note
         return ledger
 
 
-def stored_bytes(bundle_dir: Path, codec_chunks: tuple[int, ...]) -> dict[str, int]:
-    """Bytes of each graph's weight files (.bin) in the bundle; the codec sums its chunk graphs."""
-    files = {**COMPONENT_FILES, "codec": tuple(layout.codec_chunk_xml(f) for f in codec_chunks)}
+def stored_bytes(bundle_dir: Path, manifest: layout.Manifest) -> dict[str, int]:
+    """Bytes of each graph's weight files (.bin) in the bundle; the codec sums all its graphs."""
+    files = {**COMPONENT_FILES, "codec": layout.codec_xmls(manifest)}
     out = {}
     for component, xmls in files.items():
         paths = [Path(bundle_dir) / xml.replace(".xml", ".bin") for xml in xmls]
@@ -136,7 +143,7 @@ def breakdown(runtime, ledger: RssLedger | None) -> dict:
         **{f"host_{k}": v for k, v in tables.items()},
     }
     section = {
-        "stored_bytes": stored_bytes(runtime.bundle_dir, runtime.manifest.codec_chunks),
+        "stored_bytes": stored_bytes(runtime.bundle_dir, runtime.manifest),
         "known_bytes": known,
         "released_weight_file_bytes": dict(getattr(runtime, "released_weight_bytes", {})),
         "process": status_bytes(),

@@ -82,7 +82,7 @@ def top_operations(compiler: RecordingCompiler, count: int = 10) -> dict[str, li
         for index, request in enumerate(part.requests):
             label = part.component if len(part.requests) == 1 else f"{part.component}[{index}]"
             if part.component == "codec":
-                label = f"codec chunk {list(part.compiled.input('codes').get_partial_shape())[1]}"
+                label = _codec_label(part.compiled)
             info = request.get_profiling_info()
             ops = [i for i in info if i.real_time.total_seconds() > 0]
             total = sum(i.real_time.total_seconds() for i in ops) or 1.0
@@ -93,6 +93,15 @@ def top_operations(compiler: RecordingCompiler, count: int = 10) -> dict[str, li
             tables[label] = [OpTime(n, k, e, s * 1e3, s / total) for (n, k, e), s in ranked]
             tables[f"{label}, by op type"] = _by_type(by_name, total, count)
     return tables
+
+
+def _codec_label(compiled) -> str:
+    """Which codec graph: a whole chunk graph (older bundles), the frame part or a sample part."""
+    inputs = {port.get_any_name() for port in compiled.inputs}
+    if "codes" not in inputs:
+        return f"codec sample part ({compiled.output('audio').get_partial_shape()[1]} samples)"
+    frames = compiled.input("codes").get_partial_shape()[1]
+    return f"codec chunk {frames}" if frames.is_static else "codec frame part"
 
 
 def _by_type(by_name: dict[tuple, float], total: float, count: int) -> list[OpTime]:

@@ -47,7 +47,7 @@ def bundle_check(bundle: Path) -> list[Check]:
 
 def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Check]:
     """Which codec graphs the daemon would load on this CPU, and why (runtime/codec_variants.py)."""
-    from qwen3tts.model.bundle import read_manifest
+    from qwen3tts.model.bundle import loadable_codec_variants, read_manifest
     from qwen3tts.runtime.codec_variants import choose_codec_variant
 
     try:
@@ -55,7 +55,7 @@ def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Che
         capabilities = tuple(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
     except Exception:  # no bundle or no OpenVINO: their own checks say so
         return []
-    chosen, why = choose_codec_variant(manifest.codec_variants, devices, "CPU", capabilities)
+    chosen, why = choose_codec_variant(loadable_codec_variants(manifest), devices, "CPU", capabilities)
     return [Check("codec graphs", True, f"{chosen.name if chosen else 'f32 exact'} on the CPU: {why}")]
 
 

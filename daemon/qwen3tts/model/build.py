@@ -1,10 +1,10 @@
 """`qwen3tts build`: a Qwen3-TTS release checkpoint -> an OpenVINO bundle, with numpy, opset and nncf only.
 
 Stages: read and check the checkpoint; talker (stateful SDPA, converted to PagedAttention at run
-time); batched code predictor; streaming codec chunk graphs; projected text table and codec table;
-speaker encoder, speech-tokenizer encoder and code predictor tables (Base: voice cloning); tokenizer
-files; manifest (written last, so a bundle without one is unfinished). Weight precision follows a
-per-component policy recorded in the manifest.
+time); batched code predictor; streaming codec graphs (frame part + a sample part per chunk size);
+projected text table and codec table; speaker encoder, speech-tokenizer encoder and code predictor
+tables (Base: voice cloning); tokenizer files; manifest (written last, so a bundle without one is
+unfinished). Weight precision follows a per-component policy recorded in the manifest.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def build_bundle(
                 "versions": _versions(),
                 "source_files": _source_hashes(checkpoint),
                 "random_weights": layout.has_random_weights(checkpoint.path),
+                "codec_layout": layout.CODEC_SPLIT,
                 "codec_variants": tuple(variants),
             },
         )
@@ -108,7 +109,7 @@ def build_bundle(
 
 def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chunks, stages) -> None:
     from qwen3tts.model.graphs.code_predictor import build_code_predictor
-    from qwen3tts.model.graphs.codec import build_codec_chunk
+    from qwen3tts.model.graphs.codec import build_codec_frames, build_codec_samples
     from qwen3tts.model.graphs.talker import build_talker
 
     spec, weights = checkpoint.spec, checkpoint.weights
@@ -117,10 +118,13 @@ def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chu
     with stages("code predictor graph"):
         model = build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
         _save(model, out / layout.CODE_PREDICTOR_XML, policy["code_predictor"])
+    with stages("codec frame part graph"):
+        model = build_codec_frames(spec.codec, checkpoint.codec_weights)
+        _save(model, out / layout.CODEC_FRAMES_XML, policy["codec"])
     for frames in chunks:
-        with stages(f"codec chunk graph ({frames} frames)"):
-            model = build_codec_chunk(spec.codec, checkpoint.codec_weights, frames)
-            _save(model, out / layout.codec_chunk_xml(frames), policy["codec"])
+        with stages(f"codec sample part graph ({frames} frames)"):
+            model = build_codec_samples(spec.codec, checkpoint.codec_weights, frames)
+            _save(model, out / layout.codec_samples_xml(frames), policy["codec"])
     if spec.speaker_encoder is not None:
         from qwen3tts.model.graphs.speaker_encoder import build_speaker_encoder
 

@@ -37,17 +37,23 @@ CODEC_EMBEDDING = "codec_embedding.npy"  # talker codec embedding [codec_vocab, 
 TOKENIZER_DIR = "tokenizer"
 
 
-def codec_chunk_xml(frames: int, variant: str | None = None) -> str:
-    """The exact chunk graph of `frames` frames, or that of a lossy codec variant (`CodecVariant.name`)."""
-    return f"codec_chunk_{frames}.xml" if variant is None else f"codec_chunk_{frames}.{variant}.xml"
+CODEC_FRAMES_XML = "codec_frames.xml"  # split codec layout: the frame part, dynamic frame axis
+CODEC_SPLIT, CODEC_WHOLE = "split", "whole"  # manifest codec_layout values
+
+
+def codec_chunk_xml(frames: int) -> str:
+    """Whole codec layout (older bundles): one static codes -> audio graph per chunk size."""
+    return f"codec_chunk_{frames}.xml"
 
 
 @dataclass(frozen=True)
 class CodecVariant:
-    """Lossy codec chunk graphs kept beside the exact ones because they passed the SNR gate at build time.
+    """Lossy codec sample parts kept beside the exact ones because they passed the SNR gate at build time.
 
-    The exact f32 graphs are always in the bundle; a variant has its own files (`codec_chunk_xml(frames,
-    name)`) and the device plan may pick it on a CPU that offers everything in `needs`.
+    The exact f32 graphs are always in the bundle. A variant only changes convolutions near the output,
+    which lie in the split layout's sample part, so it is one alternative sample part per chunk size
+    (`codec_samples_xml(frames, name)`) sharing the exact frame part; the device plan may pick it on a
+    CPU that offers everything in `needs`. Only split-layout bundles carry variants.
     """
 
     name: str  # "bf16-tail"
@@ -55,13 +61,39 @@ class CodecVariant:
     snr_db: float  # measured at build time on held-out codes against the exact graphs of this bundle
     min_snr_db: float  # the gate it passed
     bf16_convs: tuple[str, ...] = ()  # modules whose convolution runs in bf16
-    total_convs: int = 0  # convolutions in the decoder
+    total_convs: int = 0  # convolutions in the decoder (frame part + sample part)
 
     def describe(self) -> str:
         return (
             f"{self.name} (bf16 in the last {len(self.bf16_convs)} of {self.total_convs} convolutions, "
             f"{self.snr_db:.1f} dB SNR vs exact, gate {self.min_snr_db:.0f} dB, needs {'+'.join(self.needs)})"
         )
+
+
+def codec_samples_xml(frames: int, variant: str | None = None) -> str:
+    """Split codec layout: the static sample part of a `frames` chunk, exact or of a lossy variant."""
+    return f"codec_samples_{frames}.xml" if variant is None else f"codec_samples_{frames}.{variant}.xml"
+
+
+def codec_graph_files(manifest: Manifest, variant: str | None = None) -> tuple[str | None, dict[int, str]]:
+    """(the frame part, or None in the whole layout; chunk size -> its graph) of the bundle's codec,
+    with the sample parts of `variant` (a `CodecVariant.name`) instead of the exact ones if given."""
+    if manifest.codec_layout == CODEC_SPLIT:
+        return CODEC_FRAMES_XML, {f: codec_samples_xml(f, variant) for f in manifest.codec_chunks}
+    if manifest.codec_layout == CODEC_WHOLE:
+        if variant is not None:
+            raise BundleError(f"codec variant {variant}: whole-layout bundles load only their exact graphs")
+        return None, {f: codec_chunk_xml(f) for f in manifest.codec_chunks}
+    raise BundleError(
+        f"codec_layout {manifest.codec_layout!r} is unknown to this qwen3tts; "
+        "rebuild the bundle with `qwen3tts build`"
+    )
+
+
+def codec_xmls(manifest: Manifest) -> tuple[str, ...]:
+    """Every codec graph of the bundle."""
+    frames, chunks = codec_graph_files(manifest)
+    return (*([frames] if frames else []), *chunks.values())
 
 
 @dataclass(frozen=True)
@@ -75,6 +107,7 @@ class Manifest:
     source_files: dict[str, str]  # checkpoint-relative path -> sha256
     files: dict[str, str]  # bundle-relative path -> sha256
     random_weights: bool = False  # built from a `qwen3tts tiny` checkpoint: it babbles, it is no voice
+    codec_layout: str = CODEC_WHOLE  # split (frame part + sample parts) or whole (absent: older bundles)
     codec_variants: tuple[CodecVariant, ...] = ()  # lossy alternatives to the exact codec, fastest first
 
 
@@ -138,16 +171,21 @@ def read_manifest(bundle_dir: Path, verify_files: bool = True) -> Manifest:
     return manifest
 
 
+def loadable_codec_variants(manifest: Manifest) -> tuple[CodecVariant, ...]:
+    """The variants a loader may pick: only the split layout's (variant sample parts); a whole-layout
+    bundle (built before the split) loads its exact graphs whatever its manifest lists."""
+    return manifest.codec_variants if manifest.codec_layout == CODEC_SPLIT else ()
+
+
 def _check_codec_variants(path: Path, manifest: Manifest) -> None:
-    """A variant's name becomes file names: a plain word, and every chunk graph of it hashed above."""
+    """A variant's name becomes file names: a plain word, and every sample part of it hashed above."""
     for variant in manifest.codec_variants:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", variant.name):
             raise BundleError(f"{path}: codec variant name {variant.name!r} is not a plain lower-case word")
-        missing = [
-            codec_chunk_xml(frames, variant.name)
-            for frames in manifest.codec_chunks
-            if codec_chunk_xml(frames, variant.name) not in manifest.files
-        ]
+        if variant not in loadable_codec_variants(manifest):
+            continue  # never loaded (see loadable_codec_variants), so its files are not looked for
+        _, graphs = codec_graph_files(manifest, variant.name)
+        missing = [xml for xml in graphs.values() if xml not in manifest.files]
         if missing:
             raise BundleError(
                 f"{path}: codec variant {variant.name}: {missing[0]} is not in the manifest's files"
@@ -176,7 +214,7 @@ def describe_bundle(bundle_dir: Path, verify_files: bool = False) -> str:
         f"{len(manifest.files)} files, {size / 1e6:.1f} MB",
         f"  weights: {weights_kind(manifest)}",
         f"  precision: {', '.join(f'{k} {v}' for k, v in sorted(manifest.precision.items()))}",
-        f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames",
+        f"  codec chunks: {', '.join(map(str, manifest.codec_chunks))} frames ({manifest.codec_layout})",
         f"  codec variants: f32 (exact){''.join(', ' + v.describe() for v in manifest.codec_variants)}",
         f"  built with: {', '.join(f'{k} {v}' for k, v in sorted(manifest.versions.items()))}",
         f"  speakers: {', '.join(spec.speakers) or '-'}",

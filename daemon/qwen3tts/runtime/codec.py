@@ -4,10 +4,11 @@ The codec decoder is strictly causal, so the chunk graphs of `model/graphs/codec
 state (conv tails, the attention window, the frame position) from one chunk to the next and the
 concatenated output equals one full decode of all frames, bit for bit up to fp32 rounding.
 
-`CodecChunkModels` holds the compiled chunk graphs (one per static chunk size), shared by all
-streams. `StreamingCodec` is one stream: its own state and its not-yet-decoded frames.
+`CodecChunkModels` holds the compiled graphs, shared by all streams: one frame part for every chunk
+size and a static sample part per size (or, from older bundles, one whole static graph per size).
+`StreamingCodec` is one stream: its own state and its not-yet-decoded frames.
 
-Partial chunks: a chunk graph has a static frame count, and running it on padding frames would
+Partial chunks: a chunk has a static frame count (its sample part's), and running it on padding frames would
 write the padding into the carried state. So `decode()` only ever runs full chunks and keeps the
 remaining frames pending; `flush()` ends the stream: it pads the pending frames up to the smallest
 chunk that holds them, cuts the padding's samples off and discards the (now polluted) state. The
@@ -37,26 +38,47 @@ from dataclasses import dataclass
 import numpy as np
 import openvino as ov
 
-from qwen3tts.model.graphs.codec import AUDIO, CODES, PAST_PREFIX, PRESENT_PREFIX, build_codec_chunk
+from qwen3tts.model.graphs.codec import (
+    AUDIO,
+    CODES,
+    HIDDEN,
+    PAST_PREFIX,
+    PRESENT_PREFIX,
+    build_codec_frames,
+    build_codec_samples,
+)
 from qwen3tts.model.spec import CodecDecoderSpec
 
 logger = logging.getLogger(__name__)
 
 
 class CodecChunkModels:
-    """Compiled codec chunk graphs keyed by chunk size (frames), with one infer request each."""
+    """The compiled codec graphs of one bundle, shared by all streams; one infer request each.
 
-    def __init__(self, compiled: Mapping[int, ov.CompiledModel], spec: CodecDecoderSpec):
+    Two layouts. Split (bundles since the frame / sample split): ONE frame-part graph with a dynamic
+    frame axis (codes -> HIDDEN) and one static sample-part graph per chunk size (HIDDEN -> audio),
+    so the frame part's weights, 90 % of the decoder's, are held once. Whole (older bundles): one
+    static graph per chunk size, codes -> audio, each with its own copy of every weight.
+    """
+
+    def __init__(
+        self,
+        compiled: Mapping[int, ov.CompiledModel],
+        spec: CodecDecoderSpec,
+        frames: ov.CompiledModel | None = None,
+    ):
         if not compiled:
             raise ValueError("at least one compiled codec chunk model is needed")
         self.spec = spec
         self.chunk_sizes = tuple(sorted(compiled))
-        self._requests = {size: compiled[size].create_infer_request() for size in self.chunk_sizes}
-        first = compiled[self.chunk_sizes[0]]
-        # the state layout is the `past.*` inputs; identical for every chunk size by construction
+        self._chunks = {size: _Part(compiled[size], AUDIO) for size in self.chunk_sizes}
+        self._frames = _Part(frames, HIDDEN) if frames is not None else None
+        # the state layout is the union of the `past.*` inputs; the chunk sizes share it by construction
+        graphs = [compiled[self.chunk_sizes[0]], *([frames] if frames is not None else [])]
         self.state_inputs = {
             port.get_any_name()[len(PAST_PREFIX) :]: (tuple(port.get_shape()), port.get_element_type())
-            for port in first.inputs
+            for graph in graphs
+            for port in graph.inputs
             if port.get_any_name().startswith(PAST_PREFIX)
         }
 
@@ -66,17 +88,19 @@ class CodecChunkModels:
         core: ov.Core,
         spec: CodecDecoderSpec,
         weights: Mapping[str, np.ndarray],
-        chunk_sizes: tuple[int, ...] = (4, 12),
+        chunk_sizes: tuple[int, ...] = (2, 12),
         device: str = "CPU",
         properties: Mapping[str, object] | None = None,
     ) -> CodecChunkModels:
-        """Build and compile one chunk graph per size on `device` with `properties`."""
-        compiled = {}
-        for size in chunk_sizes:
-            model = build_codec_chunk(spec, weights, size)
-            compiled[size] = core.compile_model(model, device, dict(properties or {}))
-        logger.info("codec chunk graphs %s compiled on %s", list(chunk_sizes), device)
-        return cls(compiled, spec)
+        """Build and compile the split layout (frame part + a sample part per size) on `device`."""
+        props = dict(properties or {})
+        frames = core.compile_model(build_codec_frames(spec, weights), device, props)
+        compiled = {
+            size: core.compile_model(build_codec_samples(spec, weights, size), device, props)
+            for size in chunk_sizes
+        }
+        logger.info("codec frame part and sample parts %s compiled on %s", list(chunk_sizes), device)
+        return cls(compiled, spec, frames)
 
     def initial_state(self) -> dict[str, np.ndarray]:
         """Zeros for every state tensor: a fresh stream (the official zero left padding)."""
@@ -85,18 +109,50 @@ class CodecChunkModels:
             for name, (shape, kind) in self.state_inputs.items()
         }
 
+    def warm_up(self) -> None:
+        """One chunk of each size through a fresh stream: the frame part's dynamic shapes allocate and
+        repack its weights at their first inference; done at load, that stays out of the first request."""
+        state = self.initial_state()
+        for size in self.chunk_sizes:
+            _, state = self.run(np.zeros((size, self.spec.num_quantizers), np.int64), state)
+
     def run(
         self, codes: np.ndarray, state: Mapping[str, np.ndarray]
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Decode one full chunk: codes [chunk, Q] -> (pcm [chunk * 1920], next state)."""
-        request = self._requests[codes.shape[0]]
+        chunk = self._chunks[codes.shape[0]]
         feeds = {CODES: codes[None].astype(np.int64, copy=False)}  # [1, chunk, Q]
-        feeds.update({PAST_PREFIX + name: value for name, value in state.items()})
-        request.infer(feeds)
-        pcm = request.get_tensor(AUDIO).data[0].copy()
+        next_state = {}
+        if self._frames is not None:
+            hidden, next_state = self._frames.infer(feeds, state)
+            feeds = {HIDDEN: hidden}
+        audio, chunk_state = chunk.infer(feeds, state)
+        return audio[0].copy(), {**next_state, **chunk_state}
+
+
+class _Part:
+    """One compiled codec graph's infer request and the state entries it reads and writes."""
+
+    def __init__(self, compiled: ov.CompiledModel, output: str):
+        self.request = compiled.create_infer_request()
+        self.output = output
+        self.state_names = [
+            port.get_any_name()[len(PAST_PREFIX) :]
+            for port in compiled.inputs
+            if port.get_any_name().startswith(PAST_PREFIX)
+        ]
+
+    def infer(
+        self, feeds: dict[str, np.ndarray], state: Mapping[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(its output, its next state entries) for `feeds` plus its share of `state`."""
+        feeds.update({PAST_PREFIX + name: state[name] for name in self.state_names})
+        self.request.infer(feeds)
         # copies: the request's output buffers are reused by the next stream's chunk
-        next_state = {name: request.get_tensor(PRESENT_PREFIX + name).data.copy() for name in state}
-        return pcm, next_state
+        next_state = {
+            name: self.request.get_tensor(PRESENT_PREFIX + name).data.copy() for name in self.state_names
+        }
+        return self.request.get_tensor(self.output).data, next_state
 
 
 @dataclass(frozen=True)

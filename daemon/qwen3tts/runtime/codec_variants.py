@@ -1,11 +1,12 @@
-"""Which codec chunk graphs to load: the exact f32 ones, or a lossy variant the bundle vouches for.
+"""Which codec sample parts to load: the exact f32 ones, or a lossy variant the bundle vouches for.
 
 A bundle always holds the exact graphs and may hold variants (manifest `codec_variants`, fastest
-first), each with the SNR it measured against the exact decode at build time and the CPU
-capabilities it needs to be faster (model/codec_gate.py). `devices.codec_variant: auto` takes the
-first variant that passes today's gate and whose needs this CPU's OPTIMIZATION_CAPABILITIES meet;
-`f32` always loads the exact graphs; a variant's name asks for that one. The choice and its reason
-are one log line.
+first): alternative sample parts of the split layout that share its one frame part, each with the
+SNR it measured against the exact decode at build time and the CPU capabilities it needs to be
+faster (model/codec_gate.py); whole-layout bundles load their exact graphs. `devices.codec_variant:
+auto` takes the first variant that passes today's gate and whose needs this CPU's
+OPTIMIZATION_CAPABILITIES meet; `f32` always loads the exact graphs; a variant's name asks for that
+one. The choice and its reason are one log line.
 """
 
 from __future__ import annotations

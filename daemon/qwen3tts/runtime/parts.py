@@ -8,13 +8,16 @@ plain static/dynamic graphs and may use the OpenVINO compile cache.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import openvino as ov
 
 from qwen3tts.runtime.devices import Placement, compile_properties, inference_precision, log_placement, place
 from qwen3tts.settings import DeviceSettings
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,11 @@ class PartCompiler:
             except RuntimeError:
                 self._capabilities[device] = ()
         return self._capabilities[device]
+
+    def warm_up(self, component: str, run: Callable[[], T]) -> T:
+        """First inferences at load (graphs with dynamic shapes allocate and repack their weights then);
+        returns what `run` returns. The caller logs (runtime/warm_up.settle on the CPU)."""
+        return run()
 
     def read(self, path: Path) -> ov.Model:
         return self.core.read_model(path)

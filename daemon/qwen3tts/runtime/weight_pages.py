@@ -28,15 +28,28 @@ MAPS = Path("/proc/self/maps")
 def read_only_mappings(path: Path, maps_text: str) -> list[tuple[int, int]]:
     """(start, length) of every mapping in a /proc/<pid>/maps text that nobody may write, of the file
     `path` or, if `path` is a directory, of any file below it."""
-    target = Path(path).resolve()
     found = []
-    for line in maps_text.splitlines():
-        fields = line.split(None, 5)
-        if len(fields) < 6 or "w" in fields[1] or not _is_or_under(fields[5].strip(), target):
-            continue
-        start, end = (int(address, 16) for address in fields[0].split("-"))
+    for address, _ in _read_only(path, maps_text):
+        start, end = (int(value, 16) for value in address.split("-"))
         found.append((start, end - start))
     return found
+
+
+def mapped_files(directory: Path) -> set[Path]:
+    """The files below `directory` this process maps read-only now (e.g. compile-cache blobs)."""
+    try:
+        return {Path(mapped) for _, mapped in _read_only(directory, MAPS.read_text())}
+    except OSError:
+        return set()
+
+
+def _read_only(path: Path, maps_text: str):
+    """(address range, mapped file) of the read-only mappings of `path` or of files below it."""
+    target = Path(path).resolve()
+    for line in maps_text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6 and "w" not in fields[1] and _is_or_under(fields[5].strip(), target):
+            yield fields[0], fields[5].strip()
 
 
 def _is_or_under(mapped: str, target: Path) -> bool:

@@ -29,7 +29,9 @@ def test_every_variant_and_size_style_builds_a_verified_int8_bundle(tiny_models,
     assert manifest.precision["talker"] == "int8" and manifest.precision["codec"] == "f16"
     names = set(manifest.files)
     assert {layout.TALKER_XML, layout.CODE_PREDICTOR_XML, layout.TEXT_TABLE, layout.CODEC_EMBEDDING} <= names
-    assert {layout.codec_chunk_xml(n) for n in manifest.codec_chunks} <= names
+    assert manifest.codec_layout == layout.CODEC_SPLIT  # one frame part, a sample part per chunk size
+    assert {layout.CODEC_FRAMES_XML, *(layout.codec_samples_xml(n) for n in manifest.codec_chunks)} <= names
+    assert not any(name.startswith("codec_chunk_") for name in names)
     assert (layout.SPEAKER_ENCODER_XML in names) == (variant == "base")
     assert (layout.SPEECH_ENCODER_XML in names) == (variant == "base")  # ICL voice cloning
     assert (layout.PREDICTOR_TABLES in names) == (variant == "base")

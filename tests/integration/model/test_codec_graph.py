@@ -1,7 +1,9 @@
 """The codec decoder graphs on a tiny random speech tokenizer: streaming equals full, causality, level.
 
 Fidelity against the official implementation comes from the golden fixtures (separate test); here
-the full decode is the reference that every chunking of the same codes must reproduce.
+the full decode is the reference that every chunking of the same codes must reproduce, through the
+split graphs the bundles ship (one dynamic frame part, a static sample part per chunk size) and
+through the whole chunk graphs of older bundles.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from qwen3tts.model.build import DEFAULT_CODEC_CHUNKS
 from qwen3tts.model.graphs.codec import (
     AUDIO,
     CODES,
+    HIDDEN,
     PAST_PREFIX,
     PRESENT_PREFIX,
     build_codec_chunk,
+    build_codec_frames,
     build_codec_full,
+    build_codec_samples,
+    hidden_rate,
     initial_state,
     state_layout,
 )
@@ -52,8 +59,20 @@ def full_decoder(codec):
 
 @pytest.fixture(scope="module")
 def chunk_models(codec):
+    """The split layout at the chunk sizes bundles are built with (2, then 12)."""
     spec, weights = codec
-    return CodecChunkModels.compile(ov.Core(), spec, weights, chunk_sizes=(4, 12), properties=F32)
+    return CodecChunkModels.compile(
+        ov.Core(), spec, weights, chunk_sizes=DEFAULT_CODEC_CHUNKS, properties=F32
+    )
+
+
+@pytest.fixture(scope="module")
+def whole_models(codec):
+    """The whole layout of older bundles: one static codes -> audio graph per chunk size."""
+    spec, weights = codec
+    core = ov.Core()
+    compiled = {n: core.compile_model(build_codec_chunk(spec, weights, n), "CPU", F32) for n in (4, 12)}
+    return CodecChunkModels(compiled, spec)
 
 
 @pytest.fixture(scope="module")
@@ -83,25 +102,34 @@ def test_full_decode_has_one_frame_of_audible_unclipped_audio_per_frame(full_aud
     assert frame_rms.min() > 0.01
 
 
-def test_chunks_of_4_then_12_with_carried_state_equal_the_full_decode(codec, chunk_models, codes, full_audio):
-    state = chunk_models.initial_state()
+@pytest.mark.parametrize("layout", ["split", "whole"])
+def test_the_bundle_chunk_schedule_with_carried_state_equals_the_full_decode(
+    chunk_models, whole_models, codes, full_audio, layout
+):
+    models = chunk_models if layout == "split" else whole_models
+    first, later = models.chunk_sizes  # split: the bundle default 2 then 12; whole: 4 then 12
+    assert layout == "whole" or (first, later) == DEFAULT_CODEC_CHUNKS == (2, 12)
+    state = models.initial_state()
     pieces, start = [], 0
-    for size in [4] + [12] * ((NUM_FRAMES - 4) // 12):
-        pcm, state = chunk_models.run(codes[start : start + size], state)
+    for size in [first] + [later] * ((NUM_FRAMES - first) // later):
+        pcm, state = models.run(codes[start : start + size], state)
         pieces.append(pcm)
         start += size
     streamed = np.concatenate(pieces)
     assert int(state["position"][0]) == start
     diff = float(np.abs(streamed - full_audio[: streamed.size]).max())
-    _report("chunks 4, 12, 12, ...", diff)
+    _report(f"{layout}: chunks {first}, {later}, {later}, ...", diff)
     assert diff < STREAM_TOLERANCE
 
 
-@pytest.mark.parametrize("call_sizes", [(1,), (3, 7, 11, 13, 1, 25), (600,)])
+@pytest.mark.parametrize(
+    ("layout", "call_sizes"),
+    [("split", (1,)), ("split", (3, 7, 11, 13, 1, 25)), ("split", (600,)), ("whole", (3, 7, 11, 13, 1, 25))],
+)
 def test_streaming_codec_at_any_call_sizes_equals_the_full_decode(
-    chunk_models, codes, full_audio, call_sizes
+    chunk_models, whole_models, codes, full_audio, layout, call_sizes
 ):
-    stream = StreamingCodec(chunk_models)
+    stream = StreamingCodec(chunk_models if layout == "split" else whole_models)
     pieces, start, turn = [], 0, 0
     while start < NUM_FRAMES - 5:  # leave a tail shorter than any chunk for flush()
         size = min(call_sizes[turn % len(call_sizes)], NUM_FRAMES - 5 - start)
@@ -113,7 +141,7 @@ def test_streaming_codec_at_any_call_sizes_equals_the_full_decode(
     streamed = np.concatenate(pieces)
     assert streamed.shape == full_audio.shape
     diff = float(np.abs(streamed - full_audio).max())
-    _report(f"StreamingCodec calls {call_sizes}", diff)
+    _report(f"{layout}: StreamingCodec calls {call_sizes}", diff)
     assert diff < STREAM_TOLERANCE
     assert stream.pending_frames == 0
 
@@ -210,6 +238,49 @@ def test_chunk_graphs_expose_the_documented_state_layout(codec):
     assert all(not value.any() for value in initial_state(spec).values())
 
 
+def test_the_split_parts_divide_the_state_and_meet_at_the_hidden_activations(codec):
+    spec, weights = codec
+    frames, samples = build_codec_frames(spec, weights), build_codec_samples(spec, weights, 12)
+
+    def states(model, prefix):
+        return {
+            p.get_any_name()[len(prefix) :]
+            for p in model.inputs + model.outputs
+            if p.get_any_name().startswith(prefix)
+        }
+
+    front, back = states(frames, PAST_PREFIX), states(samples, PAST_PREFIX)
+    assert front.isdisjoint(back) and front | back == {s.name for s in state_layout(spec)}
+    assert states(frames, PRESENT_PREFIX) == front and states(samples, PRESENT_PREFIX) == back
+    # one frame-part graph serves every chunk size: its frame axis is dynamic
+    assert frames.input(CODES).get_partial_shape()[1].is_dynamic
+    hidden = frames.output(HIDDEN).get_partial_shape()
+    assert hidden[2].is_dynamic and samples.input(HIDDEN).get_partial_shape()[1] == hidden[1]
+    assert samples.input(HIDDEN).get_shape()[2] == 12 * hidden_rate(spec)
+    assert samples.output(AUDIO).get_shape() == [1, 12 * SAMPLES_PER_FRAME]
+
+    # the frame part holds most of the weights, so holding it once is what saves memory
+    def weight_bytes(model):
+        return sum(op.get_byte_size() for op in model.get_ordered_ops() if op.get_type_name() == "Constant")
+
+    assert weight_bytes(frames) > 4 * weight_bytes(samples)
+
+
+def test_split_and_whole_layouts_decode_the_same_chunk_alike(codec, chunk_models, whole_models, codes):
+    """The warm-up leaves no trace and both layouts give one chunk's audio and state the same."""
+    chunk_models.warm_up()
+    layout = {s.name for s in state_layout(codec[0])}
+    for models in (chunk_models, whole_models):  # the split layout's state: both parts' entries together
+        assert set(models.initial_state()) == layout
+    split_pcm, split_state = chunk_models.run(codes[:12], chunk_models.initial_state())
+    whole_pcm, whole_state = whole_models.run(codes[:12], whole_models.initial_state())
+    assert float(np.abs(split_pcm - whole_pcm).max()) < STREAM_TOLERANCE
+    assert set(split_state) == set(whole_state)
+    for name, value in whole_state.items():  # conv tails reach |x| ~ 20: a tolerance relative to that
+        scale = max(1.0, float(np.abs(value).max()))
+        assert np.abs(split_state[name] - value).max() < STREAM_TOLERANCE * scale, name
+
+
 def test_streaming_codec_rejects_codes_outside_the_codebook(chunk_models):
     stream = StreamingCodec(chunk_models)
     with pytest.raises(ValueError, match="codes must lie in"):
@@ -227,18 +298,18 @@ def test_write_speech_tokenizer_is_byte_identical_per_seed(tmp_path):
     assert (tmp_path / "a" / names[2]).read_bytes() != (tmp_path / "c" / names[2]).read_bytes()
 
 
-def test_a_batched_chunk_graph_decodes_each_row_as_its_own_stream(codec, chunk_models, codes):
+def test_a_batched_chunk_graph_decodes_each_row_as_its_own_stream(codec, whole_models, codes):
     spec, weights = codec
     batched = ov.Core().compile_model(build_codec_chunk(spec, weights, 4, batch=2), "CPU", F32)
     # row 0: a fresh stream on frames 100..103; row 1: a stream that already decoded frames 0..7
-    fresh = chunk_models.initial_state()
-    _, advanced = chunk_models.run(codes[4:8], chunk_models.run(codes[:4], fresh)[1])
+    fresh = whole_models.initial_state()
+    _, advanced = whole_models.run(codes[4:8], whole_models.run(codes[:4], fresh)[1])
     rows = [(codes[100:104], fresh), (codes[8:12], advanced)]
     feeds = {CODES: np.stack([c for c, _ in rows])}
     feeds.update({PAST_PREFIX + n: np.concatenate([s[n] for _, s in rows]) for n in fresh})
     result = batched(feeds)
     for b, (row_codes, row_state) in enumerate(rows):
-        pcm, next_state = chunk_models.run(row_codes, row_state)
+        pcm, next_state = whole_models.run(row_codes, row_state)
         diff = float(np.abs(result[AUDIO][b] - pcm).max())
         _report(f"batched row {b}", diff)
         assert diff < STREAM_TOLERANCE
@@ -258,6 +329,11 @@ def test_chunk_graphs_avoid_the_slow_cpu_ops_and_the_full_decode_keeps_upstreams
 
     chunk = op_counts(build_codec_chunk(spec, weights, 4))
     full = op_counts(build_codec_full(spec, weights))
+    front, back = (
+        op_counts(build_codec_frames(spec, weights)),
+        op_counts(build_codec_samples(spec, weights, 4)),
+    )
+    assert {name: front[name] + back[name] for name in chunk} == chunk  # the split graphs too
     num_trans_convs = len(spec.upsampling_ratios) + len(spec.upsample_rates)
     # the one Sin left in a chunk graph is RoPE's, over T x head_dim angles
     assert chunk == {"Sin": 1, "ConvolutionBackpropData": 0, "DepthToSpace": num_trans_convs}

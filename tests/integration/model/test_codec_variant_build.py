@@ -1,6 +1,6 @@
 """Codec variants end to end with real OpenVINO: the build gates a bf16-tail variant on its measured SNR,
-the bundle vouches for its files, it decodes within the SNR it recorded, and the loader picks it only
-where it should."""
+the bundle vouches for its files (alternative sample parts beside the one exact frame part), it decodes
+within the SNR it recorded, and the loader picks it only where it should."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from qwen3tts.errors import BundleError
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.build import build_bundle
 from qwen3tts.model.codec_gate import MIN_SNR_DB
-from qwen3tts.model.graphs.codec import build_codec_chunk
+from qwen3tts.model.graphs.codec import build_codec_samples
 from qwen3tts.model.graphs.codec_precision import conv_modules, last_convs, lower_convs_to_bf16
 from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.loader import load_runtime
@@ -45,7 +45,7 @@ def test_lowering_runs_the_named_convolutions_in_bf16_and_leaves_the_graph_types
     from qwen3tts.model.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(tiny_models.checkpoint("custom_voice", "tiny"))
-    model = build_codec_chunk(checkpoint.spec.codec, checkpoint.codec_weights, 2)
+    model = build_codec_samples(checkpoint.spec.codec, checkpoint.codec_weights, 2)
     before = [(o.get_any_name(), o.get_element_type()) for o in model.outputs]
     modules = conv_modules(model)
     assert modules[-1] == "decoder.decoder.6" and len(set(modules)) == len(modules)
@@ -69,10 +69,34 @@ def test_the_build_keeps_a_variant_only_with_its_held_out_snr_above_the_gate(gat
     assert variant.name == "bf16-tail" and variant.needs == ("BF16",)
     assert variant.snr_db >= MIN_SNR_DB == variant.min_snr_db
     assert 0 < len(variant.bf16_convs) <= variant.total_convs
-    for frames in manifest.codec_chunks:  # its files are hashed like every other bundle file
-        assert layout.codec_chunk_xml(frames, "bf16-tail") in manifest.files
+    for frames in manifest.codec_chunks:  # its sample parts are hashed like every other bundle file
+        assert layout.codec_samples_xml(frames, "bf16-tail") in manifest.files
+        samples = ov.Core().read_model(bundle / layout.codec_samples_xml(frames, "bf16-tail"))
+        assert set(variant.bf16_convs) <= set(conv_modules(samples))
+    # one frame part, shared with the exact sample parts: the variant adds no frame-part file
+    assert {name for name in manifest.files if name.startswith("codec_frames")} == {
+        layout.CODEC_FRAMES_XML,
+        layout.CODEC_FRAMES_XML.replace(".xml", ".bin"),
+    }
     assert layout.read_manifest(bundle) == manifest  # and the variant survives the manifest round trip
     assert "bf16-tail (bf16 in the last" in layout.describe_bundle(bundle)
+
+
+@needs_bf16
+def test_the_gate_searches_no_further_than_the_sample_part(tiny_models, tmp_path):
+    from qwen3tts.model import codec_gate
+
+    bundle, manifest = _exact_bundle_copy(tiny_models, tmp_path)
+    core = ov.Core()
+    frames_xml, samples_xml = bundle / layout.CODEC_FRAMES_XML, bundle / layout.codec_samples_xml(12)
+    frame_convs = conv_modules(core.read_model(frames_xml))
+    sample_convs = conv_modules(core.read_model(samples_xml))
+    # a gate every precision passes: the search would lower all convolutions, but stops at the sample part
+    search = codec_gate.Bf16TailSearch(core, frames_xml, samples_xml, manifest.spec.codec, -1000.0)
+    result = search.run(lambda line: None)
+    assert frame_convs and result.total_convs == len(frame_convs) + len(sample_convs)
+    assert result.bf16_convs == tuple(sample_convs)
+    assert search.snr(0, seed=2) == float("inf")  # no bf16 convolution: the exact split decode itself
 
 
 @needs_bf16
@@ -122,7 +146,7 @@ def test_a_malformed_variant_entry_is_a_bundle_error_naming_the_field(tiny_model
     good = {"name": "bf16-tail", "needs": ["BF16"], "snr_db": 40.0, "min_snr_db": 35.0}
     document["codec_variants"] = [good]  # its graphs are not among the manifest's hashed files
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
-    with pytest.raises(BundleError, match=r"codec_chunk_2\.bf16-tail\.xml is not in the manifest"):
+    with pytest.raises(BundleError, match=r"codec_samples_2\.bf16-tail\.xml is not in the manifest"):
         layout.read_manifest(bundle)
     document["codec_variants"] = [{**good, "name": "../talker"}]
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
@@ -181,7 +205,7 @@ def test_without_bf16_on_the_building_cpu_no_variant_is_built(tiny_models, tmp_p
         codec_gate.build_bf16_tail(bundle, manifest.spec.codec, manifest.codec_chunks, lines.append) is None
     )
     assert "this CPU has no bf16" in lines[-1]
-    assert not list(bundle.glob("codec_chunk_*.bf16-tail.*"))
+    assert not list(bundle.glob("codec_samples_*.bf16-tail.*"))
 
 
 def test_a_failing_variant_build_leaves_no_files_and_does_not_fail(tiny_models, tmp_path, monkeypatch):
@@ -190,8 +214,8 @@ def test_a_failing_variant_build_leaves_no_files_and_does_not_fail(tiny_models, 
     bundle, manifest = _exact_bundle_copy(tiny_models, tmp_path)
 
     class Half(codec_gate.Bf16TailSearch):
-        def __init__(self, core, chunk_xml, spec, min_snr_db=codec_gate.MIN_SNR_DB):
-            (bundle / layout.codec_chunk_xml(2, "bf16-tail")).write_text("<half/>")  # a partial write
+        def __init__(self, core, frames_xml, samples_xml, spec, min_snr_db=codec_gate.MIN_SNR_DB):
+            (bundle / layout.codec_samples_xml(2, "bf16-tail")).write_text("<half/>")  # a partial write
             raise RuntimeError("plugin exploded")
 
     monkeypatch.setattr(codec_gate, "Bf16TailSearch", Half)
@@ -201,4 +225,4 @@ def test_a_failing_variant_build_leaves_no_files_and_does_not_fail(tiny_models, 
         codec_gate.build_bf16_tail(bundle, manifest.spec.codec, manifest.codec_chunks, lines.append) is None
     )
     assert "plugin exploded" in lines[-1]
-    assert not list(bundle.glob("codec_chunk_*.bf16-tail.*"))
+    assert not list(bundle.glob("codec_samples_*.bf16-tail.*"))

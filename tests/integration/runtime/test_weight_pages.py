@@ -5,7 +5,7 @@ import mmap
 import numpy as np
 from resident import resident_bytes_of
 
-from qwen3tts.runtime.weight_pages import read_only_mappings, release_file_pages
+from qwen3tts.runtime.weight_pages import mapped_files, read_only_mappings, release_file_pages
 
 
 def test_release_gives_back_the_pages_of_a_read_only_mapping_and_the_data_reads_back(tmp_path):
@@ -35,6 +35,19 @@ def test_a_directory_releases_every_file_mapped_below_it(tmp_path):
 
     assert release_file_pages(tmp_path / "cache") >= 4 << 20
     assert all(resident_bytes_of(path) < 1 << 20 for path in paths)
+    del maps
+
+
+def test_mapped_files_names_the_read_only_files_mapped_below_a_directory(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    blob, state = cache / "a.blob", cache / "state.bin"
+    for path in (blob, state):
+        np.ones(1 << 16, dtype=np.uint8).tofile(path)
+    assert mapped_files(cache) == set()
+    maps = [np.memmap(blob, dtype=np.uint8, mode="r"), np.memmap(state, dtype=np.uint8, mode="r+")]
+    assert mapped_files(cache) == {blob.resolve()}
+    assert mapped_files(tmp_path / "elsewhere") == set()
     del maps
 
 

@@ -11,16 +11,18 @@ full decode of all frames, at any length, at a constant cost per frame:
   official left padding;
 - each transposed conv with kernel > stride carries its last input frame, whose kernel tail
   overlaps the next chunk's first output samples;
-- each transformer layer carries the RoPE-rotated keys and the values of the last
-  sliding_window - 1 frames, the most a query can see besides itself (transformers'
-  sliding-window mask allows key k for query q iff q - sliding_window < k <= q);
-- `position` counts the frames decoded so far: RoPE angles and the mask use absolute positions,
-  exactly as one full decode would.
+- each transformer layer carries the keys and values of its sliding window, and `position` counts
+  the frames decoded so far (codec_transformer.py).
 
 `build_codec_chunk` makes a static-shape graph for `chunk_frames` frames with every state as an
 input `past.<name>` and an output `present.<name>`; all chunk sizes share one state layout
-(`state_layout`), so a stream may mix them. `build_codec_full` is the same function with the
-initial state folded in as constants and a dynamic (or given) number of frames: one full decode.
+(`state_layout`), so a stream may mix them. Bundles ship the same decoder split in two
+(`build_codec_frames`, `build_codec_samples`): the frame part, up to decoder block
+FRAME_PART_BLOCKS, holds 90 % of the weights and has a dynamic frame axis, so one compiled graph
+serves every chunk size (each compiled graph holds its own f32 copy of its weights); the sample part,
+where most of the compute is, stays static, one graph per chunk size (a dynamic one costs ~25 % more
+on CPU). `build_codec_full` is the decoder with the initial state folded in as constants and a
+dynamic (or given) number of frames: one full decode.
 The chunk graphs build SnakeBeta and the transposed convs in the forms the CPU runs fast, the full
 decode in upstream's ops (codec_layers.py: `FAST`, `UPSTREAM`); every test that compares streamed
 chunks with a full decode therefore also checks one formulation against the other.
@@ -32,6 +34,7 @@ for the full decode; a chunk graph may decode B streams at once, each row with i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,33 +42,35 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
-from qwen3tts.model.graphs.codec_layers import FAST, UPSTREAM, LayerForms, causal_conv, last
+from qwen3tts.model.graphs.codec_layers import (
+    FAST,
+    UPSTREAM,
+    LayerForms,
+    causal_conv,
+    convnext_block,
+    decoder_block,
+)
+from qwen3tts.model.graphs.codec_transformer import POSITION, transformer
 from qwen3tts.model.graphs.layers import (
-    F32_MIN,
-    AttentionDims,
     Output,
-    apply_rope,
-    attend,
     const,
     i64,
-    linear,
     named_parameter,
     named_result,
-    project_heads,
-    rms_norm,
-    rope_tables,
-    swiglu_mlp,
 )
 from qwen3tts.model.spec import CodecDecoderSpec
 
 CODES = "codes"  # input [B, T, num_quantizers] i64: audio codes 0..codebook_size-1
 AUDIO = "audio"  # output [B, T * decode_upsample_rate] f32 in [-1, 1], 24 kHz
+HIDDEN = "hidden"  # between the two parts: [B, channels, T * samples per frame] after FRAME_PART_BLOCKS
 PAST_PREFIX = "past."  # chunk input `past.<state name>`
 PRESENT_PREFIX = "present."  # chunk output `present.<state name>`
-POSITION = "position"  # state [1] i64: frames decoded so far in this stream
+
+# Decoder blocks in the frame part (see build_codec_frames): block 1 ends at 32 samples per frame and
+# holds, with everything before it, 90 % of the weights but 25 % of the FLOPs.
+FRAME_PART_BLOCKS = 1
 
 _PREFIX = "decoder."
-_LAYER_NORM_EPS = 1e-6  # ConvNeXt block nn.LayerNorm(dim, eps=1e-6)
 _USAGE_EPS = 1e-5  # EuclideanCodebook.epsilon
 
 
@@ -153,36 +158,6 @@ class _State:
 # ---------------------------------------------------------------- blocks
 
 
-def _convnext(x: Output, weights: Mapping[str, np.ndarray], module: str, state: _State) -> ov.Node:
-    """Qwen3TTSTokenizerV2ConvNeXtBlock: causal depthwise k7 -> LayerNorm -> 4x GELU MLP -> gamma, + x."""
-    channels = weights[f"{module}.dwconv.conv.weight"].shape[0]
-    h = causal_conv(x, weights, f"{module}.dwconv", state, groups=channels)  # [B, C, S]
-    h = ops.transpose(h, i64([0, 2, 1]))  # [B, S, C]
-    h = ops.mvn(h, i64([2]), True, _LAYER_NORM_EPS, "inside_sqrt")
-    h = ops.add(
-        ops.multiply(h, const(weights[f"{module}.norm.weight"])), const(weights[f"{module}.norm.bias"])
-    )
-    h = ops.gelu(linear(h, weights, f"{module}.pwconv1", bias=True), "erf")  # [B, S, 4C]
-    h = linear(h, weights, f"{module}.pwconv2", bias=True)  # [B, S, C]
-    h = ops.multiply(h, const(weights[f"{module}.gamma"], name=f"{module}.gamma"))
-    return ops.add(x, ops.transpose(h, i64([0, 2, 1])))  # [B, C, S]
-
-
-def _decoder_block(
-    x: Output, weights: Mapping[str, np.ndarray], module: str, rate: int, state: _State, forms: LayerForms
-) -> ov.Node:
-    """Qwen3TTSTokenizerV2DecoderDecoderBlock: SnakeBeta, transposed conv (x rate), 3 residual units."""
-    x = forms.snake(x, weights, f"{module}.block.0")
-    x = forms.trans_conv(x, weights, f"{module}.block.1", rate, state)  # [B, C/2, S * rate]
-    for u, dilation in enumerate((1, 3, 9)):
-        unit = f"{module}.block.{u + 2}"  # Qwen3TTSTokenizerV2DecoderDecoderResidualUnit
-        h = forms.snake(x, weights, f"{unit}.act1")
-        h = causal_conv(h, weights, f"{unit}.conv1", state, dilation=dilation)
-        h = forms.snake(h, weights, f"{unit}.act2")
-        x = ops.add(x, causal_conv(h, weights, f"{unit}.conv2", state))
-    return x
-
-
 def _quantizer_decode(codes: Output, spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray]) -> ov.Node:
     """SplitResidualVectorQuantizer.decode: codes [B, T, Q] -> [B, codebook_dim, T].
 
@@ -221,101 +196,54 @@ def _project(x: Output, weights: Mapping[str, np.ndarray], key: str) -> ov.Node:
     return ops.matmul(x, const(weights[key][:, :, 0], name=key), False, True)  # [B, T, out]
 
 
-# ---------------------------------------------------------------- transformer
-
-
-def _sliding_window_mask(start: Output, num_frames: Output, past: int, window: int) -> ov.Node:
-    """Additive mask [B, 1, T, past + T]: in row b, the query at start[b] + i sees the key at
-    start[b] - past + j iff that key exists (>= 0), is not in the future and lies within the window
-    (transformers' sliding mask). `start` [B] is each stream's position."""
-    first = ops.unsqueeze(start, i64([1]))  # [B, 1]
-    query_pos = ops.add(ops.range(i64(0), num_frames, i64(1), "i64"), first)  # [B, T]
-    key_pos = ops.add(
-        ops.range(i64(0), ops.add(num_frames, i64(past)), i64(1), "i64"), ops.subtract(first, i64(past))
-    )  # [B, past + T]
-    q = ops.unsqueeze(query_pos, i64([2]))  # [B, T, 1]
-    k = ops.unsqueeze(key_pos, i64([1]))  # [B, 1, past + T]
-    allowed = ops.logical_and(
-        ops.logical_and(ops.greater_equal(k, i64(0)), ops.less_equal(k, q)),
-        ops.greater(k, ops.subtract(q, i64(window))),
-    )  # [B, T, past + T]
-    mask = ops.select(allowed, const(0.0), const(F32_MIN))
-    return ops.unsqueeze(mask, i64([1]))  # [B, 1, T, past + T]
-
-
-def _attention(
-    x: Output,
-    weights: Mapping[str, np.ndarray],
-    prefix: str,
-    dims: AttentionDims,
-    rope: tuple[Output, Output],
-    mask: Output,
-    state: _State,
-    past: int,
-) -> ov.Node:
-    """Qwen3TTSTokenizerV2DecoderAttention (no q/k norm, no bias) over [cached window | this chunk]."""
-    q = project_heads(x, weights, f"{prefix}.q_proj", dims.num_heads, dims.head_dim, None, 0.0)  # [B,h,T,D]
-    k = project_heads(x, weights, f"{prefix}.k_proj", dims.num_kv_heads, dims.head_dim, None, 0.0)
-    v = project_heads(x, weights, f"{prefix}.v_proj", dims.num_kv_heads, dims.head_dim, None, 0.0)
-    cos, sin = rope
-    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    k_all = ops.concat([state.read(f"{prefix}.key"), k], 2)  # [B, kvh, past + T, D]
-    v_all = ops.concat([state.read(f"{prefix}.value"), v], 2)  # [B, kvh, past + T, D]
-    state.write(f"{prefix}.key", last(k_all, past, 2))
-    state.write(f"{prefix}.value", last(v_all, past, 2))
-    return attend(q, k_all, v_all, mask, dims, weights, prefix)
-
-
-def _transformer(
-    x: Output, spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], state: _State
-) -> ov.Node:
-    """Qwen3TTSTokenizerV2DecoderTransformerModel: [B, latent, T] -> [B, latent, T]."""
-    t = f"{_PREFIX}pre_transformer"
-    dims = AttentionDims.from_spec(spec)
-    past = spec.sliding_window - 1
-    x = linear(ops.transpose(x, i64([0, 2, 1])), weights, f"{t}.input_proj", bias=True)  # [B, T, H]
-    num_frames = ops.gather(ops.shape_of(x, "i64"), i64(1), i64(0))  # T, 0-d
-    start = state.read(POSITION)  # [B]: frames each stream decoded before this chunk
-    state.write(POSITION, ops.add(start, num_frames))
-    positions = ops.add(
-        ops.range(i64(0), num_frames, i64(1), "i64"), ops.unsqueeze(start, i64([1]))
-    )  # [B, T]
-    rope = rope_tables(positions, spec.head_dim, spec.rope_theta)  # cos, sin [B, 1, T, D]
-    mask = _sliding_window_mask(start, num_frames, past, spec.sliding_window)
-    for i in range(spec.num_hidden_layers):
-        p = f"{t}.layers.{i}"
-        h = rms_norm(x, weights[f"{p}.input_layernorm.weight"], spec.rms_norm_eps)
-        h = _attention(h, weights, f"{p}.self_attn", dims, rope, mask, state, past)
-        x = ops.add(x, ops.multiply(h, const(weights[f"{p}.self_attn_layer_scale.scale"])))
-        h = rms_norm(x, weights[f"{p}.post_attention_layernorm.weight"], spec.rms_norm_eps)
-        h = swiglu_mlp(h, weights, f"{p}.mlp")
-        x = ops.add(x, ops.multiply(h, const(weights[f"{p}.mlp_layer_scale.scale"])))
-    x = rms_norm(x, weights[f"{t}.norm.weight"], spec.rms_norm_eps)
-    x = linear(x, weights, f"{t}.output_proj", bias=True)  # [B, T, latent]
-    return ops.transpose(x, i64([0, 2, 1]))  # [B, latent, T]
-
-
 # ---------------------------------------------------------------- builders
+
+
+def _decode_frames(
+    codes: Output,
+    spec: CodecDecoderSpec,
+    weights: Mapping[str, np.ndarray],
+    state: _State,
+    forms: LayerForms,
+    blocks: int,
+) -> ov.Node:
+    """codes [B, T, Q] -> the activations after decoder block `blocks` (0: after decoder.0)."""
+    x = _quantizer_decode(codes, spec, weights)  # [B, codebook_dim, T]
+    x = causal_conv(x, weights, f"{_PREFIX}pre_conv", state)  # [B, latent, T]
+    x = transformer(x, spec, weights, state)  # [B, latent, T]
+    for j, factor in enumerate(spec.upsampling_ratios):
+        x = forms.trans_conv(x, weights, f"{_PREFIX}upsample.{j}.0", factor, state)  # [B, latent, S*f]
+        x = convnext_block(x, weights, f"{_PREFIX}upsample.{j}.1", state)
+    x = causal_conv(x, weights, f"{_PREFIX}decoder.0", state)  # [B, decoder_dim, S]
+    for b, rate in enumerate(spec.upsample_rates[:blocks]):
+        x = decoder_block(x, weights, f"{_PREFIX}decoder.{b + 1}", rate, state, forms)  # [B, C/2, S*rate]
+    return x
+
+
+def _decode_samples(
+    x: Output,
+    spec: CodecDecoderSpec,
+    weights: Mapping[str, np.ndarray],
+    state: _State,
+    forms: LayerForms,
+    blocks: int,
+) -> ov.Node:
+    """The activations after decoder block `blocks` -> audio [B, samples]."""
+    for b, rate in list(enumerate(spec.upsample_rates))[blocks:]:
+        x = decoder_block(x, weights, f"{_PREFIX}decoder.{b + 1}", rate, state, forms)  # [B, C/2, S*rate]
+    out_snake = len(spec.upsample_rates) + 1
+    x = forms.snake(x, weights, f"{_PREFIX}decoder.{out_snake}")
+    x = causal_conv(x, weights, f"{_PREFIX}decoder.{out_snake + 1}", state)  # [B, 1, samples]
+    x = ops.clamp(x, -1.0, 1.0)
+    return ops.reshape(x, i64([0, -1]), special_zero=True)  # [B, samples]
 
 
 def _decode(
     codes: Output, spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], state: _State, forms: LayerForms
 ) -> ov.Node:
     """Qwen3TTSTokenizerV2Decoder.forward: codes [B, T, Q] -> audio [B, T * decode_upsample_rate]."""
-    x = _quantizer_decode(codes, spec, weights)  # [B, codebook_dim, T]
-    x = causal_conv(x, weights, f"{_PREFIX}pre_conv", state)  # [B, latent, T]
-    x = _transformer(x, spec, weights, state)  # [B, latent, T]
-    for j, factor in enumerate(spec.upsampling_ratios):
-        x = forms.trans_conv(x, weights, f"{_PREFIX}upsample.{j}.0", factor, state)  # [B, latent, S*f]
-        x = _convnext(x, weights, f"{_PREFIX}upsample.{j}.1", state)
-    x = causal_conv(x, weights, f"{_PREFIX}decoder.0", state)  # [B, decoder_dim, S]
-    for b, rate in enumerate(spec.upsample_rates):
-        x = _decoder_block(x, weights, f"{_PREFIX}decoder.{b + 1}", rate, state, forms)  # [B, C/2, S*rate]
-    out_snake = len(spec.upsample_rates) + 1
-    x = forms.snake(x, weights, f"{_PREFIX}decoder.{out_snake}")
-    x = causal_conv(x, weights, f"{_PREFIX}decoder.{out_snake + 1}", state)  # [B, 1, samples]
-    x = ops.clamp(x, -1.0, 1.0)
-    return ops.reshape(x, i64([0, -1]), special_zero=True)  # [B, samples]
+    x = _decode_frames(codes, spec, weights, state, forms, 0)
+    return _decode_samples(x, spec, weights, state, forms, 0)
 
 
 def build_codec_chunk(
@@ -337,6 +265,45 @@ def build_codec_chunk(
     codes = named_parameter([state.batch, chunk_frames, spec.num_quantizers], ov.Type.i64, CODES)
     audio = named_result(_decode(codes, spec, weights, state, FAST), AUDIO)
     return ov.Model([audio, *state.results], [codes, *state.parameters], f"codec_chunk_{chunk_frames}")
+
+
+def build_codec_frames(
+    spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], chunk_frames: int | None = None, batch: int = 1
+) -> ov.Model:
+    """The frame part of a chunk: CODES [B, T, Q] -> HIDDEN [B, C, T * hidden_rate(spec)].
+
+    Quantizer, transformer, upsampling and the first FRAME_PART_BLOCKS decoder blocks: most of the
+    weights, little of the compute. T is dynamic unless `chunk_frames` is given, so ONE compiled graph
+    serves every chunk size (a static graph per size would hold its own f32 copy of these weights).
+    Its `past.*` / `present.*` are the state entries of those layers.
+    """
+    state = _State(spec, streaming=True, batch=batch)
+    codes = named_parameter([batch, chunk_frames or -1, spec.num_quantizers], ov.Type.i64, CODES)
+    hidden = named_result(_decode_frames(codes, spec, weights, state, FAST, FRAME_PART_BLOCKS), HIDDEN)
+    return ov.Model([hidden, *state.results], [codes, *state.parameters], "codec_frames")
+
+
+def build_codec_samples(
+    spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], chunk_frames: int, batch: int = 1
+) -> ov.Model:
+    """The sample part of a `chunk_frames` chunk: HIDDEN -> AUDIO [B, chunk_frames * 1920], static.
+
+    The remaining decoder blocks at 160 to 1920 samples per frame: few weights, most of the compute,
+    which the CPU runs fastest with static shapes; one graph per chunk size, each with the state
+    entries of its layers.
+    """
+    if chunk_frames < 1:
+        raise ValueError(f"chunk_frames must be >= 1, got {chunk_frames}")
+    state = _State(spec, streaming=True, batch=batch)
+    channels = spec.decoder_dim >> FRAME_PART_BLOCKS
+    hidden = named_parameter([batch, channels, chunk_frames * hidden_rate(spec)], ov.Type.f32, HIDDEN)
+    audio = named_result(_decode_samples(hidden, spec, weights, state, FAST, FRAME_PART_BLOCKS), AUDIO)
+    return ov.Model([audio, *state.results], [hidden, *state.parameters], f"codec_samples_{chunk_frames}")
+
+
+def hidden_rate(spec: CodecDecoderSpec) -> int:
+    """HIDDEN samples per frame: the upsampling ratios and the frame part's decoder block rates."""
+    return math.prod(spec.upsampling_ratios) * math.prod(spec.upsample_rates[:FRAME_PART_BLOCKS])
 
 
 def build_codec_full(

@@ -1,4 +1,4 @@
-"""The codec decoder's convolutions and SnakeBeta, in forms the OpenVINO CPU plugin runs fast.
+"""The codec decoder's convolutions, SnakeBeta and the blocks made of them, in forms the CPU runs fast.
 
 Mirrors `Qwen3TTSTokenizerV2CausalConvNet`, `Qwen3TTSTokenizerV2CausalTransConvNet` and `SnakeBeta` in
 `qwen_tts/core/tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py`, computing the same values in f32:
@@ -34,9 +34,10 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
-from qwen3tts.model.graphs.layers import Output, const, i64
+from qwen3tts.model.graphs.layers import Output, const, i64, linear
 
 _SNAKE_EPS = 1e-9  # SnakeBeta.no_div_by_zero
+_LAYER_NORM_EPS = 1e-6  # ConvNeXt block nn.LayerNorm(dim, eps=1e-6)
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -137,6 +138,44 @@ def causal_trans_conv_upstream(
         pads_end=[k - stride],
     )
     return ops.add(y, channel_bias(weights, f"{module}.conv.bias"))  # [B, C_out, S * s]
+
+
+# ---------------------------------------------------------------- blocks
+
+
+def convnext_block(x: Output, weights: Mapping[str, np.ndarray], module: str, state: CarriedState) -> ov.Node:
+    """Qwen3TTSTokenizerV2ConvNeXtBlock: causal depthwise k7 -> LayerNorm -> 4x GELU MLP -> gamma, + x."""
+    channels = weights[f"{module}.dwconv.conv.weight"].shape[0]
+    h = causal_conv(x, weights, f"{module}.dwconv", state, groups=channels)  # [B, C, S]
+    h = ops.transpose(h, i64([0, 2, 1]))  # [B, S, C]
+    h = ops.mvn(h, i64([2]), True, _LAYER_NORM_EPS, "inside_sqrt")
+    h = ops.add(
+        ops.multiply(h, const(weights[f"{module}.norm.weight"])), const(weights[f"{module}.norm.bias"])
+    )
+    h = ops.gelu(linear(h, weights, f"{module}.pwconv1", bias=True), "erf")  # [B, S, 4C]
+    h = linear(h, weights, f"{module}.pwconv2", bias=True)  # [B, S, C]
+    h = ops.multiply(h, const(weights[f"{module}.gamma"], name=f"{module}.gamma"))
+    return ops.add(x, ops.transpose(h, i64([0, 2, 1])))  # [B, C, S]
+
+
+def decoder_block(
+    x: Output,
+    weights: Mapping[str, np.ndarray],
+    module: str,
+    rate: int,
+    state: CarriedState,
+    forms: LayerForms,
+) -> ov.Node:
+    """Qwen3TTSTokenizerV2DecoderDecoderBlock: SnakeBeta, transposed conv (x rate), 3 residual units."""
+    x = forms.snake(x, weights, f"{module}.block.0")
+    x = forms.trans_conv(x, weights, f"{module}.block.1", rate, state)  # [B, C/2, S * rate]
+    for u, dilation in enumerate((1, 3, 9)):
+        unit = f"{module}.block.{u + 2}"  # Qwen3TTSTokenizerV2DecoderDecoderResidualUnit
+        h = forms.snake(x, weights, f"{unit}.act1")
+        h = causal_conv(h, weights, f"{unit}.conv1", state, dilation=dilation)
+        h = forms.snake(h, weights, f"{unit}.act2")
+        x = ops.add(x, causal_conv(h, weights, f"{unit}.conv2", state))
+    return x
 
 
 # ---------------------------------------------------------------- SnakeBeta
