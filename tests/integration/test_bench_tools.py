@@ -110,3 +110,13 @@ def test_profiles_name_the_split_codec_graphs(tiny_models):
     }
     assert expected <= set(tables)
     assert all(tables[label] and tables[label][0].ms > 0 for label in expected)
+
+
+def test_interleaved_rounds_put_every_variant_in_every_slot_equally_often():
+    variants = ["a", "b", "c"]
+    orders = [interleaved.round_order(variants, number) for number in range(6)]
+    assert all(sorted(order) == variants for order in orders)  # each round runs every variant once
+    for slot in range(3):
+        firsts = [order[slot] for order in orders]
+        assert sorted(firsts) == ["a", "a", "b", "b", "c", "c"]
+    assert interleaved.round_order([], 3) == []

@@ -152,11 +152,23 @@ def run(
         for stage in stages:  # warm-up: first inferences allocate and tune
             timers[variant.label].time(stage, 2)
     samples = {v.label: {s: [] for s in stages} for v in variants}
-    for _ in range(rounds):
-        for variant in variants:
+    for number in range(rounds):
+        for variant in round_order(variants, number):
             for stage in stages:
                 samples[variant.label][stage].append(timers[variant.label].time(stage, calls))
     return {**_summary(samples, variants[0].label, batch, rounds, calls, context), "clock": clock}
+
+
+def round_order(variants: list, number: int) -> list:
+    """The variants of round `number`, rotated by one slot per round.
+
+    With whole runtimes loaded, whichever variant runs first in a round measured 10-15 % slower than
+    an identical copy of it later in the round (caches and the memory bus, docs/benchmarks.md); in a
+    fixed order that bias landed on the base of every ratio. Rotating puts every variant in every slot
+    equally often over a multiple of len(variants) rounds.
+    """
+    shift = number % len(variants) if variants else 0
+    return variants[shift:] + variants[:shift]
 
 
 def _bench_settings(settings: Settings, batch: int) -> Settings:
