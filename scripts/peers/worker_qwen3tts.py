@@ -8,10 +8,10 @@ line and exits on `quit`.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
+
+from worker_protocol import Streamed, parser, serve, warm_up_args
 
 from qwen3tts.bench.timing_runner import STAGES, TimingRunner
 from qwen3tts.engine.engine import Engine
@@ -31,40 +31,25 @@ def synthesise(engine: Engine, timing: TimingRunner, args, seed: int) -> dict:
         max_frames=args.frames + 1,  # N sampled tokens give N - 1 frames
         sampling={"min_new_tokens": args.frames + 1},  # EOS masked: exactly `frames` frames
     )
-    wall, cpu = time.perf_counter(), time.process_time()
-    handle = engine.submit(request)
-    first, first_samples, samples = None, 0, 0
-    for chunk in handle:
-        if first is None:
-            first, first_samples = time.perf_counter() - wall, len(chunk)
-        samples += len(chunk)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    frames = int(handle.frames.shape[0])
+    handles = []
+
+    def start():
+        handles.append(engine.submit(request))
+        return handles[0]
+
+    streamed = Streamed.consume(start)
+    frames = int(handles[0].frames.shape[0])
     calls = timing.calls[mark:]
     prefill = [c for c in calls if c.stage == "talker" and c.tokens > c.rows]  # the prompt, not a decode step
     decode = [c for c in calls if c not in prefill]
     stages = {s: 1e3 * sum(c.seconds for c in decode if c.stage == s) / max(frames, 1) for s in STAGES}
-    return {
-        "frames": frames,
-        "samples": samples,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "ttfa_s": first,
-        "first_chunk_frames": first_samples / 1920,
-        "stage_ms": stages,
-        "prefill_ms": 1e3 * sum(c.seconds for c in prefill),
-    }
+    return streamed.result(frames, stages, 1e3 * sum(c.seconds for c in prefill))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bundle", required=True)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--text", required=True)
-    parser.add_argument("--language", default="english")
-    parser.add_argument("--speaker", default="")
-    args = parser.parse_args()
+    arguments = parser(__doc__)
+    arguments.add_argument("--bundle", required=True)
+    args = arguments.parse_args()
     settings = load_settings(
         overrides=[f"devices.num_threads={args.threads}", f"engine.max_frames={args.frames + 8}"]
     )
@@ -75,21 +60,15 @@ def main() -> int:
     engine.start()
     if not args.speaker and runtime.spec.variant == "custom_voice":
         args.speaker = next(iter(runtime.spec.speakers))
-    warm = argparse.Namespace(**{**vars(args), "frames": 8})
-    synthesise(engine, timing, warm, seed=0)
+    synthesise(engine, timing, warm_up_args(args), seed=0)
     ready = {
         "engine": "qwen3tts",
         "load_s": time.perf_counter() - started,
         "speaker": args.speaker,
         "precision": "talker + code predictor INT8 weights (f32 compute), codec f16-stored f32, KV u8",
     }
-    print(json.dumps({"ready": ready}), flush=True)
     try:
-        for line in sys.stdin:
-            cmd = line.split()
-            if not cmd or cmd[0] == "quit":
-                break
-            print(json.dumps(synthesise(engine, timing, args, int(cmd[1]))), flush=True)
+        serve(ready, lambda seed: synthesise(engine, timing, args, seed))
     finally:
         engine.stop()
     return 0

@@ -9,13 +9,12 @@ first packet is 2 frames, as qwen3tts's first chunk.
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 import time
 
 from qwentts_cpp import QwenLibrary, QwenTTS
+from worker_protocol import SAMPLES_PER_FRAME, Streamed, parser, serve, warm_up_args
 
 PERF = {
     "talker": re.compile(r"\[Perf\] TalkerDecode ([\d.]+) ms \((\d+) frames"),
@@ -46,51 +45,37 @@ class NativeLog:
 
 def synthesise(tts, log: NativeLog, args, seed: int) -> dict:
     mark = len(log.lines)
-    wall, cpu = time.perf_counter(), time.process_time()
-    first, first_samples, samples = None, 0, 0
-    for chunk, _rate in tts.stream(
-        text=args.text,
-        lang=args.language,
-        speaker=args.speaker,
-        seed=seed,
-        max_new_tokens=args.frames,
-        first_chunk_frames=2,
-    ):
-        if first is None:
-            first, first_samples = time.perf_counter() - wall, len(chunk)
-        samples += len(chunk)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    frames = samples // 1920  # 80 ms at 24 kHz
+    streamed = Streamed.consume(
+        lambda: (
+            chunk
+            for chunk, _rate in tts.stream(
+                text=args.text,
+                lang=args.language,
+                speaker=args.speaker,
+                seed=seed,
+                max_new_tokens=args.frames,
+                first_chunk_frames=2,
+            )
+        )
+    )
+    frames = streamed.samples // SAMPLES_PER_FRAME
     perf = log.perf(mark)
     stages = {k: perf[k] / max(frames, 1) for k in ("talker", "code_predictor", "codec") if k in perf}
-    return {
-        "frames": frames,
-        "samples": samples,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "ttfa_s": first,
-        "first_chunk_frames": first_samples / 1920,
-        "stage_ms": stages,
-        "prefill_ms": perf.get("prefill"),
-    }
+    return streamed.result(frames, stages, perf.get("prefill"))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--talker", required=True)
-    parser.add_argument("--codec", required=True)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--text", required=True)
-    parser.add_argument("--language", default="english")
-    parser.add_argument("--speaker", default="")
-    args = parser.parse_args()
+    arguments = parser(__doc__, threads=False)  # the library picks its thread count itself
+    arguments.add_argument("--talker", required=True)
+    arguments.add_argument("--codec", required=True)
+    args = arguments.parse_args()
     log = NativeLog()
     started = time.perf_counter()
     library = QwenLibrary(log_level="info")  # installs the process-wide log callback before the model loads
     library.set_log_callback(log)
     tts = QwenTTS(args.talker, args.codec, library_path=library.path, log_level="info")
     args.speaker = args.speaker or tts.speaker_names()[0]
-    synthesise(tts, log, argparse.Namespace(**{**vars(args), "frames": 8}), seed=0)
+    synthesise(tts, log, warm_up_args(args), seed=0)
     threads = next((m.group(1) for line in log.lines if (m := re.search(r"CPU threads: (\d+)", line))), None)
     ready = {
         "engine": "qwentts",
@@ -99,12 +84,7 @@ def main() -> int:
         "speaker": args.speaker,
         "threads": threads,
     }
-    print(json.dumps({"ready": ready}), flush=True)
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd or cmd[0] == "quit":
-            break
-        print(json.dumps(synthesise(tts, log, args, int(cmd[1]))), flush=True)
+    serve(ready, lambda seed: synthesise(tts, log, args, seed))
     return 0
 
 

@@ -7,12 +7,11 @@ engine's own counters (Engine.stats()["backend"]["seconds"]), differenced around
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 
 import vox
+from worker_protocol import SAMPLES_PER_FRAME, Streamed, parser, serve, warm_up_args
 
 STAGES = {"talker": "talker", "code_predictor": "predictor", "codec": "codec"}
 
@@ -23,46 +22,28 @@ def seconds(engine) -> dict:
 
 def synthesise(engine, voice, args, seed: int) -> dict:
     before = seconds(engine)
-    wall, cpu = time.perf_counter(), time.process_time()
-    first, first_samples, samples = None, 0, 0
-    for chunk in engine.stream(args.text, voice, max_frames=args.frames, seed=seed, language=args.language):
-        if first is None:
-            first, first_samples = time.perf_counter() - wall, len(chunk)
-        samples += len(chunk)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    streamed = Streamed.consume(
+        lambda: engine.stream(args.text, voice, max_frames=args.frames, seed=seed, language=args.language)
+    )
     after = seconds(engine)
-    frames = samples // 1920  # 80 ms at 24 kHz
+    frames = streamed.samples // SAMPLES_PER_FRAME
     stages = {
         ours: 1e3 * (after.get(theirs, 0.0) - before.get(theirs, 0.0)) / max(frames, 1)
         for ours, theirs in STAGES.items()
     }
     prefill = after.get("prefill", 0.0) - before.get("prefill", 0.0)
-    return {
-        "frames": frames,
-        "samples": samples,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "ttfa_s": first,
-        "first_chunk_frames": first_samples / 1920,
-        "stage_ms": stages,
-        "prefill_ms": 1e3 * prefill,
-    }
+    return streamed.result(frames, stages, 1e3 * prefill)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--text", required=True)
-    parser.add_argument("--language", default="english")
-    parser.add_argument("--speaker", default="")
-    args = parser.parse_args()
+    arguments = parser(__doc__)
+    arguments.add_argument("--model", required=True)
+    args = arguments.parse_args()
     started = time.perf_counter()
     engine = vox.Engine(args.model, device="cpu", threads=args.threads)
     speaker = args.speaker or engine.speakers[0]
     voice = engine.speaker_voice(speaker)
-    synthesise(engine, voice, argparse.Namespace(**{**vars(args), "frames": 8}), seed=0)
+    synthesise(engine, voice, warm_up_args(args), seed=0)
     plan = engine.plan
     ready = {
         "engine": "vox",
@@ -73,12 +54,7 @@ def main() -> int:
         "overlap": plan.get("overlap"),
         "stages": [(s["stage"], s["weight_bytes"]) for s in plan["stages"]],
     }
-    print(json.dumps({"ready": ready}), flush=True)
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd or cmd[0] == "quit":
-            break
-        print(json.dumps(synthesise(engine, voice, args, int(cmd[1]))), flush=True)
+    serve(ready, lambda seed: synthesise(engine, voice, args, seed))
     return 0
 
 
