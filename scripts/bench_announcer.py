@@ -21,14 +21,14 @@ from dataclasses import replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from qwen3tts.appliance.announcer import Announcer, Voice
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.events import Event
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Say
-from qwen3tts.appliance.playback import Playback
-from qwen3tts.appliance.queue import AnnouncementQueue
-from qwen3tts.appliance.supervisor import Supervisor
+from qwen3tts.appliance.announcements.announcer import Announcer, Voice
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.mqtt.events import Event
+from qwen3tts.appliance.mqtt.intake import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 

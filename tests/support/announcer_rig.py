@@ -16,14 +16,14 @@ import numpy as np
 from audio_fakes import FakeSink
 from engine_fakes import FakeRunner, fake_prompt_builder
 
-from qwen3tts.appliance.announcer import Announcer, Voice
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Say
-from qwen3tts.appliance.playback import Playback
-from qwen3tts.appliance.queue import AnnouncementQueue
-from qwen3tts.appliance.supervisor import Supervisor
-from qwen3tts.appliance.synthesis import frame_budget
+from qwen3tts.appliance.announcements.announcer import Announcer, Voice
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.mqtt.intake import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.systemd.supervisor import Supervisor
+from qwen3tts.synthesis import frame_budget
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Request

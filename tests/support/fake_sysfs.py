@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from qwen3tts.appliance import thermal_sensors
+from qwen3tts.appliance.thermal import sensors as thermal_sensors
 
 
 def _milli(celsius: float) -> str:

@@ -94,12 +94,12 @@ class _Startup:
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from qwen3tts.appliance.service import Service
+        from qwen3tts.service.service import Service
 
         try:
             require_bundle(self.settings, self.embedded)
             if self.embedded:
-                from qwen3tts.appliance.embedded import ensure_broker
+                from qwen3tts.service.embedded import ensure_broker
                 from qwen3tts.paths import state_dir
 
                 ensure_broker(self.settings, state_dir() / "mosquitto", on_created=self._keep_broker)
@@ -131,7 +131,7 @@ def require_bundle(settings: Settings, embedded: bool) -> None:
         return
     is_default = bundle == default_bundle()
     if embedded and is_default:
-        from qwen3tts.appliance.embedded import ensure_tiny_bundle
+        from qwen3tts.service.embedded import ensure_tiny_bundle
 
         ensure_tiny_bundle(settings)
         return

@@ -158,7 +158,7 @@ def _default_speaker(spec) -> str | None:
 
 def _play(pcm: np.ndarray, settings: Settings) -> None:
     """Through the configured sink (ALSA, or a WAV file in audio.wav_dir when there is no sound card)."""
-    from qwen3tts.appliance.alsa import open_sink
+    from qwen3tts.appliance.audio.alsa import open_sink
 
     sink = open_sink(settings.audio)
     block = SAMPLE_RATE * settings.audio.block_ms // 1000

@@ -14,7 +14,7 @@ import socket
 import threading
 from concurrent.futures import Future
 
-from qwen3tts.appliance.synthesis import TextOptions
+from qwen3tts.synthesis import TextOptions
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics

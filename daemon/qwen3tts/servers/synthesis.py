@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qwen3tts.appliance.synthesis import TextOptions, sentence_request, split_text
+from qwen3tts.synthesis import TextOptions, sentence_request, split_text
 from qwen3tts.engine.sequence import Priority, SequenceStatus
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics

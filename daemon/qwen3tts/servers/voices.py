@@ -63,7 +63,7 @@ class BundleInfo:
 
     @property
     def registered_names(self) -> tuple[str, ...]:
-        return tuple(n.lower() for n in self.registered.names) if self.registered is not None else ()
+        return tuple(n.lower() for n in self.registered.registered_names) if self.registered is not None else ()
 
     @property
     def voice_names(self) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts import __version__
-from qwen3tts.appliance.synthesis import sentences
+from qwen3tts.synthesis import sentences
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
 from qwen3tts.servers.synthesis import Busy, SpeechJob, SpeechStream, Synthesizer

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.appliance.alsa import AlsaSink, list_output_devices, open_sink
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.jitter import PcmBuffer
-from qwen3tts.appliance.playback import Playback, Track
+from qwen3tts.appliance.audio.alsa import AlsaSink, list_output_devices, open_sink
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.jitter import PcmBuffer
+from qwen3tts.appliance.audio.playback import Playback, Track
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings
 

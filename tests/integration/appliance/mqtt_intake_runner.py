@@ -18,11 +18,11 @@ import sys
 import threading
 from pathlib import Path
 
-from qwen3tts.appliance.discovery import discovery_configs
-from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.messages import Inbound, Message
-from qwen3tts.appliance.mqtt import MqttClient
-from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.discovery import discovery_configs
+from qwen3tts.appliance.mqtt.intake import AnnouncementIntake, AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Inbound, Message
+from qwen3tts.appliance.mqtt.client import MqttClient
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.settings import MqttSettings
 
 

@@ -16,7 +16,7 @@ from hostile_corpus import HERMES_SAY, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from mqtt_intake_runner import IntakeRunner
 
-from qwen3tts.appliance.intake import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.intake import AnnouncementPolicy
 
 RUNNER_SCRIPT = Path(__file__).with_name("mqtt_intake_runner.py")
 ANSWERS = {"queued", "expired", "rejected", "stopped", "not_found", "volume_set", "voice_set"}
@@ -204,7 +204,7 @@ def test_the_client_thread_survives_and_serves_after_the_corpus(mosquitto, recor
 
 def test_publishing_to_a_wildcard_is_dropped_not_fatal(mosquitto, recorder_factory, tmp_path):
     """Defence in depth behind reply_topics: paho raises on a wildcard publish topic."""
-    from qwen3tts.appliance.events import Event, Reply
+    from qwen3tts.appliance.mqtt.events import Event, Reply
 
     runner = start_runner(mosquitto, tmp_path, "wild")
     try:

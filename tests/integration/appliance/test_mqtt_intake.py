@@ -8,8 +8,8 @@ import time
 import pytest
 from mqtt_intake_runner import IntakeRunner
 
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Stop
+from qwen3tts.appliance.mqtt.intake import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Stop
 
 
 @pytest.fixture

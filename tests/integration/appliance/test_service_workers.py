@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from announcer_rig import RigSink, fake_engine
 
-from qwen3tts.appliance.service import Service
+from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
 SITE = "svc"

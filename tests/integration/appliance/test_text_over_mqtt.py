@@ -13,7 +13,7 @@ import pytest
 from announcer_rig import RigSink, fake_engine
 from test_service_workers import SITE, wait_event
 
-from qwen3tts.appliance.service import Service
+from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
 TEXT = "Qwen3 leaves platform 4 at 14:05."

@@ -8,8 +8,8 @@ import pytest
 import soxr
 from audio_fakes import FakeClock
 
-from qwen3tts.appliance.alsa import REOPEN_BACKOFF_S, AlsaSink
-from qwen3tts.appliance.chimes import (
+from qwen3tts.appliance.audio.alsa import REOPEN_BACKOFF_S, AlsaSink
+from qwen3tts.appliance.audio.chimes import (
     DEFAULT_SOUNDS_DIR,
     PRIORITIES,
     ChimeSet,
@@ -17,7 +17,7 @@ from qwen3tts.appliance.chimes import (
     synthesize_chime,
     write_default_chimes,
 )
-from qwen3tts.appliance.sinks import NullSink, Resampler
+from qwen3tts.appliance.audio.sinks import NullSink, Resampler
 from qwen3tts.errors import AudioError, ConfigError
 from qwen3tts.settings import AudioSettings
 
@@ -127,7 +127,7 @@ def test_the_null_sink_counts_what_it_swallows():
 def test_the_committed_default_chimes_are_what_the_generator_writes(tmp_path):
     for path in write_default_chimes(tmp_path):
         committed = DEFAULT_SOUNDS_DIR / path.name
-        assert committed.exists(), f"{committed} missing: run python -m qwen3tts.appliance.chimes"
+        assert committed.exists(), f"{committed} missing: run python -m qwen3tts.appliance.audio.chimes"
         # numpy's vectorised sin may differ in the last bit between CPUs: allow 2 LSB of 16-bit PCM
         assert np.abs(read_wav(committed) - read_wav(path)).max() <= 2 / 32768
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from qwen3tts.appliance.controls import apply_control
-from qwen3tts.appliance.lookahead import Voice
-from qwen3tts.appliance.messages import SetVoice, SetVolume, Stop
-from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
-from qwen3tts.appliance.voice_catalog import VoiceCatalog
+from qwen3tts.service.controls import apply_control
+from qwen3tts.appliance.announcements.lookahead import Voice
+from qwen3tts.appliance.mqtt.messages import SetVoice, SetVolume, Stop
+from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
+from qwen3tts.service.voice_catalog import VoiceCatalog
 
 
 def parts():

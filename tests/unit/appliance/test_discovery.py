@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from qwen3tts.appliance.discovery import discovery_configs, node_id_for
-from qwen3tts.appliance.events import Availability, Status
-from qwen3tts.appliance.messages import Say, SetVoice, SetVolume, Stop, Topics
+from qwen3tts.appliance.mqtt.discovery import discovery_configs, node_id_for
+from qwen3tts.appliance.mqtt.events import Availability, Status
+from qwen3tts.appliance.mqtt.messages import Say, SetVoice, SetVolume, Stop, Topics
 
 TOPICS = Topics(base="qwen3tts/front-desk.1")
 

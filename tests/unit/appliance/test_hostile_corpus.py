@@ -16,11 +16,11 @@ from hostile_corpus import HERMES_SAY, nasty_strings, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwen3tts.appliance.events import Event, Reply
-from qwen3tts.appliance.hermes import HermesSayFinished
-from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.messages import Inbound, MqttMeta, Topics
-from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.events import Event, Reply
+from qwen3tts.appliance.mqtt.hermes import HermesSayFinished
+from qwen3tts.appliance.mqtt.intake import AnnouncementIntake, AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Inbound, MqttMeta, Topics
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 
 BASE = "qwen3tts/fuzz"
 ANSWERS = {

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from qwen3tts.appliance.events import DiscoveryConfig, Event, Reply
-from qwen3tts.appliance.hermes import HermesError, HermesSayFinished
-from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy, announcement_events
-from qwen3tts.appliance.messages import Inbound, MqttMeta, SetVolume, Stop, Topics
-from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Event, Reply
+from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSayFinished
+from qwen3tts.appliance.mqtt.intake import AnnouncementIntake, AnnouncementPolicy, announcement_events
+from qwen3tts.appliance.mqtt.messages import Inbound, MqttMeta, SetVolume, Stop, Topics
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/hall"

@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
-from qwen3tts.appliance.events import DiscoveryConfig, Event, Reply
-from qwen3tts.appliance.hermes import HermesError, HermesSayFinished
-from qwen3tts.appliance.intake import DISCOVERY_MIN_INTERVAL_S, AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.messages import Inbound, MqttMeta, SetVoice, Stop, Topics
-from qwen3tts.appliance.policy import INSTRUCT_IGNORED
-from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Event, Reply
+from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSayFinished
+from qwen3tts.appliance.mqtt.intake import DISCOVERY_MIN_INTERVAL_S, AnnouncementIntake, AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Inbound, MqttMeta, SetVoice, Stop, Topics
+from qwen3tts.appliance.mqtt.policy import INSTRUCT_IGNORED
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 
 BASE = "qwen3tts/hall"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from qwen3tts.appliance.intake import AnnouncementIntake, AnnouncementPolicy
-from qwen3tts.appliance.messages import Inbound, MqttMeta, Topics
-from qwen3tts.appliance.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.intake import AnnouncementIntake, AnnouncementPolicy
+from qwen3tts.appliance.mqtt.messages import Inbound, MqttMeta, Topics
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.errors import RequestError
 from qwen3tts.text import resolve_language
 

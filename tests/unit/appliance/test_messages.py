@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from qwen3tts.appliance import events, hermes, messages
-from qwen3tts.appliance.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
-from qwen3tts.appliance.hermes import HermesError, HermesSay, HermesSayFinished
-from qwen3tts.appliance.messages import (
+from qwen3tts.appliance.mqtt import events, hermes, messages
+from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
+from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSay, HermesSayFinished
+from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
     Message,
     MqttMeta,

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from qwen3tts.appliance.mqtt import MqttClient, stable_client_id, topics_for
+from qwen3tts.appliance.mqtt.client import MqttClient, stable_client_id, topics_for
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import MqttSettings
 

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from qwen3tts.appliance.notify import Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.systemd.notify import Heartbeats, Notifier, Watchdog
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from qwen3tts.appliance.messages import (
+from qwen3tts.appliance.mqtt.messages import (
     COMMAND_MAX_BYTES,
     MqttMeta,
     Say,
@@ -16,7 +16,7 @@ from qwen3tts.appliance.messages import (
     Topics,
     parse_inbound,
 )
-from qwen3tts.appliance.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
+from qwen3tts.appliance.mqtt.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/hall"

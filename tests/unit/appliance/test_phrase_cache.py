@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from qwen3tts.appliance.phrase_cache import MAGIC, PhraseCache
+from qwen3tts.appliance.announcements.phrase_cache import MAGIC, PhraseCache
 
 HEADER = len(MAGIC) + 32
 KEY_FIELDS = dict(voice="anna", language="english", instruct=None, seed=7, bundle_hash="b1", sampling={})
@@ -120,6 +120,6 @@ def test_a_full_disk_is_no_error_and_leaves_no_partial_file(tmp_path, monkeypatc
     def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("qwen3tts.appliance.phrase_cache.os.fsync", disk_full)
+    monkeypatch.setattr("qwen3tts.appliance.announcements.phrase_cache.os.fsync", disk_full)
     assert not cache.put(key("x"), pcm(10))
     assert cache.stats().entries == 0 and list(tmp_path.iterdir()) == []

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from qwen3tts.appliance.announcement import Announcement
-from qwen3tts.appliance.queue import AnnouncementQueue, Spool, quarantined
+from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue, Spool, quarantined
 from qwen3tts.errors import RequestError
 
 
@@ -114,7 +114,7 @@ def test_corrupt_spool_entries_are_quarantined_with_a_log_line(tmp_path, caplog)
     (tmp_path / "000000000008.json").write_text(json.dumps({"version": 1, "announcement": {"id": 3}}))
     (tmp_path / "000000000009.json.tmp").write_text("half written")
 
-    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.queue"):
+    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.announcements.queue"):
         replayed, _ = AnnouncementQueue(tmp_path).replay(now=0)
     assert [a.id for a in replayed] == ["good"]
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "quarantine").iterdir()) == [

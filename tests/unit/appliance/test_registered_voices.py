@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen3tts.appliance import registered_voices
-from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
-from qwen3tts.appliance.synthesis import sentence_request
+from qwen3tts.voices import registered as registered_voices
+from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
+from qwen3tts.synthesis import sentence_request
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.voices import RegisteredVoice, VoiceRegistry

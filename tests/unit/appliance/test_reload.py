@@ -8,9 +8,9 @@ import logging
 from dataclasses import replace
 from types import SimpleNamespace
 
-from qwen3tts.appliance.lookahead import Voice
-from qwen3tts.appliance.reload import carry_changes, read_settings
-from qwen3tts.appliance.synthesis import TextOptions
+from qwen3tts.appliance.announcements.lookahead import Voice
+from qwen3tts.service.reload import carry_changes, read_settings
+from qwen3tts.synthesis import TextOptions
 from qwen3tts.settings import AudioSettings, Settings, TextSettings, VoiceSettings
 
 SPEAKERS = ("Ryan", "Vivian")

@@ -10,8 +10,8 @@ import time
 import pytest
 from announcer_rig import Rig, fake_engine, rig_settings, slow_sink
 
-from qwen3tts.appliance.notify import Heartbeats, Notifier, Watchdog
-from qwen3tts.appliance.supervisor import Supervisor
+from qwen3tts.appliance.systemd.notify import Heartbeats, Notifier, Watchdog
+from qwen3tts.appliance.systemd.supervisor import Supervisor
 
 
 def wait_until(predicate, timeout=5.0) -> None:

@@ -15,8 +15,8 @@ import pytest
 from engine_fakes import FakeRunner, fake_prompt_builder
 from fake_sysfs import laptop
 
-from qwen3tts.appliance.thermal import ThermalGovernor, ThermalMonitor, level_names
-from qwen3tts.appliance.thermal_sensors import GpuGt, SensorSnapshot, ThermalZone, TripPoint, read_sensors
+from qwen3tts.appliance.thermal.governor import ThermalGovernor, ThermalMonitor, level_names
+from qwen3tts.appliance.thermal.sensors import GpuGt, SensorSnapshot, ThermalZone, TripPoint, read_sensors
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
@@ -184,7 +184,7 @@ def test_the_monitor_sets_the_batch_at_start_and_on_each_change_and_reports_it(t
     monitor.sample_once()  # unchanged: nothing applied
     fake.set_zone_temp(1, 86.0)  # T_hot is 85 from the 90 °C passive trip
     clock.now = 2.0
-    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.thermal"):
+    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.thermal.governor"):
         decision = monitor.sample_once()
     assert engine.batches == [4, 2]
     assert calls == [("cool", 4, "start"), ("warm", 2, "temperature 86.0 °C above T_hot 85.0 °C")]
@@ -302,7 +302,7 @@ def test_every_sample_beats_the_heartbeat_and_a_lost_sensor_is_logged_once(tmp_p
     ):
         fake.fail(path, errno.EIO)  # fmt: skip
     fake.install(monkeypatch)
-    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.thermal"):
+    with caplog.at_level(logging.WARNING, logger="qwen3tts.appliance.thermal.governor"):
         monitor.sample_once()
         monitor.sample_once()
     assert len(beats) == 3

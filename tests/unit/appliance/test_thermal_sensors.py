@@ -5,7 +5,7 @@ import errno
 import pytest
 from fake_sysfs import FakeSysfs, laptop
 
-from qwen3tts.appliance.thermal_sensors import (
+from qwen3tts.appliance.thermal.sensors import (
     GpuGt,
     NpuReading,
     ThermalZone,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen3tts.appliance.events import DiscoveryConfig, Voices
-from qwen3tts.appliance.messages import Topics
-from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
-from qwen3tts.appliance.voice_catalog import VoiceCatalog
+from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Voices
+from qwen3tts.appliance.mqtt.messages import Topics
+from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
+from qwen3tts.service.voice_catalog import VoiceCatalog
 from qwen3tts.settings import AnnouncementSettings, ModelSettings, Settings, VoiceSettings
 
 

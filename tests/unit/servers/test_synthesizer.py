@@ -105,7 +105,7 @@ def test_a_request_the_engine_refuses_at_submit_frees_its_slot(synth):
 def test_a_registered_voice_reaches_the_engine_as_its_reference_key_never_as_a_path(synth):
     from dataclasses import replace
 
-    from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
+    from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
 
     synth.bundle = replace(BUNDLE, registered=RegisteredVoices({"anna": VoiceChoice(ref_audio="voice:anna")}))
     stream = synth.open(synth.job("Hello there.", "Anna", "en", None), "wyoming")

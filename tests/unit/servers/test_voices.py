@@ -52,7 +52,7 @@ def test_language_codes_are_listed_once_in_bundle_order():
 
 
 def test_registered_voices_are_listed_after_the_presets_and_resolve_by_name():
-    from qwen3tts.appliance.registered_voices import RegisteredVoices, VoiceChoice
+    from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
 
     registered = RegisteredVoices({"Anna": VoiceChoice(ref_audio="voice:Anna")})
     base = BundleInfo("base", (), ("english",), registered=registered)
