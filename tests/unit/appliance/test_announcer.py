@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from announcer_rig import LoudRunner, Rig, fake_engine, rig_settings, slow_sink
 
-from qwen3tts.appliance.mqtt.messages import Stop
+from qwen3tts.appliance.mqtt.messages import Stop  # noqa
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 
 FOUR = "Store notice, part one. Store notice, part two. Store notice, part three. Store notice, part four."
@@ -38,7 +38,7 @@ def test_an_announcement_plays_every_sentence_in_order_with_every_event(tmp_path
     rig = rigs(tmp_path)
     rig.say("a", FOUR)
     rig.wait_for("a", "finished")
-    assert rig.kinds("a") == ["started", "first_audio", "finished"]  # `queued` is the intake's
+    assert rig.kinds("a") == ["queued", "started", "first_audio", "finished"]
     np.testing.assert_array_equal(rig.sink.speech("a"), np.concatenate(rig.sentence_pcm(FOUR)))
     assert list((tmp_path / "spool").glob("*.json")) == []
 
@@ -52,7 +52,7 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
     rig.say("alarm", "Fire alarm. Leave the building now.", priority="emergency")
     rig.wait_for("normal", "finished", timeout=60)
     assert rig.sink.order() == ["normal@0", "alarm@0", "normal@1"]
-    requeued = [reason for kind, reason in rig.events("normal") if kind == "queued"]
+    requeued = [reason for kind, reason in rig.events("normal") if kind == "queued" and reason]
     assert len(requeued) == 1 and "barged in" in requeued[0], rig.events("normal")
     resumed_from = int(requeued[0].rsplit(" ", 1)[1]) - 1  # "... resumes from sentence N"
     sentences = rig.sentence_pcm(FOUR)
@@ -62,7 +62,7 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
     assert len(whole_before) <= len(cut) < len(whole_before) + len(sentences[resumed_from])
     np.testing.assert_array_equal(cut, np.concatenate(sentences)[: len(cut)])
     np.testing.assert_array_equal(rig.sink.speech("normal", 1), np.concatenate(sentences[resumed_from:]))
-    assert rig.kinds("alarm") == ["started", "first_audio", "finished"]
+    assert rig.kinds("alarm") == ["queued", "started", "first_audio", "finished"]
 
 
 def test_a_priority_announcement_takes_over_at_the_next_sentence_boundary(tmp_path, rigs):
@@ -72,7 +72,7 @@ def test_a_priority_announcement_takes_over_at_the_next_sentence_boundary(tmp_pa
     rig.say("prio", "Customer announcement.", priority="priority")
     rig.wait_for("normal", "finished", timeout=60)
     assert rig.sink.order() == ["normal@0", "prio@0", "normal@1"]
-    [reason] = [reason for kind, reason in rig.events("normal") if kind == "queued"]
+    [reason] = [reason for kind, reason in rig.events("normal") if kind == "queued" and reason]
     assert "took over" in reason
     resumed_from = int(reason.rsplit(" ", 1)[1]) - 1
     assert resumed_from == 1  # the boundary right after the sentence that was playing
@@ -98,7 +98,7 @@ def test_stop_cuts_the_current_one_cancels_its_synthesis_and_the_next_one_plays(
     rig.say("long", FOUR)
     rig.say("next", "The next one.")
     rig.wait_for("long", "first_audio")
-    rig.announcer.command(Stop(scope="current"))
+    rig.announcer.stop("current", None, lambda *a, **k: None)
     rig.wait_for("long", "cancelled")
     rig.wait_for("next", "finished")
     assert [reason for kind, reason in rig.events("long") if kind == "cancelled"] == ["stopped"]
@@ -110,7 +110,7 @@ def test_a_repeated_announcement_plays_twice_then_leaves_the_spool(tmp_path, rig
     rig = rigs(tmp_path)
     rig.say("gap", "Mind the gap, please.", repeat=2, repeat_interval=0.05)
     rig.wait_for("gap", "finished", count=2)
-    assert rig.kinds("gap") == ["started", "first_audio", "finished"] * 2
+    assert rig.kinds("gap") == ["queued"] + ["started", "first_audio", "finished"] * 2
     assert [reason for kind, reason in rig.events("gap") if kind == "finished"] == ["repeats later", ""]
     np.testing.assert_array_equal(rig.sink.speech("gap", 0), rig.sink.speech("gap", 1))
     assert list((tmp_path / "spool").glob("*.json")) == []
@@ -145,9 +145,9 @@ def test_look_ahead_synthesises_the_next_announcements_while_one_plays_within_th
     rig.wait_for("a", "first_audio")
     # While `a` plays, sentences of `b` and `c` are synthesised too, batched with `a`'s.
     deadline = time.monotonic() + 10
-    while rig.announcer.ahead.get("c") is None and time.monotonic() < deadline:
+    while not (rig.queue.find("c") and rig.queue.find("c").handles) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert "c" in rig.announcer.ahead and rig.kinds("c") == []
+    assert rig.kinds("c") == ["queued"]
     rig.wait_for("c", "finished", timeout=60)
     done.set()
     assert max(runner.code_predictor_calls) == 3 and max(in_flight) == 3  # batched, never beyond the limit
@@ -172,11 +172,11 @@ def test_a_shutdown_with_finish_lets_the_current_announcement_finish_and_starts_
     rig.say("waiting", "Still waiting.")
     rig.wait_for("current", "first_audio")
     assert rig.announcer.drain(finish=True, timeout=30)
-    assert rig.kinds("current") == ["started", "first_audio", "finished"]
+    assert rig.kinds("current") == ["queued", "started", "first_audio", "finished"]
     np.testing.assert_array_equal(rig.sink.speech("current"), np.concatenate(rig.sentence_pcm(FOUR)))
-    assert rig.kinds("waiting") == [] and "waiting@0" not in rig.sink.order()
+    assert rig.kinds("waiting") == ["queued"] and "waiting@0" not in rig.sink.order()
     after_restart = AnnouncementQueue(tmp_path / "spool")
-    assert [a.id for a in after_restart.replay()[0]] == ["waiting"]  # still spooled: it plays next time
+    assert [a.id for a in after_restart.replay(time.time())[0]] == ["waiting"]  # still spooled: it plays next time
 
 
 def test_an_emergency_barges_in_even_while_a_priority_one_waits_for_the_sentence_boundary(tmp_path, rigs):
@@ -187,5 +187,5 @@ def test_an_emergency_barges_in_even_while_a_priority_one_waits_for_the_sentence
     rig.say("alarm", "Fire alarm.", priority="emergency")
     rig.wait_for("normal", "finished", timeout=60)
     assert rig.sink.order() == ["normal@0", "alarm@0", "prio@0", "normal@1"]
-    [reason] = [reason for kind, reason in rig.events("normal") if kind == "queued"]
+    [reason] = [reason for kind, reason in rig.events("normal") if kind == "queued" and reason]
     assert "barged in" in reason
