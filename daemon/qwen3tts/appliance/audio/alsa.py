@@ -223,7 +223,7 @@ class AlsaSink:
         try:
             stream.abort()
             stream.close()
-        except Exception:  # the device may be gone already; closing is best effort
+        except (self._sd.PortAudioError, OSError):  # the device may be gone already: closing is best effort
             log.debug("closing the audio stream failed", exc_info=True)
 
     def _set_state(self, state: str, detail: str) -> None:
