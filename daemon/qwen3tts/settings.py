@@ -232,6 +232,9 @@ class AudioSettings:
     """ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
     wav_dir: Path | None = None
     """Directory for the wav sink, one file per announcement. Default null: <state>/wav."""
+    wav_realtime: bool = False
+    """Write WAV files at the speed a loudspeaker plays them (a demo, or a test that needs an announcement
+    to be still playing when the next message arrives). Default false: as fast as synthesis goes."""
     volume: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
     """Master volume, 0..1. Default 1.0."""
     muted: bool = False

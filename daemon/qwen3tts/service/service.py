@@ -213,6 +213,8 @@ class Service:
             self.mqtt.start(self.supervisor)
         elif voices_changed and self.mqtt is not None:  # the topic and Home Assistant follow
             self.mqtt.announce_voices()
+        if not self.announcer.applied(timeout=DRAIN_TIMEOUT_S):
+            log.error("reload: the announcer did not take the new settings within %.0f s", DRAIN_TIMEOUT_S)
         log.info("reloaded: MQTT %s", "reconnected" if topics_changed else "unchanged")
         self._status_dirty.set()
 

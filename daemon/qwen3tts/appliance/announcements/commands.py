@@ -10,6 +10,7 @@ own lifecycle events (`queued`, or `rejected` / `error`) and acknowledged once s
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
 from qwen3tts.appliance.announcements.queue import Accepted
@@ -50,6 +51,13 @@ class CommandsMixin:
     def set_defaults(self, changes: dict[str, object]) -> None:
         """Default voice / language / instruct fields a reload changed."""
         self._post(self._set_defaults, changes, None)
+
+    def applied(self, timeout: float) -> bool:
+        """Wait until everything posted before this call has been carried out (a reload is done only then);
+        False after `timeout`."""
+        done = threading.Event()
+        self._post(done.set)
+        return done.wait(timeout)
 
     def drain(self, finish: bool, timeout: float) -> bool:
         """Shutdown (any thread): start nothing new, finish or cut what plays.

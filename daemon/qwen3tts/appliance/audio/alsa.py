@@ -243,7 +243,7 @@ def open_sink(settings: AudioSettings, *, on_state: StateCallback | None = None)
     if sink == "null":
         return NullSink()
     if sink == "wav":
-        return WavSink(wav_dir)
+        return WavSink(wav_dir, realtime=settings.wav_realtime)
     if sink == "alsa":
         return AlsaSink(device, block_ms=block_ms, on_state=on_state).open()
     if sink == "auto":

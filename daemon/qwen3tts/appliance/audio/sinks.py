@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 import wave
 from pathlib import Path
 from typing import Protocol
@@ -125,15 +126,20 @@ class WavSink:
     The file is written as `.part` and renamed at `end()`, so a kiosk watching the directory never
     picks up half an announcement; a cut announcement's `.part` is deleted, and `.part` files a crash
     left behind are deleted when the sink opens. The counter prefix keeps repeats and equal ids apart.
+    With `realtime`, each write returns only when a loudspeaker would have played it (a paced sink: the
+    audio thread then behaves as with a sound card, silence included while synthesis falls behind).
     """
 
-    paced = False
     state = "ok"
 
-    def __init__(self, directory: Path, rate: int = MODEL_RATE):
+    def __init__(self, directory: Path, rate: int = MODEL_RATE, realtime: bool = False,
+                 clock=time.monotonic, sleep=time.sleep):  # fmt: skip
         self.directory = Path(directory)
         self.rate = rate
-        self.name = f"wav:{self.directory}@{rate}"
+        self.paced = realtime
+        self.name = f"wav:{self.directory}@{rate}" + (" (real time)" if realtime else "")
+        self._clock, self._sleep = clock, sleep
+        self._due: float | None = None  # when the samples written so far have been "heard"
         self.paths: list[Path] = []
         self._resampler = Resampler(rate)
         self._wave: wave.Wave_write | None = None
@@ -159,12 +165,18 @@ class WavSink:
 
     def write(self, block: np.ndarray) -> bool:
         self._write_pcm(self._resampler.process(block))
+        if self.paced:
+            now = self._clock()
+            self._due = max(self._due or now, now) + len(block) / MODEL_RATE
+            if self._due > now:
+                self._sleep(self._due - now)
         return False
 
     def latency(self) -> float:
         return 0.0
 
     def end(self, complete: bool = True) -> None:
+        self._due = None
         if self._wave is None or self._part is None:
             return
         if not complete:

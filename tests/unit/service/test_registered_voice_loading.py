@@ -1,22 +1,25 @@
-"""Registered voices as the daemon speaks them: registry -> prompt builder keys, names -> request fields."""
+"""Registered voices loaded into the running engine (service/voices.py): the registry read for the loaded
+bundle, clone inputs handed to the prompt builder under `voice:NAME`, design voices as their description,
+damaged voices skipped, removed ones forgotten."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from qwen3tts.voices import registered as registered_voices
-from qwen3tts.voices.registered import RegisteredVoices, VoiceChoice
-from qwen3tts.synthesis import sentence_request
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
+from qwen3tts.service import voices as loading
+from qwen3tts.service.voices import load_registered_voices
+from qwen3tts.synthesis import sentence_request
 from qwen3tts.voices import RegisteredVoice, VoiceRegistry
+from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
 
 HASH = "a" * 64
 
 
 class FakeBuilder:
-    """The two things RegisteredVoices needs of runtime.prompt.PromptBuilder."""
+    """The two things loading needs of runtime.prompt.PromptBuilder."""
 
     def __init__(self):
         self.voices = {}
@@ -33,7 +36,7 @@ class FakeBuilder:
 
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
-    monkeypatch.setattr(registered_voices, "bundle_hash", lambda _bundle: HASH)
+    monkeypatch.setattr(loading, "bundle_hash", lambda _bundle: HASH)
     registry = VoiceRegistry(tmp_path / "voices")
     xvector = np.arange(4, dtype=np.float32)
     codes = np.arange(32, dtype=np.int64).reshape(2, 16)
@@ -46,30 +49,38 @@ def registry(tmp_path, monkeypatch):
 
 
 def test_load_registers_clone_voices_and_maps_design_voices_to_their_description(registry, tmp_path):
-    builder, voices = FakeBuilder(), RegisteredVoices()
-    voices.load(registry.directory, tmp_path, builder)
-    assert voices.names == ("anna", "bob", "calm")  # "other" is another bundle's, "wrong" does not fit
+    builder, voices = FakeBuilder(), VoiceCatalog(("Ryan",))
+    assert load_registered_voices(voices, registry.directory, tmp_path, builder) is True
+    assert voices.registered_names == ("anna", "bob", "calm")  # "other" is another bundle's, "wrong" does not fit
     anna = builder.voices["voice:anna"]
     assert anna.icl and list(anna.ref_text_ids) == [ord("H"), ord("i"), ord(".")]
     np.testing.assert_array_equal(anna.ref_codes, registry.get("anna", HASH).ref_codes)
     assert not builder.voices["voice:bob"].icl
-    assert voices.choice("Anna", "cheerful") == VoiceChoice(ref_audio="voice:anna", instruct="cheerful")
     assert voices.choice("calm", "cheerful") == VoiceChoice(instruct="A calm low voice.")
-    assert voices.choice("ryan", None) == VoiceChoice(speaker="ryan")
+    assert voices.identity("anna") != voices.identity("bob") and voices.identity("anna").startswith("voice:anna:")
 
 
-def test_a_reload_forgets_removed_voices(registry, tmp_path):
-    builder, voices = FakeBuilder(), RegisteredVoices()
-    voices.load(registry.directory, tmp_path, builder)
+def test_a_reload_forgets_removed_voices_and_says_the_names_changed(registry, tmp_path):
+    builder, voices = FakeBuilder(), VoiceCatalog()
+    load_registered_voices(voices, registry.directory, tmp_path, builder)
+    assert load_registered_voices(voices, registry.directory, tmp_path, builder) is False
     registry.remove("anna")
-    voices.load(registry.directory, tmp_path, builder)
-    assert voices.names == ("bob", "calm") and "voice:anna" not in builder.voices
+    assert load_registered_voices(voices, registry.directory, tmp_path, builder) is True
+    assert voices.registered_names == ("bob", "calm") and "voice:anna" not in builder.voices
     assert voices.choice("anna", None) == VoiceChoice(speaker="anna")  # the engine rejects it as unknown
 
 
+def test_without_a_prompt_builder_or_a_bundle_hash_nothing_is_registered(registry, tmp_path, monkeypatch):
+    voices = VoiceCatalog()
+    assert load_registered_voices(voices, registry.directory, tmp_path, None) is False
+    monkeypatch.undo()  # the real bundle_hash: tmp_path holds no bundle
+    assert load_registered_voices(voices, registry.directory, tmp_path, FakeBuilder()) is False
+    assert voices.registered_names == ()
+
+
 def test_sentence_request_carries_the_registered_voice_and_the_seed(registry, tmp_path):
-    voices = RegisteredVoices()
-    voices.load(registry.directory, tmp_path, FakeBuilder())
+    voices = VoiceCatalog()
+    load_registered_voices(voices, registry.directory, tmp_path, FakeBuilder())
     common = dict(language="english", instruct=None, priority=Priority.NORMAL, max_frames=100)
     request = sentence_request("a#0", "Hello.", voice="anna", voices=voices, seed=3, **common)
     assert (request.speaker, request.ref_audio, request.seed) == (None, "voice:anna", 3)

@@ -1,14 +1,13 @@
 """The whole Service in process: real mosquitto, the real Engine over the fake runner, a recording sink.
 
-Supervision (an exception in each worker in turn fails only the item it handled, the worker restarts
-and the next announcement still finishes) and SIGHUP (volume and voice set over MQTT survive a reload
-unless the file changed them; the queue is kept).
+Supervision (an exception while a worker handles one item fails only that item, with an `error` event,
+and the next announcement still finishes; an exception outside any item restarts the worker) and SIGHUP
+(volume and voice set over MQTT survive a reload unless the file changed them; the queue is kept).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -93,16 +92,23 @@ def fail_once(obj, name: str, when=lambda *args: True):
 def inject(service: Service, worker: str):
     """Make `worker` raise once while it handles the announcement `victim` (or the next message)."""
     if worker == "announcer":
-        return fail_once(service.announcer.synthesis, "move_pcm", lambda ann: ann.id == "victim")
+        return fail_once(service.announcer.lookahead, "move_pcm", lambda ann: ann.id == "victim")
     if worker == "audio":
-        return fail_once(service.playback, "play", lambda track: track.label == "victim")
+        return fail_once(service.playback, "_play_to_sink", lambda track: track.label == "victim")
     if worker == "intake":
-        return fail_once(service.intake, "handle")
+        return fail_once(service.mqtt.intake, "_handle")
     return fail_once(service, "_publish_status")
 
 
-@pytest.mark.parametrize("worker", ["announcer", "audio", "intake", "status"])
-def test_an_exception_in_a_worker_fails_only_its_item_and_the_next_announcement_finishes(
+ITEM_FAILURE = {  # what the log says when the worker's item failed: the item, not a restart
+    "announcer": "victim: moving its audio failed",
+    "audio": "playing victim failed",
+    "intake": "message on 'qwen3tts/svc/say' failed",
+}
+
+
+@pytest.mark.parametrize("worker", ["announcer", "audio", "intake"])
+def test_an_exception_while_handling_one_item_fails_that_item_only_and_the_worker_goes_on(
     service, recorder, worker, caplog
 ):
     calls = inject(service, worker)
@@ -111,11 +117,30 @@ def test_an_exception_in_a_worker_fails_only_its_item_and_the_next_announcement_
         error = wait_event(recorder, "victim", "error")
         assert "RuntimeError: injected" in error["reason"]
         assert "finished" not in [e["event"] for e in events(recorder, "victim")]
+    else:  # the message that failed is answered with an error event and acknowledged
+        recorder.wait_for(lambda _: any(e["event"] == "error" for e in _all_events(recorder)), 10)
     say(recorder, "next")
     wait_event(recorder, "next", "finished")
     assert calls, "the injected failure never happened"
-    assert any(f"worker {worker} failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert any(ITEM_FAILURE[worker] in r.getMessage() and r.exc_info for r in caplog.records)
+    assert not any(w.failures for w in service.supervisor.workers)  # nothing had to restart
     assert service.exit_code == 0
+
+
+def test_an_exception_outside_any_item_restarts_the_worker(service, recorder, caplog):
+    calls = inject(service, "status")
+    say(recorder, "next")
+    wait_event(recorder, "next", "finished")
+    assert calls and any("worker status failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert service.exit_code == 0
+
+
+def _all_events(recorder) -> list[dict]:
+    return [json.loads(m.payload) for m in recorder.on(f"qwen3tts/{SITE}/event")]
+
+
+def _answered(recorder, kind: str) -> bool:
+    return any(e["event"] == kind for e in _all_events(recorder))
 
 
 def test_sighup_keeps_volume_and_voice_set_over_mqtt_unless_the_file_changed_them(
@@ -124,18 +149,17 @@ def test_sighup_keeps_volume_and_voice_set_over_mqtt_unless_the_file_changed_the
     config = tmp_path / "qwen3tts.yaml"
     recorder.publish(f"qwen3tts/{SITE}/volume/set", "0.3", qos=1)
     recorder.publish(f"qwen3tts/{SITE}/voice/set", "vivian", qos=1)
-    deadline = time.monotonic() + 10
-    while (service.playback.volume, service.announcer.voice.voice) != (0.3, "vivian"):
-        assert time.monotonic() < deadline, "volume/set and voice/set never arrived"
-        time.sleep(0.02)
+    recorder.wait_for(lambda _: _answered(recorder, "volume_set") and _answered(recorder, "voice_set"), 10)
+    announcer = service.announcer
+    assert (announcer.volume, announcer.lookahead.defaults.voice) == (0.3, "vivian")
     say(recorder, "queued-before")
     write_config(config, mosquitto, tail_ms=50)  # the file changes neither volume nor voice
-    service.reload()
-    assert (service.playback.volume, service.announcer.voice.voice) == (0.3, "vivian")
+    service.reload()  # returns once the announcer has taken the new settings
+    assert (announcer.volume, announcer.lookahead.defaults.voice) == (0.3, "vivian")
 
     write_config(config, mosquitto, tail_ms=50, volume=0.8)  # now the file changes the volume
     service.reload()
-    assert (service.playback.volume, service.announcer.voice.voice) == (0.8, "vivian")
+    assert (announcer.volume, announcer.lookahead.defaults.voice) == (0.8, "vivian")
     wait_event(recorder, "queued-before", "finished")  # the queue survived both reloads
 
 
