@@ -184,3 +184,45 @@ def test_stop_before_start_completed_still_stops(tmp_path, mosquitto):
     svc = Service(load_settings(config), config_path=config, runtime=None, sink=RigSink())
     svc.stop()  # SIGTERM while the bundle still compiles
     assert svc.wait(1)
+
+
+def test_a_reload_says_reloading_with_the_monotonic_time_and_ready_when_it_is_done(
+    tmp_path, mosquitto, monkeypatch
+):
+    """`systemctl reload` waits for READY=1 after RELOADING=1 (Type=notify-reload semantics)."""
+    import socket
+    import time as clock
+
+    from qwen3tts.appliance.systemd.notify import Notifier
+
+    path = str(tmp_path / "notify.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(path)
+    server.settimeout(10)
+    monkeypatch.setenv("NOTIFY_SOCKET", path)  # sdnotify reads the address from the environment
+    config = tmp_path / "qwen3tts.yaml"
+    write_config(config, mosquitto)
+    runtime = SimpleNamespace(
+        engine=fake_engine(),
+        spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b", variant="custom_voice",
+                             supports_instruct=False),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        manifest=SimpleNamespace(random_weights=True),
+    )  # fmt: skip
+    svc = Service(load_settings(config), Notifier(), config, runtime=runtime, sink=RigSink())
+    try:
+        svc.start()
+        while not server.recv(4096).decode().startswith("READY=1"):
+            pass
+        before = clock.clock_gettime_ns(clock.CLOCK_MONOTONIC) // 1000
+        svc.reload()
+        datagrams = []
+        while not (datagrams and datagrams[-1].startswith("READY=1")):
+            datagrams.append(server.recv(4096).decode())
+    finally:
+        svc.stop()
+        server.close()
+    reloading = next(d for d in datagrams if d.startswith("RELOADING=1"))
+    fields = dict(line.split("=", 1) for line in reloading.splitlines())
+    assert before <= int(fields["MONOTONIC_USEC"]) <= clock.clock_gettime_ns(clock.CLOCK_MONOTONIC) // 1000
+    assert datagrams.index(reloading) < len(datagrams) - 1  # READY=1 comes after it
