@@ -94,6 +94,7 @@ def test_an_unknown_voice_gets_an_error_event_and_the_connection_stays_usable(se
     error = Error.from_event(events[0])
     assert "unknown voice 'alloy'" in error.text and error.code == "RequestError"
     assert running.handles == []
+    assert running.outcomes("wyoming")["rejected"] == 1  # counted like an HTTP refusal
 
 
 def test_a_malformed_event_gets_an_error_and_the_connection_stays_usable(serve):
@@ -132,3 +133,4 @@ def test_a_client_that_disconnects_mid_synthesis_cancels_its_engine_request(serv
     assert handle.wait(30), "the engine request was not ended after the client left"
     assert handle.status is SequenceStatus.FINISHED_CANCELLED
     assert running.outcomes("wyoming")["cancelled"] == 1
+
