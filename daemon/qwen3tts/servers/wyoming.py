@@ -7,7 +7,7 @@ complete, each with its own audio-start .. audio-stop, the way wyoming-piper ans
 `synthesize` Home Assistant also sends inside a stream (for old servers) is ignored there.
 
 Events are read while audio is being written, so a client that disconnects (EOF) cancels its engine
-request at once; a client must keep its connection open until
+requests at once (every stream the connection opened); a client must keep its connection open until
 audio-stop, as Home Assistant does. Each event is parsed by the wyoming library; the handler turns it
 into a SpeechStream (streams.py), which submits engine requests and yields their PCM.
 """
@@ -112,6 +112,7 @@ class WyomingHandler(AsyncEventHandler):
         self._work: asyncio.Queue[Work] = asyncio.Queue()
         self._worker = asyncio.create_task(self._do_work(), name="wyoming-work")
         self._streaming: SpeechStream | None = None  # set between synthesize-start and synthesize-stop
+        self._open: list[SpeechStream] = []  # this connection's streams, closed when it ends
 
     async def run(self) -> None:
         try:
@@ -134,8 +135,8 @@ class WyomingHandler(AsyncEventHandler):
         finally:
             self._worker.cancel()  # the client is gone: stop its synthesis now
             await asyncio.gather(self._worker, return_exceptions=True)
-            if self._streaming is not None:
-                self._streaming.close()
+            for stream in self._open:  # also those whose work never started
+                stream.close()
             self.writer.close()
 
     async def handle_event(self, event: Event) -> bool:
@@ -157,12 +158,16 @@ class WyomingHandler(AsyncEventHandler):
             self._work.put_nowait(lambda: self._stream_stopped(stream))
         return True
 
+    def _opened(self, stream: SpeechStream) -> SpeechStream:
+        self._open = [s for s in self._open if s.outcome is None] + [stream]
+        return stream
+
     # ---- one synthesize event ----
 
     async def _synthesize(self, synthesize: Synthesize) -> None:
         name, language = _voice_fields(synthesize.voice)
         try:
-            stream = self.pool.open("wyoming", synthesize.text, name, language)
+            stream = self._opened(self.pool.open("wyoming", synthesize.text, name, language))
         except RequestError as exc:
             await self._error(str(exc), _code(exc))
             return
@@ -173,10 +178,12 @@ class WyomingHandler(AsyncEventHandler):
     async def _stream_start(self, start: SynthesizeStart) -> None:
         name, language = _voice_fields(start.voice)
         try:
-            stream = self.pool.open_stream("wyoming", name, language)
+            stream = self._opened(self.pool.open_stream("wyoming", name, language))
         except RequestError as exc:
             await self._error(str(exc), _code(exc))
             return
+        if self._streaming is not None:  # a second start: the first can no longer be stopped
+            self._streaming.close("cancelled")
         self._streaming = stream
 
     def _queue_sentences(self, stream: SpeechStream, sentences: list[str]) -> None:
@@ -229,6 +236,13 @@ class WyomingHandler(AsyncEventHandler):
                 await work()
             except (ConnectionError, RuntimeError) as exc:  # the client's socket broke while writing
                 log.info("wyoming: client connection lost: %s", exc)
+                self.reader.feed_eof()
+                return
+            except Exception as exc:  # supervisor of this connection's work: a bug in one request is
+                # logged and answered, never lost (gather() in run() would drop the task's exception)
+                peer = self.writer.get_extra_info("peername")
+                log.exception("wyoming: work for %s failed; closing the connection", peer)
+                await self._error(f"internal error: {type(exc).__name__}", type(exc).__name__)
                 self.reader.feed_eof()
                 return
 
