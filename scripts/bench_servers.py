@@ -24,7 +24,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
 from qwen3tts.runtime.loader import load_runtime
-from qwen3tts.servers import BundleInfo, start_servers
+from qwen3tts.servers import Offer, start_servers
 from qwen3tts.settings_loader import load_settings
 
 TEXT = "The next train to the airport leaves from platform four in six minutes."
@@ -92,8 +92,8 @@ def main() -> None:
         ])  # fmt: skip
         runtime = load_runtime(bundle, settings)
         runtime.engine.start()
-        info = BundleInfo.from_spec(bundle.name, runtime.spec, settings.voice)
-        servers = start_servers(settings, runtime.engine, info)
+        offer = Offer.from_spec(bundle.name, runtime.spec, settings.voice)
+        servers = start_servers(settings, runtime.engine, offer)
         try:
             asyncio.run(measure(http_ttfa, servers.http_port, 1, 1))  # warm-up: first compile-time effects
             print(f"bundle {bundle.name}, text of {len(TEXT)} characters, {args.rounds} rounds")

@@ -24,12 +24,13 @@ from qwen3tts.errors import RequestError
 from qwen3tts.servers.auth import bearer_ok
 from qwen3tts.servers.metrics import CONTENT_TYPE
 from qwen3tts.servers.pcm import streaming_wav_header, to_s16le
-from qwen3tts.servers.synthesis import Busy, SpeechStream, Synthesizer
+from qwen3tts.servers.streams import Busy, InvalidField, SpeechStream, StreamPool
 
 log = logging.getLogger(__name__)
 
 FORMATS = {"wav": "audio/wav", "pcm": "audio/pcm"}
 DEFAULT_FORMAT = "wav"  # OpenAI's default is mp3, which this server does not encode
+PARAMS = {"text": "input", "voice": "voice", "language": "language"}  # InvalidField.field -> OpenAI param
 
 
 class ApiError(Exception):
@@ -43,36 +44,36 @@ class ApiError(Exception):
         return JSONResponse(body, status_code=self.status)
 
 
-def build_app(synth: Synthesizer, max_body_bytes: int, token: str | None) -> Starlette:
+def build_app(pool: StreamPool, max_body_bytes: int, token: str | None) -> Starlette:
     """The ASGI application; `token` None means no authentication (loopback only, checked at start)."""
 
     async def speech(request: Request) -> Response:
         try:
             body = await _json_body(request, max_body_bytes)
-            media_type, stream = _open_speech(synth, body)
+            media_type, stream = _open_speech(pool, body)
         except ApiError as exc:
             return exc.response()
-        header = streaming_wav_header(synth.bundle.sample_rate) if media_type == FORMATS["wav"] else b""
+        header = streaming_wav_header(pool.offer.sample_rate) if media_type == FORMATS["wav"] else b""
         return _SpeechResponse(stream, header, media_type)
 
     async def voices(request: Request) -> Response:
-        bundle = synth.bundle
+        offer = pool.offer
         return JSONResponse({
-            "voices": [{"id": name, "name": name} for name in bundle.voice_names],
-            "languages": ["auto", *bundle.languages],
-            "language_codes": list(bundle.language_codes),
-            "default_voice": bundle.resolve_voice(None),
+            "voices": [{"id": name, "name": name} for name in offer.voice_names],
+            "languages": ["auto", *offer.languages],
+            "language_codes": list(offer.language_codes),
+            "default_voice": offer.resolve_voice(None),
         })  # fmt: skip
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": synth.bundle.name, "object": "model"}]})
+        return JSONResponse({"object": "list", "data": [{"id": pool.offer.name, "object": "model"}]})
 
     async def healthz(request: Request) -> Response:
-        reasons = list(synth.metrics.figures().degraded)
+        reasons = list(pool.metrics.figures().degraded)
         return JSONResponse({"status": "degraded" if reasons else "ready", "reasons": reasons})
 
     async def metrics(request: Request) -> Response:
-        return Response(synth.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(pool.metrics.render(), media_type=CONTENT_TYPE)
 
     app = Starlette(
         routes=[
@@ -83,10 +84,10 @@ def build_app(synth: Synthesizer, max_body_bytes: int, token: str | None) -> Sta
             Route("/metrics", metrics),
         ]
     )
-    return _BearerAuth(app, token, synth) if token else app
+    return _BearerAuth(app, token, pool) if token else app
 
 
-def _open_speech(synth: Synthesizer, body: dict) -> tuple[str, SpeechStream]:
+def _open_speech(pool: StreamPool, body: dict) -> tuple[str, SpeechStream]:
     """Validate an OpenAI speech request and submit it; ApiError with the right status otherwise."""
     fmt = body.get("response_format") or DEFAULT_FORMAT
     if fmt not in FORMATS:
@@ -101,25 +102,19 @@ def _open_speech(synth: Synthesizer, body: dict) -> tuple[str, SpeechStream]:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise ApiError(400, "model must be a string", "model")
-    fields = {key: body.get(key) for key in ("voice", "language", "instructions")}
-    for key, value in fields.items():
+    voice, language, instructions = (body.get(key) for key in ("voice", "language", "instructions"))
+    for key, value in (("voice", voice), ("language", language), ("instructions", instructions)):
         if value is not None and not isinstance(value, str):
             raise ApiError(400, f"{key} must be a string", key)
     try:
-        job = synth.job(body.get("input"), fields["voice"], fields["language"], fields["instructions"])
-        return FORMATS[fmt], synth.open(job, "http")
+        stream = pool.open("http", body.get("input"), voice, language, instructions)
     except Busy as exc:
         raise ApiError(429, str(exc), None, "busy") from exc
-    except RequestError as exc:
-        synth.metrics.requests.labels("http", "rejected").inc()
-        raise ApiError(400, str(exc), _param(str(exc))) from exc
-
-
-def _param(message: str) -> str:
-    for param in ("voice", "language"):
-        if message.startswith(f"unknown {param}"):
-            return param
-    return "input"
+    except InvalidField as exc:
+        raise ApiError(400, str(exc), PARAMS[exc.field]) from exc
+    except RequestError as exc:  # the engine refused the text at submit
+        raise ApiError(400, str(exc), "input") from exc
+    return FORMATS[fmt], stream
 
 
 async def _json_body(request: Request, max_bytes: int) -> dict:
@@ -169,14 +164,14 @@ class _SpeechResponse(StreamingResponse):
 class _BearerAuth:
     """ASGI wrapper: 401 unless `Authorization: Bearer <token>` matches (constant-time compare)."""
 
-    def __init__(self, app, token: str, synth: Synthesizer):
-        self.app, self.token, self.synth = app, token, synth
+    def __init__(self, app, token: str, pool: StreamPool):
+        self.app, self.token, self.pool = app, token, pool
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
             if not bearer_ok(header, self.token):
-                self.synth.metrics.requests.labels("http", "unauthorized").inc()
+                self.pool.metrics.requests.labels("http", "unauthorized").inc()
                 response = ApiError(401, "missing or wrong bearer token", None, "invalid_api_key").response()
                 response.headers["WWW-Authenticate"] = "Bearer"
                 await response(scope, receive, send)
@@ -184,14 +179,14 @@ class _BearerAuth:
         await self.app(scope, receive, send)
 
 
-async def start_http(sock, synth: Synthesizer, max_body_bytes: int, token: str | None):
+async def start_http(sock, pool: StreamPool, max_body_bytes: int, token: str | None):
     """Serve the app with uvicorn on an already bound socket; returns the coroutine function that stops it."""
     import asyncio
 
     import uvicorn
 
     config = uvicorn.Config(
-        build_app(synth, max_body_bytes, token),
+        build_app(pool, max_body_bytes, token),
         http="h11", ws="none", lifespan="off", loop="none", log_config=None, access_log=False,
         server_header=False, timeout_graceful_shutdown=2,
     )  # fmt: skip

@@ -76,7 +76,8 @@ class ServerMetrics:
         """The appliance's figures; a failing source is logged and reads as degraded, never as an error."""
         try:
             return self._appliance()
-        except Exception as exc:  # the source is the appliance's code: /metrics must still answer
+        except Exception as exc:  # a boundary: the source is the service's code, run on the servers'
+            # thread; whatever it raises, /metrics and /healthz still answer (as degraded)
             log.exception("appliance metrics source failed")
             return ApplianceFigures(degraded=(f"metrics source failed: {type(exc).__name__}",))
 

@@ -31,7 +31,7 @@ from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.servers import BundleInfo, start_servers
+from qwen3tts.servers import Offer, start_servers
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
@@ -96,8 +96,8 @@ class Service:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
         engine.start()
-        bundle_info = BundleInfo.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
-        self.servers = start_servers(settings, engine, bundle_info, self._figures, text=self.text)
+        offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
+        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text)
         self.supervisor.start("audio", self.playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant,

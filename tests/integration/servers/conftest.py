@@ -9,7 +9,7 @@ import pytest
 from mosquitto_broker import free_port
 
 from qwen3tts.runtime.loader import load_runtime
-from qwen3tts.servers import BundleInfo, Servers, start_servers
+from qwen3tts.servers import Offer, Servers, start_servers
 from qwen3tts.settings_loader import load_settings
 
 # Short sentences by default: the tiny model on a busy CI core makes ~15 frames per second. Greedy
@@ -88,9 +88,9 @@ def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
         )
         runtime = load_runtime(tiny_bundle, settings)
         runtime.engine.start()
-        info = BundleInfo.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
+        offer = Offer.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
         try:
-            servers = start_servers(settings, runtime.engine, info, metrics_source, environ=environ or {})
+            servers = start_servers(settings, runtime.engine, offer, metrics_source, environ=environ or {})
         except BaseException:
             runtime.engine.stop()
             raise
@@ -109,8 +109,8 @@ def serve_once(tiny_bundle) -> Iterator[Running]:
     settings = load_settings(None, [*QUICK, "servers.http.enabled=true", f"servers.http.port={free_port()}"])
     runtime = load_runtime(tiny_bundle, settings)
     runtime.engine.start()
-    info = BundleInfo.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
-    servers = start_servers(settings, runtime.engine, info, environ={})
+    offer = Offer.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
+    servers = start_servers(settings, runtime.engine, offer, environ={})
     yield Running(runtime, servers, settings)
     servers.stop()
     runtime.engine.stop()

@@ -94,6 +94,7 @@ def test_an_unknown_voice_gets_an_error_event_and_the_connection_stays_usable(se
     error = Error.from_event(events[0])
     assert "unknown voice 'alloy'" in error.text and error.code == "RequestError"
     assert running.handles == []
+    assert running.outcomes("wyoming")["rejected"] == 1  # counted like an HTTP refusal
 
 
 def test_a_malformed_event_gets_an_error_and_the_connection_stays_usable(serve):
@@ -132,3 +133,54 @@ def test_a_client_that_disconnects_mid_synthesis_cancels_its_engine_request(serv
     assert handle.wait(30), "the engine request was not ended after the client left"
     assert handle.status is SequenceStatus.FINISHED_CANCELLED
     assert running.outcomes("wyoming")["cancelled"] == 1
+
+
+def test_a_client_that_hangs_up_ends_every_request_it_opened_not_only_the_one_playing(serve):
+    running = serve("engine.max_frames=2048")
+    text = "This sentence is long enough to keep the tiny model busy for many seconds, " * 2
+
+    async def ask_twice_then_hang_up() -> None:
+        async with AsyncTcpClient("127.0.0.1", running.servers.wyoming_port, read_timeout=60) as client:
+            for _ in range(2):  # both are opened (and submitted) at once; the second waits to be spoken
+                await client.write_event(Synthesize(text=text.strip()).event())
+            assert AudioStart.is_type((await client.read_event()).type)
+            assert AudioChunk.is_type((await client.read_event()).type)
+
+    asyncio.run(ask_twice_then_hang_up())
+    assert len(running.handles) == 2
+    for handle in running.handles:
+        assert handle.wait(30), "an engine request outlived its client"
+        assert handle.status is SequenceStatus.FINISHED_CANCELLED
+
+    async def open_streams() -> int:  # runs on the servers' loop, after the closes that cancelled them
+        return len(running.servers.pool.streams)
+
+    assert running.servers.call(open_streams(), timeout=10) == 0
+
+
+def test_an_unexpected_failure_is_answered_logged_and_closes_only_that_connection(serve, monkeypatch, caplog):
+    from qwen3tts.servers.streams import SpeechStream
+
+    running = serve()
+
+    def broken(self):
+        raise LookupError("injected")
+
+    monkeypatch.setattr(SpeechStream, "pcm", broken)
+
+    async def synthesize_until_closed() -> list[Event]:
+        async with AsyncTcpClient("127.0.0.1", running.servers.wyoming_port, read_timeout=60) as client:
+            await client.write_event(Synthesize(text="Hello there.").event())
+            received = []
+            while (event := await client.read_event()) is not None:
+                received.append(event)
+            return received
+
+    received = asyncio.run(synthesize_until_closed())
+    assert [e.type for e in received] == ["audio-start", "error"]
+    assert Error.from_event(received[-1]).code == "LookupError"
+    assert "wyoming: work for" in caplog.text and "LookupError: injected" in caplog.text
+    [handle] = running.handles
+    assert handle.wait(30) and handle.status is SequenceStatus.FINISHED_CANCELLED
+    [event] = asyncio.run(exchange(running.servers.wyoming_port, [Describe().event()], "info"))
+    assert Info.from_event(event).tts  # the server goes on
