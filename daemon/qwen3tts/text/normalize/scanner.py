@@ -21,7 +21,7 @@ URL = r"(?:https?://|www\.)[!-~]*[A-Za-z0-9/#=_-]|[A-Za-z0-9.+_-]+@[A-Za-z0-9-]+
 
 # Scientific notation, 1E-999 or 6.02e23: the mantissa's pattern is the language's number.
 def scientific(number: str) -> str:
-    return rf"(?<![\w.,])(?P<mantissa>{number})[eE](?P<sign>[-+−]?)(?P<exponent>\d{{1,4}})(?![\w.])"
+    return rf"(?<![\w.,])(?P<mantissa>{number})[eE](?P<sign>[-+−]?)(?P<exponent>\d{{1,4}})(?!\w|[.,]\d)"
 
 
 # A number as written in English and Chinese text: 1,250.50 / 12.5 / 7 (no sign; rules add one).
