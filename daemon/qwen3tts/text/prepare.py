@@ -191,20 +191,21 @@ def _read(
         said.append(text[max(v_start, start) : min(v_end, end)])
         position = min(v_end, end)
     said.append(_read_plain(text[position:end], language, normalize, lexicon, warnings))
-    joined = tidy(" ".join(part.strip() for part in said if part.strip()))  # no space before a '.'
-    return joined or text[start:end]
+    return tidy("".join(said)) or text[start:end]
 
 
 def _read_plain(
     text: str, language: str, normalize: bool, lexicon: Lexicon | None, warnings: list[str]
 ) -> str:
-    if not text.strip():
-        return ""
-    said = lexicon.apply(text, warnings) if lexicon is not None else text
+    """`text` read, keeping the whitespace around it (so "Gate " before a say-as stays apart from it)."""
+    core = text.strip()
+    if not core:
+        return text
+    said = lexicon.apply(core, warnings) if lexicon is not None else core
     if normalize:
         said = normalize_text(said, language)
         warnings.extend(f"left as written (no reading for it): {_quote(token)}" for token in unread(said))
-    return said
+    return text[: len(text) - len(text.lstrip())] + said + text[len(text.rstrip()) :]
 
 
 def _marked(pieces: list[Piece], block: Block) -> list[Piece]:

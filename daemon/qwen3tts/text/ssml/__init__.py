@@ -16,7 +16,7 @@ __all__ = ["Block", "SSMLDocument", "SSMLError", "is_ssml", "parse_ssml"]
 
 
 def is_ssml(text: str) -> bool:
-    """Whether a text should be read as SSML when nobody said: it starts with `<speak` (or an XML
-    declaration), as MQTT payloads and `qwen3tts text` decide it."""
-    head = text.lstrip()[:64]
-    return head.startswith("<speak") or head.startswith("<?xml")
+    """Whether a text should be read as SSML when nobody said: it starts with `<speak`, an XML
+    declaration or a DOCTYPE (refused then, rather than read aloud), as MQTT payloads and
+    `qwen3tts text` decide it."""
+    return text.lstrip().startswith(("<speak", "<?xml", "<!DOCTYPE"))

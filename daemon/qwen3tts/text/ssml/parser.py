@@ -263,6 +263,4 @@ class _Handler(xml.sax.handler.ContentHandler):
                 raise self.fail(f"say-as interpret-as={kind!r}: {exc}") from None
             if warning:
                 self.warnings.append(f"SSML {self.where()}: {warning}")
-        return Run(
-            f" {said} ", frame.language, frame.voice, frame.rate, verbatim=True, emphasis=frame.emphasis
-        )
+        return Run(said, frame.language, frame.voice, frame.rate, verbatim=True, emphasis=frame.emphasis)
