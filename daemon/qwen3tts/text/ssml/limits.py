@@ -21,14 +21,15 @@ BREAK_STRENGTHS = {"none": 0, "x-weak": 125, "weak": 250, "medium": 500, "strong
 EMPHASIS_LEVELS = ("strong", "moderate", "none", "reduced")
 RATE_WORDS = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
 
-_TIME = re.compile(r"\s*(\d{1,6}(?:\.\d{1,3})?)\s*(ms|s)\s*")
-_PERCENT = re.compile(r"\s*([+-]?)(\d{1,4}(?:\.\d{1,3})?)%\s*")
-_FACTOR = re.compile(r"\s*(\d{1,2}(?:\.\d{1,3})?)\s*")
+# Matched against stripped values; no leading \s*, which a search would retry from every space.
+_TIME = re.compile(r"(\d{1,6}(?:\.\d{1,3})?) ?(ms|s)")
+_PERCENT = re.compile(r"([+-]?)(\d{1,4}(?:\.\d{1,3})?)%")
+_FACTOR = re.compile(r"\d{1,2}(?:\.\d{1,3})?")
 
 
 def parse_time_ms(value: str) -> int | None:
     """'750ms' -> 750, '1.5s' -> 1500; None for anything else."""
-    match = _TIME.fullmatch(value)
+    match = _TIME.fullmatch(value.strip())
     if match is None:
         return None
     number = float(match[1])
@@ -38,11 +39,11 @@ def parse_time_ms(value: str) -> int | None:
 def parse_rate(value: str) -> float | None:
     """A rate as a factor of the enclosing one: 'slow', '80%' (SSML 1.1), '+10%' / '-20%' (a relative
     change, SSML 1.0), '1.2' (a multiplier, SSML 1.0); None for anything else."""
-    if value.strip() in RATE_WORDS:
-        return RATE_WORDS[value.strip()]
+    value = value.strip()
+    if value in RATE_WORDS:
+        return RATE_WORDS[value]
     percent = _PERCENT.fullmatch(value)
     if percent is not None:
         amount = float(percent[2]) / 100
         return {"+": 1 + amount, "-": 1 - amount}.get(percent[1], amount)
-    factor = _FACTOR.fullmatch(value)
-    return float(factor[1]) if factor is not None else None
+    return float(value) if _FACTOR.fullmatch(value) else None
