@@ -24,9 +24,9 @@ from qwen3tts.runtime.speaker import (
     SpeakerEncoder,
     mel_filterbank,
     mel_spectrogram,
-    read_wav,
     resample_to_speaker_rate,
 )
+from qwen3tts.wavfile import read_wav
 
 EXPECTATIONS = Path(__file__).resolve().parents[2] / "fixtures" / "speaker_expectations.npz"
 REGENERATE = "regenerate with: scripts/reference/.venv/bin/python scripts/reference/speaker_expectations.py"
