@@ -176,7 +176,7 @@ class Intake:
             log.info("ignoring a Hermes say for another siteId")
             return False
         try:
-            ann = self._admit(message, now)
+            ann = self._admit(message, inbound, now)
         except RequestError as exc:
             return self._rejected(str(exc), now, caller, inbound, type(message), message)
         ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
@@ -185,7 +185,7 @@ class Intake:
         self.announcer.enqueue(ann, redelivered=inbound.dup)
         return True
 
-    def _admit(self, message: Say | HermesSay, now: float) -> Announcement:
+    def _admit(self, message: Say | HermesSay, inbound: Inbound, now: float) -> Announcement:
         if isinstance(message, Say):
             return self.policy.admit(message, now)
         say = Say(
@@ -194,6 +194,7 @@ class Intake:
             lang=message.lang,
             volume=message.volume,
             chime=None if self.hermes_chime else "none",
+            message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
         )
         ann = self.policy.admit(say, now)
         ann.hermes_site_id = message.site_id
