@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from announcer_rig import fake_engine, rig_settings
+from announcer_rig import fake_engine
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.announcer import Announcer
@@ -32,7 +32,7 @@ from qwen3tts.appliance.mqtt.messages import Inbound, Message
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.engine.engine import Engine
-from qwen3tts.settings import Settings
+from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -44,6 +44,15 @@ ABSOLUTE_TOPICS = ("hermes/", "homeassistant/", "ha/", "qwen3tts/")
 
 def policy_for(voices=VOICES, languages=LANGUAGES, **limits) -> AnnouncementPolicy:
     return AnnouncementPolicy(catalog=VoiceCatalog(voices, languages), **limits)
+
+
+def appliance_settings(spool_dir: Path, **announcements) -> Settings:
+    """Settings with the spool in `spool_dir` and audio without chimes, lead-in or fades."""
+    audio = AudioSettings(
+        lead_in_ms=0, tail_ms=0, fade_ms=0, block_ms=40, jitter_buffer_ms=0,
+        chime_normal="none", chime_priority="none", chime_emergency="none",
+    )  # fmt: skip
+    return Settings(announcements=AnnouncementSettings(spool_dir=Path(spool_dir), **announcements), audio=audio)
 
 
 def build_announcer(
@@ -112,7 +121,7 @@ class FrontDoor:
         self.now = NOW
         self.base = (topics or Topics("qwen3tts/hall")).base
         self.policy = policy or policy_for()
-        self.settings = rig_settings(tmp_path, **announcement_settings)
+        self.settings = appliance_settings(tmp_path / "spool", **announcement_settings)
         self.published: list[Message] = []
         self.events: list[tuple[Announcement, str, str]] = []
         """What the announcer emitted: (announcement, event, reason)."""

@@ -16,18 +16,11 @@ from pathlib import Path
 
 import pytest
 from front_door import policy_for
-from hostile_corpus import HERMES_SAY, payloads, topics
+from hostile_corpus import ANSWERS, HERMES_SAY, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from mqtt_intake_runner import IntakeRunner, spooled
 
 RUNNER_SCRIPT = Path(__file__).with_name("mqtt_intake_runner.py")
-ANSWERS = {
-    "say": {"queued", "expired", "rejected"},
-    HERMES_SAY: {"queued", "expired", "rejected"},
-    "stop": {"stopped", "not_found", "rejected"},
-    "volume/set": {"volume_set", "rejected"},
-    "voice/set": {"voice_set", "rejected"},
-}
 LATER_LIFE = {"started", "first_audio", "finished", "cancelled", "expired"}
 """Events that follow an announcement's `queued` (nothing here finishes, but a stop cancels)."""
 
@@ -238,7 +231,7 @@ def test_the_client_thread_survives_and_serves_after_the_corpus(mosquitto, recor
 
 
 def test_publishing_to_a_wildcard_is_dropped_not_fatal(mosquitto, recorder_factory, tmp_path):
-    """Defence in depth behind reply_topics: paho raises on a wildcard publish topic."""
+    """Defence in depth behind topics.refusal(): paho raises on a wildcard publish topic."""
     from qwen3tts.appliance.mqtt.events import Event, Reply
 
     runner = start_runner(mosquitto, tmp_path, "wild")

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from front_door import FrontDoor, events_in
-from hostile_corpus import HERMES_SAY, nasty_strings, payloads, topics
+from hostile_corpus import ANSWERS, HERMES_SAY, nasty_strings, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,13 +23,6 @@ from qwen3tts.appliance.mqtt.hermes import HermesSayFinished
 from qwen3tts.appliance.mqtt.messages import Message
 
 BASE = "qwen3tts/hall"
-ANSWERS = {
-    "say": {"queued", "expired", "rejected"},
-    HERMES_SAY: {"queued", "expired", "rejected"},
-    "stop": {"stopped", "not_found", "rejected"},
-    "volume/set": {"volume_set", "rejected"},
-    "voice/set": {"voice_set", "rejected"},
-}
 
 
 class Tracebacks(logging.Handler):
