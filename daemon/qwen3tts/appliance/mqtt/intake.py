@@ -26,7 +26,15 @@ from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
 from qwen3tts.appliance.mqtt.events import Event
 from qwen3tts.appliance.mqtt.hermes import HermesSay
-from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message, Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import (
+    HomeAssistantStatus,
+    Inbound,
+    Message,
+    Say,
+    SetVoice,
+    SetVolume,
+    Stop,
+)
 from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.routing import inbound_type, parse_inbound
@@ -107,7 +115,8 @@ class Intake:
 
         def failed(exc: BaseException) -> None:
             self._ack(inbound)
-            self.publish(Event("error", reason=f"{type(exc).__name__}: {str(exc)[:200]}", t_event=self.clock()))
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            self.publish(Event("error", reason=reason, t_event=self.clock()))
 
         with isolated(f"message on {inbound.topic[:80]!r}", failed):
             if not self._handle(inbound):
@@ -211,7 +220,8 @@ class Intake:
         if not (isinstance(status, HomeAssistantStatus) and status.online and self._discovery is not None):
             return
         if self._last_discovery is not None and now - self._last_discovery < DISCOVERY_MIN_INTERVAL_S:
-            log.info("Home Assistant online again within %.0f s; discovery not republished", DISCOVERY_MIN_INTERVAL_S)
+            log.info("Home Assistant online again within %.0f s; discovery not republished",
+                     DISCOVERY_MIN_INTERVAL_S)  # fmt: skip
             return
         self._last_discovery = now
         for message in self._discovery():

@@ -10,7 +10,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from qwen3tts.appliance.mqtt.client import MqttClient, stable_client_id, topics_for
+from qwen3tts.appliance.mqtt.client import MqttClient
+from qwen3tts.appliance.mqtt.connection import stable_client_id, topics_for
 from qwen3tts.appliance.mqtt.messages import Inbound
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import MqttSettings
