@@ -52,7 +52,8 @@ def appliance_settings(spool_dir: Path, **announcements) -> Settings:
         lead_in_ms=0, tail_ms=0, fade_ms=0, block_ms=40, jitter_buffer_ms=0,
         chime_normal="none", chime_priority="none", chime_emergency="none",
     )  # fmt: skip
-    return Settings(announcements=AnnouncementSettings(spool_dir=Path(spool_dir), **announcements), audio=audio)
+    announcement_settings = AnnouncementSettings(spool_dir=Path(spool_dir), **announcements)
+    return Settings(announcements=announcement_settings, audio=audio)
 
 
 def build_announcer(
