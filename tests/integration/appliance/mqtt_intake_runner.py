@@ -1,10 +1,10 @@
 """The MQTT front door with its real workers: client -> intake worker -> announcer worker -> audio worker.
 
 The real `MqttClient`, `Intake.run`, `Announcer.run` and `Playback.run`, each under the real Supervisor,
-on a durable spool. The engine is the real one over the fake runner; with `speaking=False` (the default)
-it is never started, so nothing is ever synthesised: the first announcement becomes the playing one and
-waits for speech for good, the others wait in the queue where tests can see them. With `speaking=True`
-every announcement is synthesised and plays through to a recording sink.
+on a durable spool. The engine is the real one over the fake runner, never started: nothing is ever
+synthesised, so the first announcement becomes the playing one and waits for speech for good (a stop or
+the shutdown cuts it), the others wait in the queue, and everything accepted stays spooled where tests
+can read it.
 
 Used in-process by the integration tests (`IntakeRunner`) and as a subprocess that a test kills
 with SIGKILL (`python mqtt_intake_runner.py HOST PORT SITE SPOOL_DIR [PROTOCOL]`). The subprocess
@@ -58,12 +58,10 @@ class IntakeRunner:
         policy: AnnouncementPolicy | None = None,
         hermes: bool = False,
         max_queue: int = 100,
-        speaking: bool = False,
     ) -> None:
         mqtt = MqttSettings(host=host, port=port, site=site, protocol=protocol, hermes=hermes)
         settings = appliance_settings(spool_dir)
         policy = policy or policy_for()
-        self.speaking = speaking
         self.log = EventLog()
         """What the announcer emitted, with the announcements (wait on it with `log.wait_until`)."""
         self.fatal: list[str] = []
@@ -104,8 +102,6 @@ class IntakeRunner:
     def start(self, timeout: float = 5.0) -> IntakeRunner:
         replay_spool(self.announcer)
         self.replayed_ids = self.queue.ids()
-        if self.speaking:
-            self.engine.start()
         self.supervisor.start("audio", self.playback.run)
         self.supervisor.start("announcer", self.announcer.run)
         self.supervisor.start("intake", self.intake.run)
