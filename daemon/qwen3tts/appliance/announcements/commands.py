@@ -79,7 +79,8 @@ class CommandsMixin:
                 self.queue.recent.add(ann.id, ann, message_id=ann.message_id)
                 self._emit(ann, "expired", "expired before it was queued")
             else:
-                self._put(ann, redelivered)
+                with self._isolated(ann, "queueing"):  # a bug here fails this announcement (an `error`) only
+                    self._put(ann, redelivered)
         finally:
             if self.accepting:
                 ann.ack_once()  # after the spool write, or after the refusal: never redelivered forever

@@ -10,58 +10,29 @@ rebuilds the client when the protocol has to be downgraded.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
-import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import paho.mqtt.client as paho
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from qwen3tts.appliance.mqtt.connection import stable_client_id, tls_context, topics_for
 from qwen3tts.appliance.mqtt.events import Availability
 from qwen3tts.appliance.mqtt.messages import Inbound, Message, MqttMeta
 from qwen3tts.appliance.mqtt.routing import subscriptions
-from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.errors import ConfigError
 from qwen3tts.settings import MqttSettings, read_mqtt_password
 
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_PROTOCOL_VERSION = 0x84
-
-
-def site_name(settings: MqttSettings) -> str:
-    return settings.site or socket.gethostname().split(".")[0]
-
-
-def topics_for(settings: MqttSettings, site: str | None = None) -> Topics:
-    """The appliance's topics: `<prefix>/<site>` with the configured bridges."""
-    return Topics(
-        base=f"{settings.prefix}/{site or site_name(settings)}",
-        discovery_prefix=settings.discovery_prefix,
-        hermes=settings.hermes,
-        response_prefix=settings.response_prefix,
-    )
-
-
-def stable_client_id(settings: MqttSettings, site: str, machine_id: Path = Path("/etc/machine-id")) -> str:
-    """The configured id, else one derived from the machine id and site (stable across restarts)."""
-    if settings.client_id:
-        return settings.client_id
-    try:
-        seed = machine_id.read_text().strip()
-    except OSError:
-        seed = socket.gethostname()
-    return "qwen3tts-" + hashlib.sha256(f"{seed}/{site}".encode()).hexdigest()[:12]
 
 
 class MqttClient:
@@ -297,20 +268,6 @@ class MqttClient:
             self._on_inbound(inbound)
         except Exception:  # the library's thread boundary: an exception here would kill paho's network loop
             log.exception("could not enqueue a message from %s", msg.topic)
-
-
-def tls_context(settings: MqttSettings) -> ssl.SSLContext:
-    try:
-        context = ssl.create_default_context(cafile=str(settings.tls_ca))
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"mqtt.tls_ca: cannot load {settings.tls_ca}: {exc}") from exc
-    if settings.tls_cert is not None:
-        key = str(settings.tls_key) if settings.tls_key else None
-        try:
-            context.load_cert_chain(str(settings.tls_cert), key)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(f"mqtt.tls_cert: cannot load {settings.tls_cert}: {exc}") from exc
-    return context
 
 
 def probe_broker(settings: MqttSettings, timeout: float = 5.0) -> str | None:

@@ -19,7 +19,8 @@ names `voice/set` accepts and `status.voice` reports.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Status, Voices
@@ -58,8 +59,6 @@ def discovery_configs(
 ) -> list[DiscoveryConfig]:
     """Every entity config for this appliance, retained, with unique ids."""
     base = topics.base
-    node = node_id_for(topics)
-    status = Status.topic_for(base)
     common = {
         "availability_topic": Availability.topic_for(base),
         "device": device_block(
@@ -67,16 +66,28 @@ def discovery_configs(
         ),
         "origin": origin_block(sw_version),
     }
+    entity = partial(_entity, topics, common)
+    return [*_controls(entity, topics, voices), *_sensors(entity, Status.topic_for(base))]
 
-    def entity(component: str, object_id: str, title: str, **fields: Any) -> DiscoveryConfig:
-        config = {
-            "name": title,
-            "unique_id": f"{node}_{object_id}",
-            "default_entity_id": f"{component}.{node}_{object_id}".lower(),
-        }
-        config.update(common, **fields)
-        return DiscoveryConfig(component, node, object_id, config, topics.discovery_prefix)
 
+def _entity(
+    topics: Topics, common: dict[str, Any], component: str, object_id: str, title: str, **fields: Any
+) -> DiscoveryConfig:
+    node = node_id_for(topics)
+    config = {
+        "name": title,
+        "unique_id": f"{node}_{object_id}",
+        "default_entity_id": f"{component}.{node}_{object_id}".lower(),
+    }
+    config.update(common, **fields)
+    return DiscoveryConfig(component, node, object_id, config, topics.discovery_prefix)
+
+
+def _controls(
+    entity: Callable[..., DiscoveryConfig], topics: Topics, voices: Sequence[str]
+) -> list[DiscoveryConfig]:
+    """What Home Assistant sends: announce, stop, volume and the voice select."""
+    base, status = topics.base, Status.topic_for(topics.base)
     voice_select = (
         entity(
             "select",
@@ -89,7 +100,9 @@ def discovery_configs(
             entity_category="config",
         )
         if voices
-        else DiscoveryConfig("select", node, "voice", {}, topics.discovery_prefix)  # withdraws it
+        else DiscoveryConfig(
+            "select", node_id_for(topics), "voice", {}, topics.discovery_prefix
+        )  # withdraws it
     )
     return [
         entity("notify", "say", "Announce", command_topic=Say.topic_for(base)),
@@ -108,6 +121,12 @@ def discovery_configs(
             entity_category="config",
         ),
         voice_select,
+    ]
+
+
+def _sensors(entity: Callable[..., DiscoveryConfig], status: str) -> list[DiscoveryConfig]:
+    """What Home Assistant reads from the retained status: queue depth, temperature, batch limit, speaking."""
+    return [
         entity(
             "sensor",
             "queue_depth",
@@ -146,7 +165,9 @@ def discovery_configs(
     ]
 
 
-def voice_messages(topics: Topics, catalog: VoiceCatalog, *, discovery: bool, sw_version: str) -> list[Message]:
+def voice_messages(
+    topics: Topics, catalog: VoiceCatalog, *, discovery: bool, sw_version: str
+) -> list[Message]:
     """The retained `voices` message, and the discovery configs when discovery is on."""
     voices = Voices(voices=catalog.names, languages=catalog.languages)
     configs = discovery_configs(topics, voices=catalog.names, sw_version=sw_version) if discovery else []

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from qwen3tts.appliance.mqtt.messages import Message, MqttMeta, decode_json_object, decode_text, encode_json
+from qwen3tts.appliance.mqtt.messages import Message, MqttMeta
+from qwen3tts.appliance.mqtt.payload import decode_json_object, decode_text, encode_json
 
 
 @dataclass(frozen=True)

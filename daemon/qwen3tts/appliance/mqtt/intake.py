@@ -26,7 +26,15 @@ from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
 from qwen3tts.appliance.mqtt.events import Event
 from qwen3tts.appliance.mqtt.hermes import HermesSay
-from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message, Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import (
+    HomeAssistantStatus,
+    Inbound,
+    Message,
+    Say,
+    SetVoice,
+    SetVolume,
+    Stop,
+)
 from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.routing import inbound_type, parse_inbound
@@ -107,7 +115,8 @@ class Intake:
 
         def failed(exc: BaseException) -> None:
             self._ack(inbound)
-            self.publish(Event("error", reason=f"{type(exc).__name__}: {str(exc)[:200]}", t_event=self.clock()))
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            self.publish(Event("error", reason=reason, t_event=self.clock()))
 
         with isolated(f"message on {inbound.topic[:80]!r}", failed):
             if not self._handle(inbound):
@@ -176,7 +185,7 @@ class Intake:
             log.info("ignoring a Hermes say for another siteId")
             return False
         try:
-            ann = self._admit(message, now)
+            ann = self._admit(message, inbound, now)
         except RequestError as exc:
             return self._rejected(str(exc), now, caller, inbound, type(message), message)
         ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
@@ -185,7 +194,7 @@ class Intake:
         self.announcer.enqueue(ann, redelivered=inbound.dup)
         return True
 
-    def _admit(self, message: Say | HermesSay, now: float) -> Announcement:
+    def _admit(self, message: Say | HermesSay, inbound: Inbound, now: float) -> Announcement:
         if isinstance(message, Say):
             return self.policy.admit(message, now)
         say = Say(
@@ -194,6 +203,7 @@ class Intake:
             lang=message.lang,
             volume=message.volume,
             chime=None if self.hermes_chime else "none",
+            message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
         )
         ann = self.policy.admit(say, now)
         ann.hermes_site_id = message.site_id
@@ -210,7 +220,8 @@ class Intake:
         if not (isinstance(status, HomeAssistantStatus) and status.online and self._discovery is not None):
             return
         if self._last_discovery is not None and now - self._last_discovery < DISCOVERY_MIN_INTERVAL_S:
-            log.info("Home Assistant online again within %.0f s; discovery not republished", DISCOVERY_MIN_INTERVAL_S)
+            log.info("Home Assistant online again within %.0f s; discovery not republished",
+                     DISCOVERY_MIN_INTERVAL_S)  # fmt: skip
             return
         self._last_discovery = now
         for message in self._discovery():

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
-
 from qwen3tts.appliance.mqtt.fields import (
     NAME_MAX_CHARS,
     SESSION_MAX_CHARS,
@@ -29,9 +27,8 @@ from qwen3tts.appliance.mqtt.fields import (
     seed_of,
 )
 from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, encode_json, quote
+from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
-
-__all__ = ["decode_json_object", "decode_text", "encode_json", "field_of"]  # re-exported for the others
 
 EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")
 """Events in an announcement's life."""
@@ -57,7 +54,7 @@ class MqttMeta:
 
 @dataclass(frozen=True)
 class Inbound:
-    """A message as it arrived, before parsing: topic, payload, the MQTT facts about it, its acknowledgement."""
+    """A message as it arrived, before parsing: topic, payload, the MQTT facts about it, its ack."""
 
     topic: str
     payload: bytes
@@ -146,7 +143,7 @@ class Say(Message):
     def payload(self) -> bytes:
         if self.plain:
             return self.text.encode("utf-8")
-        body = {k: v for k, v in asdict(self).items() if k in _SAY_JSON_FIELDS and v is not None}
+        body = {k: v for k, v in asdict(self).items() if k not in _NOT_IN_SAY_JSON and v is not None}
         body["priority"] = self.priority.label
         if self.priority is Priority.NORMAL:
             del body["priority"]
@@ -200,25 +197,8 @@ class Say(Message):
         )
 
 
-_SAY_JSON_FIELDS = [
-    "text",
-    "id",
-    "lang",
-    "voice",
-    "instruct",
-    "priority",
-    "volume",
-    "chime",
-    "repeat",
-    "repeat_interval",
-    "ttl",
-    "expires_at",
-    "interrupt",
-    "session_id",
-    "normalize",
-    "seed",
-    "cache",
-]
+_NOT_IN_SAY_JSON = ("plain", "response_topic", "correlation_data", "message_expiry")
+"""Say fields that are not payload: how it came (plain text) and its MQTT 5 properties."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,15 @@ needs the other.
 from __future__ import annotations
 
 from qwen3tts.appliance.mqtt.hermes import HermesSay
-from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message, Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import (
+    HomeAssistantStatus,
+    Inbound,
+    Message,
+    Say,
+    SetVoice,
+    SetVolume,
+    Stop,
+)
 from qwen3tts.appliance.mqtt.payload import quote
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.errors import RequestError

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from qwen3tts.appliance.mqtt.discovery import discovery_configs, node_id_for
-from qwen3tts.appliance.mqtt.events import Availability, Status
-from qwen3tts.appliance.mqtt.messages import Say, SetVoice, SetVolume, Stop, Topics
+from qwen3tts.appliance.mqtt.discovery import discovery_configs, node_id_for, voice_messages
+from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Status, Voices
+from qwen3tts.appliance.mqtt.messages import Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
 
 TOPICS = Topics(base="qwen3tts/front-desk.1")
 
@@ -84,3 +86,19 @@ def test_a_bundle_without_preset_voices_withdraws_the_voice_select():
     assert select.payload() == b"" and select.retain  # an empty retained config removes the entity
     assert select.topic(TOPICS.base) == "homeassistant/select/qwen3tts_front-desk_1/voice/config"
     assert all(json.loads(c.payload()) for oid, c in found.items() if oid != "voice")
+
+
+def test_voice_messages_list_presets_then_registered_voices_and_the_languages():
+    catalog = VoiceCatalog(("ryan", "vivian"), ("english", "german"))
+    catalog.set_registered({"anna": VoiceChoice(ref_audio="voice:anna")}, {"anna": "digest"})
+    voices, *configs = voice_messages(TOPICS, catalog, discovery=True, sw_version="0.1.0")
+    assert voices == Voices(("ryan", "vivian", "anna"), ("english", "german")) and voices.retain
+    assert voices.topic(TOPICS.base) == f"{TOPICS.base}/voices"
+    assert all(isinstance(c, DiscoveryConfig) for c in configs) and len(configs) == 8
+    (select,) = [json.loads(c.payload()) for c in configs if c.object_id == "voice"]
+    assert select["options"] == ["ryan", "vivian", "anna"]  # Home Assistant's select offers the same names
+
+
+def test_voice_messages_without_discovery_are_only_the_voices_topic():
+    catalog = VoiceCatalog((), ("english",))
+    assert voice_messages(TOPICS, catalog, discovery=False, sw_version="0.1.0") == [Voices((), ("english",))]

@@ -6,17 +6,10 @@ import json
 
 import pytest
 
-from qwen3tts.appliance.mqtt.messages import (
-    COMMAND_MAX_BYTES,
-    MqttMeta,
-    Say,
-    SetVoice,
-    SetVolume,
-    Stop,
-    Topics,
-    parse_inbound,
-)
+from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound, Say, SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
+from qwen3tts.appliance.mqtt.routing import parse_inbound
+from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/hall"
@@ -112,12 +105,12 @@ def test_volume_set_refuses_non_finite_numbers(text):
 def test_every_command_topic_has_a_size_limit_checked_before_decoding(suffix, cls):
     huge = b"\xff" * (10 * 1024 * 1024)  # not even UTF-8: the size check must come first
     with pytest.raises(RequestError, match=rf"payload too large \(10485760 bytes > {COMMAND_MAX_BYTES}\)"):
-        parse_inbound(Topics(BASE), f"{BASE}/{suffix}", huge, MqttMeta())
+        parse_inbound(Topics(BASE), Inbound(f"{BASE}/{suffix}", huge))
 
 
 def test_say_size_limit_is_the_policy_one():
     with pytest.raises(RequestError, match="payload too large"):
-        parse_inbound(Topics(BASE), f"{BASE}/say", b"x" * 101, MqttMeta(), say_max_bytes=100)
+        parse_inbound(Topics(BASE), Inbound(f"{BASE}/say", b"x" * 101), say_max_bytes=100)
 
 
 def test_stop_and_voice_refuse_bad_ids_and_names():

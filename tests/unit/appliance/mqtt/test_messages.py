@@ -1,26 +1,31 @@
-"""Every typed MQTT message round-trips through topic + payload, and parsing rejects bad input."""
+"""Every typed MQTT message round-trips through topic + payload, parsing rejects bad input, and the
+routing table (routing.py) sends each topic we subscribe to to its message class."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
+import pkgutil
 
 import pytest
 
-from qwen3tts.appliance.mqtt import events, hermes, messages
+import qwen3tts.appliance.mqtt as mqtt_package
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
 from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSay, HermesSayFinished
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
+    Inbound,
     Message,
     MqttMeta,
     Say,
     SetVoice,
     SetVolume,
     Stop,
-    Topics,
-    parse_inbound,
 )
+from qwen3tts.appliance.mqtt.routing import COMMANDS, inbound_type, parse_inbound, subscriptions
+from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/kitchen"
@@ -45,13 +50,24 @@ EXAMPLES: dict[type[Message], Message] = {
 }
 
 
+def mqtt_modules() -> list:
+    """Every module of the MQTT package (client.py too: a message class may be added anywhere)."""
+    names = [info.name for info in pkgutil.iter_modules(mqtt_package.__path__)]
+    return [importlib.import_module(f"{mqtt_package.__name__}.{name}") for name in names]
+
+
 def discovered_message_classes() -> set[type[Message]]:
     found = set()
-    for module in (messages, events, hermes):
+    for module in mqtt_modules():
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Message) and cls is not Message and cls.__module__ == module.__name__:
                 found.add(cls)
     return found
+
+
+def test_the_discovery_sees_the_modules_that_define_messages_and_the_routing_table():
+    names = {module.__name__.rsplit(".", 1)[-1] for module in mqtt_modules()}
+    assert {"messages", "events", "hermes", "routing", "topics", "intake"} <= names
 
 
 def test_every_message_class_has_an_example():
@@ -77,7 +93,7 @@ def test_json_say_round_trips_with_every_field():
         lang="german",
         voice="ryan",
         instruct="calm",
-        priority="emergency",
+        priority=Priority.EMERGENCY,
         volume=0.5,
         chime="none",
         repeat=3,
@@ -134,21 +150,44 @@ def test_set_volume_accepts_numbers_in_range_only():
 
 def test_parse_inbound_dispatches_by_topic_and_refuses_unknown_topics():
     topics = Topics(base=BASE, hermes=True)
-    assert isinstance(parse_inbound(topics, f"{BASE}/say", b"hi", MqttMeta()), Say)
-    assert isinstance(parse_inbound(topics, f"{BASE}/volume/set", b"1", MqttMeta()), SetVolume)
-    assert isinstance(
-        parse_inbound(topics, "homeassistant/status", b"online", MqttMeta()), HomeAssistantStatus
-    )
-    assert isinstance(parse_inbound(topics, "hermes/tts/say", b'{"text":"x"}', MqttMeta()), HermesSay)
+    assert isinstance(parse_inbound(topics, Inbound(f"{BASE}/say", b"hi")), Say)
+    assert isinstance(parse_inbound(topics, Inbound(f"{BASE}/volume/set", b"1")), SetVolume)
+    assert isinstance(parse_inbound(topics, Inbound("homeassistant/status", b"online")), HomeAssistantStatus)
+    assert isinstance(parse_inbound(topics, Inbound("hermes/tts/say", b'{"text":"x"}')), HermesSay)
     with pytest.raises(RequestError, match="no handler"):
-        parse_inbound(Topics(base=BASE), "hermes/tts/say", b'{"text":"x"}', MqttMeta())
+        parse_inbound(Topics(base=BASE), Inbound("hermes/tts/say", b'{"text":"x"}'))
+    with pytest.raises(RequestError, match="no handler"):
+        parse_inbound(topics, Inbound("qwen3tts/other/say", b"hi"))
+
+
+def test_parse_inbound_carries_the_mqtt5_properties_of_the_inbound_into_the_say():
+    inbound = Inbound(f"{BASE}/say", b"hi", response_topic="r", correlation_data=b"c", message_expiry=9)
+    say = parse_inbound(Topics(BASE), inbound)
+    assert (say.response_topic, say.correlation_data, say.message_expiry) == ("r", b"c", 9)
+
+
+def test_every_topic_we_subscribe_to_has_its_message_class_and_nothing_else_is_routed():
+    topics = Topics(base=BASE, discovery_prefix="ha", hermes=True)
+    routed = {topic: inbound_type(topics, topic) for topic, _ in subscriptions(topics)}
+    assert routed == {
+        f"{BASE}/say": Say,
+        f"{BASE}/stop": Stop,
+        f"{BASE}/volume/set": SetVolume,
+        f"{BASE}/voice/set": SetVoice,
+        "ha/status": HomeAssistantStatus,
+        "hermes/tts/say": HermesSay,
+    }
+    assert set(COMMANDS) == {Say, Stop, SetVolume, SetVoice}
+    for stranger in (f"{BASE}/event", f"{BASE}/status", "homeassistant/status", f"{BASE}/say/x", "#"):
+        assert inbound_type(topics, stranger) is None
+    assert inbound_type(Topics(BASE), "hermes/tts/say") is None
 
 
 def test_subscriptions_drop_retained_commands_but_not_home_assistant_birth():
-    subs = dict(Topics(base=BASE, hermes=True).subscriptions())
+    subs = dict(subscriptions(Topics(base=BASE, hermes=True)))
     assert subs[f"{BASE}/say"] is True and subs["hermes/tts/say"] is True
     assert subs["homeassistant/status"] is False
-    assert "hermes/tts/say" not in dict(Topics(base=BASE).subscriptions())
+    assert "hermes/tts/say" not in dict(subscriptions(Topics(base=BASE)))
 
 
 def test_event_payload_is_json_without_the_correlation_data():
