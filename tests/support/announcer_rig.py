@@ -26,12 +26,12 @@ from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.systemd.supervisor import Supervisor
-from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, split_text
-from qwen3tts.voices.catalog import VoiceCatalog
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, split_text
+from qwen3tts.voices.catalog import VoiceCatalog
 
 SAMPLES_PER_FRAME = 1920  # 80 ms at 24 kHz, like the real codec
 

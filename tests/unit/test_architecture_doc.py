@@ -22,7 +22,11 @@ def exists(name: str) -> bool:
 
 def test_the_document_names_the_files_of_the_announcement_path():
     names = named_paths()
-    assert {"appliance/mqtt/intake.py", "appliance/announcements/announcer.py", "appliance/audio/track.py"} <= names
+    assert {
+        "appliance/mqtt/intake.py",
+        "appliance/announcements/announcer.py",
+        "appliance/audio/track.py",
+    } <= names
 
 
 def test_every_file_the_document_names_exists():

@@ -14,9 +14,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "daemon" / "qwen3tts"
 
-ROOT = "(root)"
-"""The top-level modules (settings.py, errors.py, synthesis.py, ...) each form their own unit, named by file."""
-
 # unit -> the qwen3tts units it may import (besides itself). A unit is a folder (sub-packages of
 # appliance/ are units of their own) or a top-level module.
 ALLOWED: dict[str, set[str]] = {
@@ -42,26 +39,73 @@ ALLOWED: dict[str, set[str]] = {
     "appliance/thermal": {"errors.py", "settings.py"},
     "appliance/audio": {"appliance/systemd", "errors.py", "settings.py", "engine", "wavfile.py"},
     "appliance/announcements": {
-        "appliance/audio", "appliance/systemd", "engine", "synthesis.py", "text", "voices", "errors.py",
+        "appliance/audio",
+        "appliance/systemd",
+        "engine",
+        "synthesis.py",
+        "text",
+        "voices",
+        "errors.py",
         "settings.py",
     },
     "appliance/mqtt": {
-        "appliance/announcements", "appliance/systemd", "engine", "text", "voices", "errors.py", "settings.py",
+        "appliance/announcements",
+        "appliance/systemd",
+        "engine",
+        "text",
+        "voices",
+        "errors.py",
+        "settings.py",
     },
     "servers": {"engine", "synthesis.py", "text", "voices", "errors.py", "settings.py", "__init__.py"},
     "service": {
-        "appliance/announcements", "appliance/audio", "appliance/mqtt", "appliance/systemd",
-        "appliance/thermal", "servers", "runtime", "model", "engine", "synthesis.py", "text", "voices",
-        "errors.py", "settings.py", "settings_loader.py", "paths.py", "logs.py", "__init__.py",
+        "appliance/announcements",
+        "appliance/audio",
+        "appliance/mqtt",
+        "appliance/systemd",
+        "appliance/thermal",
+        "servers",
+        "runtime",
+        "model",
+        "engine",
+        "synthesis.py",
+        "text",
+        "voices",
+        "errors.py",
+        "settings.py",
+        "settings_loader.py",
+        "paths.py",
+        "logs.py",
+        "__init__.py",
     },
     "doctor": {
-        "appliance/audio", "appliance/mqtt", "appliance/thermal", "servers", "runtime", "model", "errors.py",
-        "settings.py", "paths.py",
+        "appliance/audio",
+        "appliance/mqtt",
+        "appliance/thermal",
+        "servers",
+        "runtime",
+        "model",
+        "errors.py",
+        "settings.py",
+        "paths.py",
     },
     "bench": {"model", "runtime", "engine", "errors.py", "settings.py", "settings_loader.py", "paths.py"},
     "commands": {
-        "service", "doctor", "bench", "model", "runtime", "engine", "text", "voices", "appliance/audio",
-        "errors.py", "settings.py", "settings_loader.py", "settings_doc.py", "paths.py", "wavfile.py",
+        "service",
+        "doctor",
+        "bench",
+        "model",
+        "runtime",
+        "engine",
+        "text",
+        "voices",
+        "appliance/audio",
+        "errors.py",
+        "settings.py",
+        "settings_loader.py",
+        "settings_doc.py",
+        "paths.py",
+        "wavfile.py",
     },
 }
 

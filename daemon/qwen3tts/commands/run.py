@@ -99,8 +99,8 @@ class _Startup:
         try:
             require_bundle(self.settings, self.embedded)
             if self.embedded:
-                from qwen3tts.service.embedded import ensure_broker
                 from qwen3tts.paths import state_dir
+                from qwen3tts.service.embedded import ensure_broker
 
                 ensure_broker(self.settings, state_dir() / "mosquitto", on_created=self._keep_broker)
             self.service = Service(self.settings, config_path=self.config_path)

@@ -47,7 +47,9 @@ def carry_changes(old: Settings, fresh: Settings, announcer, text: TextOptions, 
         announcer.set_muted(fresh.audio.muted)
     was = SpeechDefaults.from_settings(old.voice, speakers)
     now = SpeechDefaults.from_settings(fresh.voice, speakers)
-    changes = {name: getattr(now, name) for name in DEFAULT_FIELDS if getattr(now, name) != getattr(was, name)}
+    changes = {
+        name: getattr(now, name) for name in DEFAULT_FIELDS if getattr(now, name) != getattr(was, name)
+    }
     if changes:
         announcer.set_defaults(changes)
     text.normalize = fresh.text.normalize

@@ -89,8 +89,9 @@ class Service:
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
-        self.playback = Playback(self.sink, settings.audio, ChimeSet.from_settings(settings.audio),
-                                 heartbeat=self._beat("audio"), on_end=lambda: self.announcer.wake())  # fmt: skip
+        chimes = ChimeSet.from_settings(settings.audio)
+        self.playback = Playback(self.sink, settings.audio, chimes, heartbeat=self._beat("audio"),
+                                 on_end=lambda: self.announcer.wake())  # fmt: skip
         self.announcer = self._announcer(engine)
         if settings.thermal.enabled:
             beat = self._beat("thermal")
@@ -119,7 +120,9 @@ class Service:
         with ExtendStartTimeout(self.notifier):
             from qwen3tts.runtime.loader import load_runtime
 
-            self.runtime = load_runtime(self.settings.model.bundle, self.settings, heartbeat=self._beat("engine"))
+            self.runtime = load_runtime(
+                self.settings.model.bundle, self.settings, heartbeat=self._beat("engine")
+            )
 
     def _announcer(self, engine) -> Announcer:
         settings, spec = self.settings, self.runtime.spec

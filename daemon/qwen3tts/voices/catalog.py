@@ -53,7 +53,7 @@ class VoiceCatalog:
         return (*self.speakers, *self._registered_names)
 
     def set_registered(self, entries: Mapping[str, VoiceChoice], identities: Mapping[str, str]) -> bool:
-        """Replace the registered voices (name -> choice, lower-case name -> identity); True if names changed."""
+        """Replace the registered voices (name -> choice, name -> identity); True if the names changed."""
         before = self._registered_names
         self._registered = {name.lower(): choice for name, choice in entries.items()}
         self._identities = {name.lower(): identity for name, identity in identities.items()}

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from qwen3tts.appliance.audio.jitter import PcmBuffer
 
 from qwen3tts.appliance.audio.alsa import AlsaSink, list_output_devices, open_sink
 from qwen3tts.appliance.audio.chimes import ChimeSet
-from qwen3tts.appliance.audio.jitter import PcmBuffer
 from qwen3tts.appliance.audio.playback import Playback, Track
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings

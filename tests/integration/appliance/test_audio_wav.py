@@ -8,10 +8,10 @@ import wave
 
 import numpy as np
 import pytest
+from qwen3tts.appliance.audio.jitter import PcmBuffer
 
 from qwen3tts.appliance.audio.alsa import open_sink
 from qwen3tts.appliance.audio.chimes import ChimeSet, read_wav, synthesize_chime
-from qwen3tts.appliance.audio.jitter import PcmBuffer
 from qwen3tts.appliance.audio.playback import Playback, Track
 from qwen3tts.appliance.audio.sinks import WavSink
 from qwen3tts.settings import AudioSettings

@@ -18,8 +18,8 @@ from bundles import PARITY_OVERRIDES
 
 from qwen3tts.engine.sequence import Request
 from qwen3tts.errors import RequestError
-from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.runtime.cloning import VoiceInputs, read_audio
+from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 
 FRAMES = 8

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from announcer_rig import LoudRunner, Rig, fake_engine, rig_settings, slow_sink
 
-from qwen3tts.appliance.mqtt.messages import Stop  # noqa
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.mqtt.messages import Stop  # noqa
 
 FOUR = "Store notice, part one. Store notice, part two. Store notice, part three. Store notice, part four."
 

@@ -13,11 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from announcer_rig import Rig, fake_engine, rig_settings, slow_sink
+from qwen3tts.voices.registered import RegisteredVoices
 
-from qwen3tts.appliance.mqtt.messages import Stop
 from qwen3tts.appliance.announcements.phrase_cache import PhraseCache
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
-from qwen3tts.voices.registered import RegisteredVoices
+from qwen3tts.appliance.mqtt.messages import Stop
 from qwen3tts.settings import CacheSettings
 
 TEXT = "Store notice, part one. Store notice, part two."

@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 from audio_fakes import FakeClock, FakeSink
+from qwen3tts.appliance.audio.jitter import PcmBuffer, jitter_threshold
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
-from qwen3tts.appliance.audio.jitter import PcmBuffer, jitter_threshold
 from qwen3tts.appliance.audio.playback import Playback, Track
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings

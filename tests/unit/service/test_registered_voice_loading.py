@@ -51,13 +51,19 @@ def registry(tmp_path, monkeypatch):
 def test_load_registers_clone_voices_and_maps_design_voices_to_their_description(registry, tmp_path):
     builder, voices = FakeBuilder(), VoiceCatalog(("Ryan",))
     assert load_registered_voices(voices, registry.directory, tmp_path, builder) is True
-    assert voices.registered_names == ("anna", "bob", "calm")  # "other" is another bundle's, "wrong" does not fit
+    assert voices.registered_names == (
+        "anna",
+        "bob",
+        "calm",
+    )  # "other" is another bundle's, "wrong" does not fit
     anna = builder.voices["voice:anna"]
     assert anna.icl and list(anna.ref_text_ids) == [ord("H"), ord("i"), ord(".")]
     np.testing.assert_array_equal(anna.ref_codes, registry.get("anna", HASH).ref_codes)
     assert not builder.voices["voice:bob"].icl
     assert voices.choice("calm", "cheerful") == VoiceChoice(instruct="A calm low voice.")
-    assert voices.identity("anna") != voices.identity("bob") and voices.identity("anna").startswith("voice:anna:")
+    assert voices.identity("anna") != voices.identity("bob") and voices.identity("anna").startswith(
+        "voice:anna:"
+    )
 
 
 def test_a_reload_forgets_removed_voices_and_says_the_names_changed(registry, tmp_path):

@@ -30,7 +30,9 @@ class Inbox:
         self.posted.append(("defaults", changes))
 
 
-def settings(volume=1.0, muted=False, voice="ryan", language="auto", normalize=True, lexicon=None) -> Settings:
+def settings(
+    volume=1.0, muted=False, voice="ryan", language="auto", normalize=True, lexicon=None
+) -> Settings:
     return Settings(
         audio=AudioSettings(volume=volume, muted=muted),
         voice=VoiceSettings(voice=voice, language=language),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+
 from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
 from qwen3tts.appliance.announcements.queue import Accepted
 from qwen3tts.errors import RequestError

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.model.tiny import codec as tiny_codec, vocab as tiny_vocab
 from qwen3tts.model.safetensors_io import write_safetensors_streamed
 from qwen3tts.model.spec import VARIANTS
 from qwen3tts.model.spec_parse import CODEC_CONFIG, GENERATION_CONFIG, MODEL_CONFIG, parse_model_spec
 from qwen3tts.model.tensor_layout import model_tensor_shapes
+from qwen3tts.model.tiny import codec as tiny_codec
+from qwen3tts.model.tiny import vocab as tiny_vocab
 from qwen3tts.model.tiny.config import GENERATION_CONFIG as GENERATION_VALUES
 from qwen3tts.model.tiny.config import REAL_TEXT_VOCAB_SIZE, SHAPES, model_config
 
