@@ -210,7 +210,8 @@ def _spooled_value(name: str, value: object) -> object:
         return value
     if name in _OPTIONAL_BOOL and (value is None or isinstance(value, bool)):
         return value
-    if name in ("seed", "message_id") and (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+    count_or_none = value is None or (isinstance(value, int) and not isinstance(value, bool))
+    if name in ("seed", "message_id") and count_or_none:
         return value
     number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if name in _OPTIONAL_NUMBER and (value is None or number):

@@ -39,7 +39,9 @@ class Accepted(Enum):
 class AnnouncementQueue:
     """Priority queue over a `Spool`, with the duplicate memory of what it accepted."""
 
-    def __init__(self, spool_dir: Path, *, max_queue: int = 100, max_attempts: int = 2, dedup_window: int = 1000):
+    def __init__(
+        self, spool_dir: Path, *, max_queue: int = 100, max_attempts: int = 2, dedup_window: int = 1000
+    ):
         self.spool = Spool(spool_dir)
         self.max_queue = max_queue
         self.max_attempts = max_attempts
@@ -103,7 +105,8 @@ class AnnouncementQueue:
 
     def ordered(self, now: float) -> list[Announcement]:
         """Waiting announcements that may play now, in the order they would play."""
-        return sorted((a for a in self._waiting if a.not_before <= now and not a.expired(now)), key=Announcement.rank)
+        due = (a for a in self._waiting if a.not_before <= now and not a.expired(now))
+        return sorted(due, key=Announcement.rank)
 
     def pop(self, ann: Announcement) -> None:
         """`ann` (waiting) becomes the current one; its attempt is spooled before it plays, so a process

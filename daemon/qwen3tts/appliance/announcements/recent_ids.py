@@ -75,7 +75,12 @@ class RecentIds:
         return self._fingerprints.get(fingerprint(ann, message_id))
 
     def add(
-        self, ann_id: str, ann: Announcement | None = None, *, message_id: int | None = None, persist: bool = True
+        self,
+        ann_id: str,
+        ann: Announcement | None = None,
+        *,
+        message_id: int | None = None,
+        persist: bool = True,
     ) -> None:
         """Remember an accepted id (and the message of `ann`); written to the file before this returns."""
         print_ = fingerprint(ann, message_id) if ann is not None and message_id is not None else None

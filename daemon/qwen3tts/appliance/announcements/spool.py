@@ -84,7 +84,7 @@ class Spool:
             raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
         doc = json.loads(path.read_bytes().decode("utf-8"))
         if not isinstance(doc, dict) or doc.get("version") != SPOOL_VERSION or "announcement" not in doc:
-            raise ValueError("not a spool file of version %d" % SPOOL_VERSION)
+            raise ValueError(f"not a spool file of version {SPOOL_VERSION}")
         ann = Announcement.from_json(doc["announcement"])
         if f"{ann.seq:012d}.json" != path.name:
             raise ValueError(f"sequence {ann.seq} does not match the file name")
