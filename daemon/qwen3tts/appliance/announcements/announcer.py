@@ -119,7 +119,9 @@ class Announcer(CommandsMixin, EndingsMixin):
     def turn(self) -> None:
         self._beat()
         for _ in range(min(len(self._inbox), INBOX_PER_TURN)):
-            self._inbox.popleft()()
+            command = self._inbox.popleft()
+            with isolated(f"the announcer's command {command.func.__name__}", lambda exc: None):
+                command()  # an announcement's own failure is its event (_enqueue); the rest is logged
         now = self._clock()
         self._expire(now)
         for ann in self._synthesising():

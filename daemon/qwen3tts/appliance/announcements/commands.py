@@ -88,13 +88,12 @@ class CommandsMixin:
 
     def _put(self, ann: Announcement, redelivered: bool) -> None:
         try:
-            accepted = self.queue.put(ann, redelivered)
+            accepted = self._spool_write("spool a new announcement", self.queue.put, ann, redelivered)
         except RequestError as exc:  # the queue is full
             self._emit(ann, "rejected", str(exc), ann.warnings)
             return
-        except OSError as exc:
-            log.error("cannot spool announcement %s: %s", ann.id, exc.strerror)
-            self._emit(ann, "error", f"spool write failed: {exc.strerror}")
+        if accepted is None:  # not written (said once in the log): nothing is queued
+            self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
             return
         if accepted is not Accepted.QUEUED:
             log.info("%s: dropped, %s", ann.id, accepted.value)

@@ -21,6 +21,7 @@ from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.systemd.supervisor import isolated
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
@@ -143,8 +144,8 @@ class LookAhead:
     def submit_due(self, plan: list[Announcement]) -> list[Announcement]:
         """Submit what is due in play order; returns the announcements that got a request.
 
-        A piece the engine refuses (RequestError) fails its announcement: `ann.error` is set and it is
-        returned too; the caller fails it.
+        A piece that cannot be submitted (the engine refuses it, or anything on the way raises) fails
+        its announcement: `ann.error` is set and it is returned too; the caller fails it.
         """
         lookahead = self.settings.announcements.lookahead_s
         in_flight = sum(len(ann.handles) for ann in plan)
@@ -161,18 +162,27 @@ class LookAhead:
                     continue
                 urgent = first or ann.priority is Priority.EMERGENCY
                 if not urgent and (horizon >= lookahead or in_flight >= max_batch):
-                    return touched
+                    break  # the rest waits; a later emergency's pieces still go (they ignore both limits)
                 first = False
-                try:
-                    ann.handles[index] = self.engine.submit(self._request(ann, index))
-                except RequestError as exc:
-                    ann.error = str(exc)
-                    touched.append(ann)
+                touched.append(ann)
+                if not self._submit_piece(ann, index):
                     break
                 in_flight += 1
                 horizon += self.estimate(ann, index)
-                touched.append(ann)
-        return touched
+        return list(dict.fromkeys(touched))  # each once, however many of its pieces went
+
+    def _submit_piece(self, ann: Announcement, index: int) -> bool:
+        """Submit one piece; False, with `ann.error` set, when it could not be (that announcement only)."""
+
+        def failed(exc: BaseException) -> None:
+            ann.error = f"{type(exc).__name__}: {exc}"
+
+        with isolated(f"{ann.id}: submitting piece {ann.cursor + index}", failed):
+            try:
+                ann.handles[index] = self.engine.submit(self._request(ann, index))
+            except RequestError as exc:  # refused (bad input, no room): the engine's reason
+                ann.error = str(exc)
+        return index in ann.handles
 
     def _request(self, ann: Announcement, index: int):
         request = sentence_request(
