@@ -64,6 +64,7 @@ class RecentIds:
         self._ids: OrderedDict[str, None] = OrderedDict()
         self._fingerprints: OrderedDict[str, str] = OrderedDict()
         self._lines = 0
+        self._trouble: str | None = None
         if path is not None:
             self._load(path)
 
@@ -118,8 +119,8 @@ class RecentIds:
         self._lines = len(lines)
 
     def _append(self, entry: dict) -> None:
-        if self._lines >= 2 * self.window:
-            self._rewrite()
+        if self._lines >= 2 * self.window and self._rewrite():
+            return  # the rewritten file already holds the entry just remembered
         data = (json.dumps(entry, ensure_ascii=True) + "\n").encode()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -129,10 +130,14 @@ class RecentIds:
             finally:
                 os.close(fd)
         except OSError as exc:  # the spool itself is written; losing duplicate memory is not fatal
-            log.warning("cannot persist the duplicate memory %s: %s", self.path, exc.strerror)
+            if exc.strerror != self._trouble:  # said once, not once per announcement
+                log.warning("cannot persist the duplicate memory %s: %s", self.path, exc.strerror)
+            self._trouble = exc.strerror
+            return
+        self._trouble = None
         self._lines += 1
 
-    def _rewrite(self) -> None:
+    def _rewrite(self) -> bool:
         by_id = {ann_id: print_ for print_, ann_id in self._fingerprints.items()}
         entries = [{"id": ann_id, "fp": by_id.get(ann_id)} for ann_id in self._ids]
         tmp = self.path.with_suffix(".jsonl.tmp")
@@ -143,5 +148,6 @@ class RecentIds:
             os.replace(tmp, self.path)
         except OSError as exc:
             log.warning("cannot compact the duplicate memory %s: %s", self.path, exc.strerror)
-            return
+            return False
         self._lines = len(entries)
+        return True
