@@ -1,5 +1,5 @@
 """Sink logic without a sound card: device loss and reopen with backoff (a fake PortAudio), the
-resampler's chunk invariance, the null sink, and the default chimes."""
+resampler's chunk invariance and the null sink."""
 
 from __future__ import annotations
 
@@ -9,17 +9,8 @@ import soxr
 from audio_fakes import FakeClock
 
 from qwen3tts.appliance.audio.alsa import REOPEN_BACKOFF_S, AlsaSink
-from qwen3tts.appliance.audio.chimes import (
-    DEFAULT_SOUNDS_DIR,
-    PRIORITIES,
-    ChimeSet,
-    read_wav,
-    synthesize_chime,
-    write_default_chimes,
-)
 from qwen3tts.appliance.audio.sinks import NullSink, Resampler
-from qwen3tts.errors import AudioError, ConfigError
-from qwen3tts.settings import AudioSettings
+from qwen3tts.errors import AudioError
 
 
 class FakePortAudio:
@@ -122,35 +113,3 @@ def test_the_null_sink_counts_what_it_swallows():
     sink.begin("a")
     assert sink.write(np.zeros(100, dtype=np.float32)) is False
     assert sink.samples_written == 100 and sink.items == ["a"]
-
-
-def test_the_committed_default_chimes_are_what_the_generator_writes(tmp_path):
-    for path in write_default_chimes(tmp_path):
-        committed = DEFAULT_SOUNDS_DIR / path.name
-        assert committed.exists(), f"{committed} missing: run python -m qwen3tts.appliance.audio.chimes"
-        # numpy's vectorised sin may differ in the last bit between CPUs: allow 2 LSB of 16-bit PCM
-        assert np.abs(read_wav(committed) - read_wav(path)).max() <= 2 / 32768
-
-
-def test_default_chimes_differ_by_priority_start_and_end_silent_and_do_not_clip():
-    chimes = {p: synthesize_chime(p) for p in PRIORITIES}
-    for priority, x in chimes.items():
-        assert x.dtype == np.float32 and 0.3 < np.abs(x).max() <= 0.7, priority
-        assert abs(x[0]) < 1e-3 and abs(x[-1]) < 1e-3, priority
-        np.testing.assert_array_equal(x, synthesize_chime(priority))  # deterministic
-    assert len({len(x) for x in chimes.values()}) == 3
-
-
-def test_chime_settings_resolve_default_none_and_paths_and_name_the_key_on_a_bad_file(tmp_path):
-    bad = tmp_path / "bad.wav"
-    bad.write_bytes(b"not a wav")
-    chimes = ChimeSet.from_settings(
-        AudioSettings(chime_normal="none", chime_emergency=str(DEFAULT_SOUNDS_DIR / "normal.wav"))
-    )
-    assert chimes.for_announcement("normal") is None
-    assert len(chimes.for_announcement("priority")) == len(synthesize_chime("priority"))
-    assert len(chimes.for_announcement("emergency")) == len(synthesize_chime("normal"))
-    assert chimes.for_announcement("normal", "emergency") is chimes.by_priority["emergency"]
-    assert chimes.for_announcement("emergency", "none") is None
-    with pytest.raises(ConfigError, match=r"audio\.chime_priority"):
-        ChimeSet.from_settings(AudioSettings(chime_priority=str(bad)))
