@@ -82,6 +82,28 @@ class RigSink(FakeSink):
         return [item for kind, item, _ in self.events if kind == "begin"]
 
 
+@dataclass
+class GatedSink(RigSink):
+    """Holds the audio thread inside `write()` once the play `item` (`id@n`) has had `after` samples of
+    speech: `reached` is set and the write returns only when the test sets `release`. The test then
+    knows exactly where playback stands while it acts from its own thread."""
+
+    item: str = ""
+    after: int = 0
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def write(self, block: np.ndarray) -> bool:
+        underflow = super().write(block)
+        if self._item == self.item and not self.reached.is_set():
+            spoken = self.played(self.item)
+            if np.count_nonzero(spoken) >= self.after:
+                self.reached.set()
+                if not self.release.wait(60):
+                    raise AssertionError("the test never released the audio thread")
+        return underflow
+
+
 def slow_sink(real_delay_s: float = 0.002) -> RigSink:
     """A sound card that plays 40 ms blocks in `real_delay_s` (20x real time by default)."""
     return RigSink(paced=True, real_delay_s=real_delay_s)
@@ -130,7 +152,9 @@ class Rig:
         )  # fmt: skip
         self.catalog = VoiceCatalog(("ryan",), ())
         defaults = SpeechDefaults("ryan", "auto", None)
-        self.lookahead = LookAhead(self.engine, self.settings, defaults, TextOptions(), self.catalog, self.replay)
+        self.lookahead = LookAhead(
+            self.engine, self.settings, defaults, TextOptions(), self.catalog, self.replay
+        )
         self.announcer = Announcer(
             self.settings, self.queue, self.lookahead, self.playback, self.log,
             heartbeat=lambda: beat("announcer"),
@@ -158,7 +182,9 @@ class Rig:
         return ann
 
     def events(self, ann_id: str | None = None) -> list[tuple[str, str]]:
-        return [(event, reason) for i, event, reason in list(self.log.entries) if ann_id is None or i == ann_id]
+        return [
+            (event, reason) for i, event, reason in list(self.log.entries) if ann_id is None or i == ann_id
+        ]
 
     def kinds(self, ann_id: str) -> list[str]:
         return [kind for kind, _ in self.events(ann_id)]
