@@ -15,8 +15,9 @@ import pytest
 from engine_fakes import FakeRunner, fake_prompt_builder
 from fake_sysfs import laptop
 
+from qwen3tts.appliance.thermal.accelerators import GpuGt
 from qwen3tts.appliance.thermal.governor import ThermalGovernor, ThermalMonitor, level_names
-from qwen3tts.appliance.thermal.sensors import GpuGt, SensorSnapshot, ThermalZone, TripPoint, read_sensors
+from qwen3tts.appliance.thermal.sensors import SensorSnapshot, ThermalZone, TripPoint, read_sensors
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
