@@ -9,13 +9,13 @@ while the test acts from its own thread.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import numpy as np
 import pytest
 from announcer_rig import GatedSink, Rig, fake_engine, rig_settings, slow_sink
+from notify_socket import notify_socket as bound_notify_socket
 
 from qwen3tts.appliance.systemd.notify import Notifier
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
@@ -135,13 +135,9 @@ def test_drain_returns_once_the_current_one_finished_and_its_last_event_is_out(t
 
 @pytest.fixture
 def notify_socket(tmp_path, monkeypatch):
-    path = str(tmp_path / "notify.sock")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    server.bind(path)
-    server.settimeout(0.05)
-    monkeypatch.setenv("NOTIFY_SOCKET", path)  # sdnotify reads systemd's variable itself
-    yield server
-    server.close()
+    with bound_notify_socket(tmp_path, timeout=0.05) as server:
+        monkeypatch.setenv("NOTIFY_SOCKET", server.getsockname())  # sdnotify reads systemd's variable itself
+        yield server
 
 
 def test_watchdog_pings_keep_coming_during_one_long_announcement(rigs, notify_socket, caplog):

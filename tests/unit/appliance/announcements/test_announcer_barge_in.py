@@ -26,20 +26,21 @@ def play_into_piece(rig: TurnRig, ann, k: int) -> None:
     rig.turn()  # its started / first_audio events
 
 
-def synthesise(rig: TurnRig, ann_id: str, through: int) -> None:
-    """Pieces 0..through of `ann_id` are synthesised; the later ones are still running."""
-    for handle in rig.engine.of(ann_id)[: through + 1]:
+def playing(rig: TurnRig, k: int, synthesised: int = 3, ann_id: str = "normal", **fields):
+    """`ann_id` (FOUR) plays inside piece `k`; pieces 0..`synthesised` are in, the later ones still run."""
+    ann = rig.say(ann_id, FOUR, **fields)
+    rig.turn()
+    for handle in rig.engine.of(ann_id)[: synthesised + 1]:
         handle.speak()
     rig.turn()
+    play_into_piece(rig, ann, k)
+    return ann
 
 
 @pytest.mark.parametrize("k", [0, 1, 3])
 def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_from_its_piece(tmp_path, k):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=k)
-    play_into_piece(rig, normal, k)
+    normal = playing(rig, k, synthesised=k)
     track, heard = normal.track, normal.track.taken
     still_running = rig.engine.live("normal")
     assert len(still_running) == 3 - k
@@ -68,10 +69,7 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
 
 def test_with_interrupted_cancel_the_barged_in_announcement_is_cancelled_and_leaves_the_spool(tmp_path):
     rig = TurnRig(tmp_path, interrupted="cancel")
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=3)
-    play_into_piece(rig, normal, 1)
+    normal = playing(rig, 1)
     rig.say("alarm", ALARM, priority="emergency")
     rig.run_until_event("alarm", "finished")
     rig.turn(3)
@@ -83,10 +81,7 @@ def test_with_interrupted_cancel_the_barged_in_announcement_is_cancelled_and_lea
 
 def test_a_priority_one_takes_over_at_the_next_boundary_when_the_playing_piece_is_all_there(tmp_path):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=3)
-    play_into_piece(rig, normal, 0)
+    normal = playing(rig, 0)
     rig.say("prio", "Customer announcement.", priority="priority")
     rig.turn()
     assert normal.cut is Cut.TAKEOVER and normal.cut_at == 1 and not normal.track.is_cut
@@ -124,10 +119,7 @@ def test_a_takeover_while_the_playing_piece_arrives_cancels_the_later_pieces_and
 
 def test_no_takeover_on_the_last_piece_it_finishes_and_then_the_priority_one_plays(tmp_path):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=3)
-    play_into_piece(rig, normal, 3)
+    normal = playing(rig, 3)
     rig.say("prio", "Customer announcement.", priority="priority")
     rig.turn()
     assert normal.cut is None
@@ -139,10 +131,7 @@ def test_no_takeover_on_the_last_piece_it_finishes_and_then_the_priority_one_pla
 
 def test_an_emergency_barges_in_even_while_a_priority_one_waits_for_the_boundary(tmp_path):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=3)
-    play_into_piece(rig, normal, 0)
+    normal = playing(rig, 0)
     rig.say("prio", "Customer announcement.", priority="priority")
     rig.turn()
     assert normal.cut is Cut.TAKEOVER
@@ -158,10 +147,7 @@ def test_an_emergency_barges_in_even_while_a_priority_one_waits_for_the_boundary
 @pytest.mark.parametrize("priority", ["priority", "emergency"])
 def test_one_that_may_not_interrupt_waits_for_the_end(tmp_path, priority):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
-    rig.turn()
-    synthesise(rig, "normal", through=3)
-    play_into_piece(rig, normal, 0)
+    normal = playing(rig, 0)
     rig.say("polite", "After you.", priority=priority, interrupt=False)
     rig.run_until_event("polite", "finished")
     assert rig.playback.order() == ["normal@0", "polite@0"] and normal.cut is None
@@ -170,10 +156,7 @@ def test_one_that_may_not_interrupt_waits_for_the_end(tmp_path, priority):
 
 def test_an_emergency_does_not_barge_in_on_an_emergency(tmp_path):
     rig = TurnRig(tmp_path)
-    first = rig.say("first", FOUR, priority="emergency")
-    rig.turn()
-    synthesise(rig, "first", through=3)
-    play_into_piece(rig, first, 1)
+    playing(rig, 1, ann_id="first", priority="emergency")
     rig.say("second", ALARM, priority="emergency")
     rig.run_until_event("second", "finished")
     assert rig.playback.order() == ["first@0", "second@0"]

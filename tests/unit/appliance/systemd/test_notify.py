@@ -4,24 +4,19 @@ EXTEND_TIMEOUT_USEC, WATCHDOG and STOPPING; nothing at all off systemd."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 
 import pytest
+from notify_socket import notify_socket as bound_notify_socket
 
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 
 
 @pytest.fixture
 def notify_socket(tmp_path, monkeypatch):
-    """A bound AF_UNIX datagram socket standing in for systemd's notify socket."""
-    path = str(tmp_path / "notify.sock")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    server.bind(path)
-    server.settimeout(10)
-    monkeypatch.setenv("NOTIFY_SOCKET", path)  # sdnotify reads systemd's variable itself
-    yield server
-    server.close()
+    with bound_notify_socket(tmp_path) as server:
+        monkeypatch.setenv("NOTIFY_SOCKET", server.getsockname())  # sdnotify reads systemd's variable itself
+        yield server
 
 
 def received(server) -> str:

@@ -4,10 +4,10 @@ one interval; a silent worker is named in the log once, and the pings resume whe
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 from audio_fakes import FakeClock
+from notify_socket import notify_socket as bound_notify_socket
 
 from qwen3tts.appliance.systemd.notify import Notifier
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
@@ -15,12 +15,8 @@ from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 
 @pytest.fixture
 def notify_socket(tmp_path):
-    path = str(tmp_path / "notify.sock")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    server.bind(path)
-    server.settimeout(10)
-    yield server
-    server.close()
+    with bound_notify_socket(tmp_path) as server:
+        yield server
 
 
 def notifier(server, watchdog_usec: str = "10000000") -> Notifier:
