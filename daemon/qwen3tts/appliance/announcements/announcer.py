@@ -43,6 +43,10 @@ BUSY_TICK_S = 0.02  # while anything is synthesised or played: how often PCM and
 IDLE_TICK_S = 0.25
 INBOX_PER_TURN = 32  # commands applied per turn, so a flood of messages never stalls the audio
 
+CUT_STRENGTH = (Cut.TAKEOVER, Cut.BARGE_IN, Cut.SHUTDOWN, Cut.STOP, Cut.FAILURE)
+"""Why a play is cut, weakest first; a stronger reason overrides a weaker one while the play fades out
+(a stop during a barge-in or a shutdown: it is gone, not resumed nor kept to replay)."""
+
 OnEvent = Callable[[Announcement, str, str, tuple[str, ...]], None]
 """on_event(announcement, event, reason, warnings): `queued`, `started`, ... `error` (docs/mqtt.md)."""
 
@@ -219,9 +223,13 @@ class Announcer(CommandsMixin, EndingsMixin):
         return 0.0 if self.muted else own * self.volume
 
     def _cut(self, ann: Announcement, cut: Cut) -> None:
-        """Cut the playing announcement within one audio block; its synthesis is cancelled at once."""
-        if ann.cut in (Cut.BARGE_IN, Cut.STOP, Cut.SHUTDOWN, Cut.FAILURE) and cut is not Cut.FAILURE:
-            return  # already being cut
+        """Cut the playing announcement within one audio block; its synthesis is cancelled at once.
+
+        While it fades out a stronger reason replaces a weaker one (a stop during a barge-in stops it
+        for good); never the other way round.
+        """
+        if ann.cut is not None and CUT_STRENGTH.index(cut) <= CUT_STRENGTH.index(ann.cut):
+            return  # already being cut for this reason or a stronger one
         ann.cut = cut
         if cut is Cut.BARGE_IN:
             ann.status = AnnouncementStatus.INTERRUPTED

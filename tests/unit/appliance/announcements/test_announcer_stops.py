@@ -153,3 +153,34 @@ def test_spooled_ones_that_expired_while_the_appliance_was_down_are_reported_at_
     assert after.events("stale") == [("expired", "expired while the appliance was down")]
     after.run_until_event("fresh", "finished")
     assert after.events("fresh") == [("started", ""), ("first_audio", ""), ("finished", "")]
+
+
+@pytest.mark.parametrize("scope", ["all", "current", "id"])
+def test_a_stop_in_the_block_a_barge_in_takes_to_fade_still_stops_the_interrupted_one(tmp_path, scope):
+    rig = playing_with_two_waiting(tmp_path)
+    rig.say("alarm", "Fire alarm.", priority="emergency")
+    rig.turn()
+    assert rig.announcer.current.id == "long" and rig.announcer.current.track.is_cut  # fading out
+    answers = Answers()
+    rig.announcer.stop(scope, "long" if scope == "id" else None, answers)
+    rig.turn()
+    assert answers[0][0] == "stopped"
+    rig.run(lambda: rig.announcer.current is None or rig.announcer.current.id != "long")
+    rig.turn(3)
+    assert rig.events("long")[-1] == ("cancelled", "stopped")  # stopped, not waiting to resume
+    assert rig.queue.find("long") is None and "long" not in rig.spooled()
+
+
+@pytest.mark.parametrize("first", ["stop", "shutdown"])
+def test_a_stop_and_a_shutdown_in_the_same_fade_leave_it_stopped_not_spooled_to_replay(tmp_path, first):
+    rig = playing_with_two_waiting(tmp_path)
+    commands = {
+        "stop": lambda: rig.announcer.stop("current", None, Answers()),
+        "shutdown": lambda: rig.announcer.drain(finish=False, timeout=0),
+    }
+    commands[first]()
+    rig.turn()
+    commands["shutdown" if first == "stop" else "stop"]()
+    rig.run(lambda: rig.announcer.current is None)
+    assert rig.events("long")[-1] == ("cancelled", "stopped")
+    assert rig.spooled() == ["next", "last"]  # the waiting ones replay after the restart; `long` is gone
