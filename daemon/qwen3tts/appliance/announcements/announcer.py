@@ -205,7 +205,11 @@ class Announcer(CommandsMixin, EndingsMixin):
             self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
             return
         if not ann.pieces:
-            self.lookahead.prepare(ann, use_cache=True)
+            try:
+                self.lookahead.prepare(ann, use_cache=True)
+            except RequestError as exc:  # text it cannot speak: the same error as when it waits
+                self._fail_now(ann, str(exc))
+                return
         ann.track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
         ann.track.set_start_threshold(self.lookahead.start_threshold(ann))
         ann.status = AnnouncementStatus.PLAYING

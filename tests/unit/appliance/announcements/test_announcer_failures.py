@@ -121,6 +121,17 @@ def test_a_waiting_one_whose_text_cannot_be_prepared_fails_alone_and_the_playing
     assert finished_normally(rig, "good")
 
 
+def test_the_same_unpreparable_text_fails_with_the_same_reason_when_nothing_plays(tmp_path, caplog):
+    rig = TurnRig(tmp_path)
+    with caplog.at_level(logging.ERROR):
+        rig.say("klingon", "nuqneH", lang="klingon")
+        rig.turn()
+    [(event, reason)] = rig.events("klingon")[1:]
+    assert event == "error" and reason.startswith("unknown language 'klingon'")  # the engine's words only
+    assert not [r for r in caplog.records if r.exc_info]  # bad input, not a bug: no traceback
+    assert rig.spooled() == [] and rig.announcer.current is None
+
+
 @pytest.fixture
 def read_only(monkeypatch):
     """Turns a rig's spool read-only (as root, chmod would not stop the writes)."""
