@@ -5,7 +5,8 @@ The engine is the real `Engine`, over the fake runner (tests/support/engine_fake
 runtime; the announcer and the audio thread run under the real `Supervisor`. Events the announcer
 emits are recorded, and `wait_for` waits on a condition the recorder notifies (no polling). Sampling is
 greedy, so a piece's PCM is the same in every run and tests can compare what the sink played against
-each piece synthesised alone. For single-step tests without threads drive `Announcer.turn()` instead.
+each piece synthesised alone. For tests of the announcer's decisions drive `Announcer.turn()` instead
+(announcer_fakes.py: `TurnRig`, no threads); this rig is for the hand-offs between the threads.
 """
 
 from __future__ import annotations
