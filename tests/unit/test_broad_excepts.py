@@ -74,7 +74,7 @@ class _Finder(ast.NodeVisitor):
 
 def test_the_finder_sees_a_broad_handler_and_skips_a_re_raise():
     found: dict[str, int] = {}
-    source = "def f():\n    try: g()\n    except Exception: pass\ndef h():\n    try: g()\n    except: tidy(); raise\n"
+    source = "def f():\n  try: g()\n  except Exception: pass\ndef h():\n  try: g()\n  except: tidy(); raise\n"
     _Finder("x.py", found).visit(ast.parse(source))
     assert found == {"x.py::f": 3}
 
