@@ -111,8 +111,8 @@ ALLOWED: dict[str, set[str]] = {
 
 # Third-party libraries that only their adapters may import: library -> full paths (files or folders).
 CONFINED: dict[str, tuple[str, ...]] = {
-    "openvino": ("model", "runtime", "bench", "doctor/platform.py", "commands/devices.py", "commands/doctor.py",
-                 "telemetry.py"),
+    "openvino": ("model", "runtime", "bench", "doctor/platform.py", "commands/devices.py",
+                 "commands/doctor.py", "telemetry.py"),
     "nncf": ("model", "service/embedded.py"),
     "paho": ("appliance/mqtt/client.py",),
     "sounddevice": ("appliance/audio/alsa.py",),
@@ -150,7 +150,7 @@ MODULES = module_files()
 
 
 def imports_of(path: Path) -> list[tuple[str, int]]:
-    """(dotted name, line) of everything `path` imports: modules and `from` targets, relative ones resolved."""
+    """(dotted name, line) of everything `path` imports: modules and `from` targets, relative ones too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
     if path.name == "__init__.py":
@@ -180,10 +180,9 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
 def _command_modules() -> list[tuple[str, int]]:
     """cli.py imports each command's module by the name in its COMMANDS table: those are its imports."""
     tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
-    table = next(
-        n.value for n in tree.body
-        if isinstance(n, ast.Assign | ast.AnnAssign) and "COMMANDS" in ast.unparse(n.targets[0] if isinstance(n, ast.Assign) else n.target)
-    )  # fmt: skip
+    assigned = [(n, n.targets[0] if isinstance(n, ast.Assign) else n.target) for n in tree.body
+                if isinstance(n, ast.Assign | ast.AnnAssign)]  # fmt: skip
+    table = next(n.value for n, target in assigned if ast.unparse(target) == "COMMANDS")
     return [(value.elts[0].value, value.lineno) for value in table.values]
 
 

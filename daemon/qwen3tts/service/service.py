@@ -101,8 +101,9 @@ class Service:
         self.servers = start_servers(settings, engine, offer, self._figures, text=self.text)
         self.supervisor.start("audio", self.playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
-        log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant,
-                 weights_kind(self.runtime.manifest), self.runtime.plan.summary(), self.sink.name)  # fmt: skip
+        weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
+        log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
+                 plan, self.sink.name)  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.supervisor.start("announcer", self.announcer.run)  # replays the spool first
         self.mqtt.start(self.supervisor)
@@ -188,7 +189,8 @@ class Service:
     def _figures(self):
         """/metrics and /healthz: called on the servers' thread, reads only."""
         return appliance_figures(queue_depth=len(self.announcer.queue), playback=self.playback,
-                                 thermal=self.thermal, sink_state=self._sink_state, counts=self._counts)  # fmt: skip
+                                 thermal=self.thermal, sink_state=self._sink_state,
+                                 counts=self._counts)  # fmt: skip
 
     # ---- reload and stop ----
 
