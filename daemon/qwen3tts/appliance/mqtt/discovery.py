@@ -29,6 +29,11 @@ from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.voices.catalog import VoiceCatalog
 
 
+COMMAND_QOS = 1
+"""What Home Assistant publishes commands with: at QoS 1 the broker keeps a say until we acknowledge it,
+which we do only once it is spooled."""
+
+
 def node_id_for(topics: Topics) -> str:
     """A discovery node id from the base topic (`qwen3tts/kitchen` -> `qwen3tts_kitchen`)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", topics.base)
@@ -80,6 +85,8 @@ def _entity(
         "default_entity_id": f"{component}.{node}_{object_id}".lower(),
     }
     config.update(common, **fields)
+    if "command_topic" in config:  # Home Assistant publishes at QoS 0 unless told: spooled-before-ack needs 1
+        config["qos"] = COMMAND_QOS
     return DiscoveryConfig(component, node, object_id, config, topics.discovery_prefix)
 
 

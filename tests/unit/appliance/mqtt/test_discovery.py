@@ -47,6 +47,14 @@ def test_commands_go_to_the_appliance_topics_and_states_come_from_status():
     assert {b["availability_topic"] for b in by_id.values()} == {Availability.topic_for(base)}
 
 
+def test_every_command_entity_publishes_at_qos_1_so_a_say_is_spooled_before_the_broker_forgets_it():
+    commands = [json.loads(c.payload()) for c in configs() if c.config and "command_topic" in c.config]
+    assert {b["unique_id"].rsplit("_", 1)[-1] for b in commands} == {"say", "stop", "volume", "voice"}
+    assert {b["qos"] for b in commands} == {1}
+    states = [json.loads(c.payload()) for c in configs() if c.config and "command_topic" not in c.config]
+    assert states and all("qos" not in b for b in states)  # states are read at the default: nothing to keep
+
+
 def test_value_templates_name_real_status_fields():
     status_fields = set(Status.__dataclass_fields__)
     for body in (json.loads(c.payload()) for c in configs()):
