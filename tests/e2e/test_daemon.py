@@ -182,6 +182,10 @@ def test_an_emergency_barges_in_and_the_interrupted_announcement_resumes_afterwa
     assert requeued[0]["t_event"] <= alarm["t_started"]  # cut before the emergency started speaking
     wait_event(recorder, "normal-1", "finished", timeout=180)
     assert not any(e["event"] in ("finished",) and e["t_event"] < alarm["t_finished"] for e in normal)
+    # the cut play is no recording: one WAV of the alarm, one of the resumed play, in that order
+    assert [p.name.split("-", 1)[1] for p in sorted((tmp_path / "wav").glob("*.wav"))] == [
+        "alarm-1.wav", "normal-1.wav"
+    ]  # fmt: skip
 
 
 def test_the_real_alsa_path_captures_the_announcement_through_a_file_pcm(

@@ -240,7 +240,9 @@ class Announcer(CommandsMixin, EndingsMixin):
         for handle in ann.handles.values():
             handle.cancel()
         if ann.track is not None:
-            ann.track.cut(keep_partial=cut is not Cut.SHUTDOWN)  # half-said at shutdown is no recording
+            # a cut play is not published as a recording (a WAV file): only a failed one, with what
+            # a speaker heard, and plays that ended in order are (docs/operations.md)
+            ann.track.cut(keep_partial=cut is Cut.FAILURE)
 
     def _submit(self, now: float) -> None:
         """Submit what is due: the current announcement's pieces, then (unless stopping) the queue's."""

@@ -104,9 +104,11 @@ def test_a_failed_synthesis_fails_the_playing_one_with_the_engine_s_reason(tmp_p
     first, second, *rest = rig.engine.of("current")
     first.speak()
     second.fail("request 'current#1' failed: InjectedError: codec")
+    track = rig.announcer.current.track
     rig.run_until_event("current", "error", speak=False)
     assert rig.events("current")[-1] == ("error", "request 'current#1' failed: InjectedError: codec")
     assert all(h.cancelled for h in rest)
+    assert track.is_cut and track.keep_partial  # a failed play keeps what a speaker heard
 
 
 def test_a_waiting_one_whose_text_cannot_be_prepared_fails_alone_and_the_playing_one_plays_on(tmp_path):
