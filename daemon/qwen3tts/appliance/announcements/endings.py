@@ -92,7 +92,7 @@ class EndingsMixin:
         """`ann` ends in error at once, wherever it is (a bug while handling it, a refused piece)."""
         if ann is self.current:
             self.current = None
-            if ann.track is not None:
+            if ann.track is not None and not ann.track.ended:  # still playing: a bug stops it unrecorded
                 ann.track.cut(keep_partial=False)
         ann.forget_synthesis()
         ann.status = AnnouncementStatus.FAILED
