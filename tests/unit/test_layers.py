@@ -27,17 +27,16 @@ ALLOWED: dict[str, set[str]] = {
     "settings_loader.py": {"errors.py", "settings.py", "paths.py"},
     "settings_doc.py": {"__init__.py", "settings.py", "settings_loader.py"},
     "paths.py": {"settings.py"},
-    "wavfile.py": {"errors.py"},
     "cli.py": {"__init__.py", "errors.py", "logs.py", "settings.py", "settings_loader.py", "commands"},
     "engine": {"errors.py"},
     "text": {"errors.py"},
     "model": {"errors.py", "settings.py"},
-    "runtime": {"model", "engine", "voices", "errors.py", "settings.py", "wavfile.py"},
+    "runtime": {"model", "engine", "voices", "errors.py", "settings.py"},
     "voices": {"errors.py", "model", "text"},
     "synthesis.py": {"engine", "text", "voices", "errors.py"},
     "appliance/systemd": set(),
     "appliance/thermal": {"errors.py", "settings.py"},
-    "appliance/audio": {"appliance/systemd", "errors.py", "settings.py", "engine", "wavfile.py"},
+    "appliance/audio": {"appliance/systemd", "errors.py", "settings.py", "engine"},
     "appliance/announcements": {
         "appliance/audio",
         "appliance/systemd",
@@ -105,7 +104,6 @@ ALLOWED: dict[str, set[str]] = {
         "settings_loader.py",
         "settings_doc.py",
         "paths.py",
-        "wavfile.py",
     },
 }
 

@@ -72,10 +72,10 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
     seconds = pcm.size / SAMPLE_RATE
     if args.out:
-        from qwen3tts.wavfile import write_wav
+        import soundfile
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_wav(args.out, pcm, SAMPLE_RATE)
+        soundfile.write(str(args.out), np.clip(pcm, -1.0, 1.0), SAMPLE_RATE, subtype="PCM_16")
     else:
         _play(pcm, settings)
     rtf = elapsed / seconds if seconds else float("inf")

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.errors import RequestError
+from qwen3tts.errors import AudioError, RequestError
 from qwen3tts.model.tokenizer import TextTokenizer
+from qwen3tts.voices.reference_audio import read_reference_audio
 
 logger = logging.getLogger(__name__)
 
 _ARRAYS = ("xvector", "ref_codes", "ref_text_ids")
+MIN_REFERENCE_S, MAX_REFERENCE_S = 0.1, 60.0  # what the speaker encoder takes (a reference at request time)
 
 
 @dataclass(frozen=True)
@@ -78,16 +80,16 @@ class VoiceInputs:
 
 def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
     """A reference recording in any format libsndfile reads (WAV, FLAC, OGG, MP3...): float32 mono
-    samples (channels averaged, as the official loader does) and the sample rate."""
-    import soundfile
+    samples (channels averaged, as the official loader does) and the sample rate.
 
+    Checked as `voice add` checks it (voices/reference_audio.py: a regular file, its length from the
+    header before reading, no silence, clipping or non-finite samples), 0.1 to 60 s as the speaker
+    encoder takes; a bad file is a RequestError for the request that names it.
+    """
     try:
-        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
-    except (OSError, RuntimeError, soundfile.LibsndfileError) as exc:
-        raise RequestError(f"cannot read reference audio {path}: {exc}") from exc
-    if samples.shape[0] == 0:
-        raise RequestError(f"reference audio {path} is empty")
-    return samples.mean(axis=1).astype(np.float32), int(rate)
+        return read_reference_audio(Path(path), MIN_REFERENCE_S, MAX_REFERENCE_S)
+    except AudioError as exc:
+        raise RequestError(f"reference audio: {exc}") from None
 
 
 class VoiceEncoder:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from qwen3tts.appliance.audio.alsa import open_sink
-from qwen3tts.appliance.audio.chimes import ChimeSet, read_wav, synthesize_chime
+from qwen3tts.appliance.audio.chimes import ChimeSet, read_sound, synthesize_chime
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.sinks import WavSink
 from qwen3tts.appliance.audio.track import HowToPlay, Track
@@ -60,7 +60,7 @@ def test_each_announcement_becomes_one_wav_file_of_chime_lead_in_speech_and_tail
         with wave.open(str(path)) as wav:
             assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (24000, 1, 2)
             assert wav.getnframes() == expected
-    second = read_wav(files[1])
+    second = read_sound(files[1])
     assert not second[:7200].any() and not second[-4800:].any()
     np.testing.assert_allclose(second[7200 + 500], 0.3, atol=1 / 32767)
 
@@ -83,7 +83,7 @@ def test_a_cut_announcement_file_holds_what_a_speaker_would_have_played_and_no_p
     Playback(sink, settings, ChimeSet.silent()).play(track)
     assert track.ended and not track.played_out
     (path,) = tmp_path.iterdir()
-    played = read_wav(path)
+    played = read_sound(path)
     assert path.name == "000001-x.wav" and len(played) == 2400 + 3840 + 240  # lead-in, speech, fade; no tail
     assert played[-1] == 0.0 and played[2400 + 2400] == pytest.approx(0.3, abs=1 / 32767)
 

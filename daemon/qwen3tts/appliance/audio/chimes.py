@@ -1,4 +1,4 @@
-"""Chimes before announcements: the project's default chimes, made with numpy, and loading WAV files.
+"""Chimes before announcements: the project's default chimes, made with numpy, and sound files in any format.
 
 The defaults are synthesised deterministically (the same samples on every machine, up to the last
 bit of numpy's sin) and also written to config/sounds/<priority>.wav so operators can hear and
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import soundfile
 import soxr
 
-from qwen3tts import wavfile
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import AudioError, ConfigError
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRIORITIES = tuple(level.label for level in ANNOUNCEMENT_LEVELS)
+MAX_CHIME_S = 30.0
+"""A chime is a short sound: a longer file is a mistake in the configuration, not a pre-announcement."""
 DEFAULT_SOUNDS_DIR = Path(__file__).resolve().parents[4] / "config" / "sounds"
 """config/sounds of the source checkout; when absent (an installed wheel) the defaults are synthesised."""
 
@@ -85,14 +87,24 @@ def synthesize_chime(priority: str) -> np.ndarray:
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = MODEL_RATE) -> None:
     """16-bit mono PCM WAV at the model rate by default."""
-    wavfile.write_wav(path, samples, rate)
+    soundfile.write(str(path), np.clip(samples, -1.0, 1.0), rate, subtype="PCM_16")
 
 
-def read_wav(path: Path) -> np.ndarray:
-    """A WAV file (PCM or float, any channel count, any rate) as 24 kHz float32 mono."""
-    mono, rate = wavfile.read_wav(path)
-    if rate != MODEL_RATE:
-        mono = soxr.resample(mono, rate, MODEL_RATE, quality="HQ")
+def read_sound(path: Path) -> np.ndarray:
+    """A sound file in any format libsndfile reads (WAV, FLAC, Ogg, MP3...), any channel count and rate,
+    as 24 kHz float32 mono; AudioError names the file when it cannot be read or is not a short sound."""
+    try:
+        with soundfile.SoundFile(str(path)) as sound:
+            if not 0 < sound.frames <= MAX_CHIME_S * sound.samplerate:
+                raise AudioError(f"{path}: a chime must last up to {MAX_CHIME_S:g} s ({sound.frames} frames)")
+            samples = sound.read(dtype="float32", always_2d=True)
+    except (OSError, RuntimeError) as exc:  # soundfile's LibsndfileError is a RuntimeError
+        raise AudioError(f"{path}: cannot read it as a sound ({exc})") from None
+    mono = samples.mean(axis=1)
+    if not np.isfinite(mono).all():
+        raise AudioError(f"{path}: the sound has samples that are not numbers")
+    if sound.samplerate != MODEL_RATE:
+        mono = soxr.resample(mono, sound.samplerate, MODEL_RATE, quality="HQ")
     return np.ascontiguousarray(mono, dtype=np.float32)
 
 
@@ -117,7 +129,7 @@ class ChimeSet:
     def from_settings(cls, settings: AudioSettings, sounds_dir: Path = DEFAULT_SOUNDS_DIR) -> ChimeSet:
         """Resolve chime_<priority>: 'default' (sounds_dir/<priority>.wav, else synthesised), 'none', a path.
 
-        Raises ConfigError naming the key when a configured WAV cannot be read.
+        Raises ConfigError naming the key when a configured sound cannot be read.
         """
         chimes: dict[str, np.ndarray | None] = {}
         for priority in PRIORITIES:
@@ -160,7 +172,7 @@ def _resolve(key: str, value: str, priority: str, sounds_dir: Path) -> np.ndarra
     else:
         path = Path(value)
     try:
-        return read_wav(path)
+        return read_sound(path)
     except AudioError as exc:
         raise ConfigError(f"{key}: cannot read chime {path}: {exc}") from exc
 

@@ -28,7 +28,6 @@ from qwen3tts.appliance.mqtt.messages import Message, Say, SetVoice, SetVolume, 
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.voices.catalog import VoiceCatalog
 
-
 COMMAND_QOS = 1
 """What Home Assistant publishes commands with: at QoS 1 the broker keeps a say until we acknowledge it,
 which we do only once it is spooled."""

@@ -10,7 +10,7 @@ from qwen3tts.appliance.audio.chimes import (
     DEFAULT_SOUNDS_DIR,
     PRIORITIES,
     ChimeSet,
-    read_wav,
+    read_sound,
     synthesize_chime,
     write_default_chimes,
 )
@@ -24,7 +24,7 @@ def test_the_committed_default_chimes_are_what_the_generator_writes(tmp_path):
         committed = DEFAULT_SOUNDS_DIR / path.name
         assert committed.exists(), f"{committed} missing: run python -m qwen3tts.appliance.audio.chimes"
         # numpy's vectorised sin may differ in the last bit between CPUs: allow 2 LSB of 16-bit PCM
-        assert np.abs(read_wav(committed) - read_wav(path)).max() <= 2 / 32768
+        assert np.abs(read_sound(committed) - read_sound(path)).max() <= 2 / 32768
 
 
 def test_default_chimes_differ_by_priority_start_and_end_silent_and_do_not_clip():
@@ -60,3 +60,34 @@ def test_an_announcement_s_chime_names_default_none_or_a_priority_and_an_unknown
     assert "unknown chime 'klaxon'; playing the priority chime" in caplog.text
     assert chimes.names() == ("none", "default", "normal", "priority", "emergency")
     assert ChimeSet.silent().for_announcement(Priority.EMERGENCY) is None
+
+
+@pytest.mark.parametrize(("suffix", "fmt", "subtype", "tolerance"), [
+    ("flac", "FLAC", "PCM_16", 2 / 32768),
+    ("ogg", "OGG", "VORBIS", 0.05),
+    ("wav", "WAV", "FLOAT", 1e-7),
+])  # fmt: skip
+def test_a_chime_may_be_any_sound_file_libsndfile_reads_at_any_rate_and_channel_count(
+    tmp_path, suffix, fmt, subtype, tolerance
+):
+    import soundfile
+
+    t = np.arange(int(0.5 * 48000)) / 48000
+    tone = (0.4 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+    path = tmp_path / f"gong.{suffix}"
+    soundfile.write(str(path), np.stack([tone, tone], axis=1), 48000, format=fmt, subtype=subtype)
+    settings = AudioSettings(chime_normal=str(path), chime_priority="none", chime_emergency="none")
+    chime = ChimeSet.from_settings(settings).for_announcement(Priority.NORMAL)
+    expected = tone[::2]  # 48 kHz -> 24 kHz, the stereo channels averaged
+    assert chime.dtype == np.float32 and abs(len(chime) - len(expected)) <= 1
+    middle = slice(1000, len(expected) - 1000)  # the resampler's edges aside
+    assert np.abs(chime[middle] - expected[middle]).max() < tolerance + 0.01
+
+
+def test_a_long_recording_is_not_taken_for_a_chime(tmp_path):
+    import soundfile
+
+    path = tmp_path / "song.flac"
+    soundfile.write(str(path), np.zeros(31 * 24000, np.float32), 24000, format="FLAC")
+    with pytest.raises(ConfigError, match="audio.chime_normal: cannot read chime .*up to 30 s"):
+        ChimeSet.from_settings(AudioSettings(chime_normal=str(path)))
