@@ -250,11 +250,14 @@ class AudioSettings:
     jitter_buffer_ms: int = field(default=300, metadata={"min": 0})
     """Least audio buffered before playback starts; raised from the measured real-time factor. Default 300."""
     chime_normal: str = "default"
-    """Chime before normal announcements: default, none, or the path of a sound file (WAV, FLAC, Ogg, MP3; up to 30 s). Default default."""
+    """Chime before normal announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
     chime_priority: str = "default"
-    """Chime before priority announcements: default, none, or the path of a sound file (WAV, FLAC, Ogg, MP3; up to 30 s). Default default."""
+    """Chime before priority announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
     chime_emergency: str = "default"
-    """Chime before emergency announcements: default, none, or the path of a sound file (WAV, FLAC, Ogg, MP3; up to 30 s). Default default."""
+    """Chime before emergency announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
 
 
 @dataclass(frozen=True)

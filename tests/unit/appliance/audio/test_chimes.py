@@ -89,5 +89,5 @@ def test_a_long_recording_is_not_taken_for_a_chime(tmp_path):
 
     path = tmp_path / "song.flac"
     soundfile.write(str(path), np.zeros(31 * 24000, np.float32), 24000, format="FLAC")
-    with pytest.raises(ConfigError, match="audio.chime_normal: cannot read chime .*up to 30 s"):
+    with pytest.raises(ConfigError, match=r"audio.chime_normal: cannot read chime .*up to 30 s"):
         ChimeSet.from_settings(AudioSettings(chime_normal=str(path)))
