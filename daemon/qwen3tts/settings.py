@@ -165,8 +165,10 @@ class MqttSettings:
     """Client certificate file for mutual TLS. Default none."""
     tls_key: Path | None = None
     """Client key file for mutual TLS. Default none."""
-    max_queued_messages: int = field(default=1000, metadata={"min": 1})
-    """Bound on outgoing messages buffered while disconnected. Default 1000."""
+    max_queued_messages: int = field(default=1000, metadata={"min": 200})
+    """Bound on outgoing messages not yet acknowledged by the broker (also while disconnected); reading
+    pauses at a quarter of it so no answer is dropped. At least 200 (the rest covers the answers of the
+    messages already handed over). Default 1000."""
     session_expiry: int = field(default=3600, metadata={"min": 0})
     """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
     discovery: bool = True

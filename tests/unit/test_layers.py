@@ -112,7 +112,7 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "openvino": ("model", "runtime", "bench", "doctor/platform.py", "commands/devices.py",
                  "commands/doctor.py", "telemetry.py"),
     "nncf": ("model", "service/embedded.py"),
-    "paho": ("appliance/mqtt/client.py",),
+    "paho": ("appliance/mqtt/client.py", "appliance/mqtt/probe.py"),
     "sounddevice": ("appliance/audio/alsa.py",),
     "sdnotify": ("appliance/systemd/notify.py",),
     "wyoming": ("servers",),

@@ -85,7 +85,7 @@ def quarantined(spool_dir: Path) -> list[str]:
 
 def broker_checks(mqtt: MqttSettings, timeout: float) -> list[Check]:
     """Reachable, authenticates, and TLS on (or the broker is on this machine)."""
-    from qwen3tts.appliance.mqtt.client import probe_broker
+    from qwen3tts.appliance.mqtt.probe import probe_broker
 
     scheme = "mqtts" if mqtt.tls_ca else "mqtt"
     who = f" as {mqtt.username}" if mqtt.username else " anonymously"

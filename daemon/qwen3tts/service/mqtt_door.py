@@ -39,6 +39,7 @@ class MqttDoor:
             discovery=(lambda: discovery_configs(topics, voices=catalog.names, sw_version=__version__))
             if settings.mqtt.discovery else None,
             heartbeat=heartbeat,
+            room=self.client.backlog.wait_for_room,
         )  # fmt: skip
 
     def _post(self, inbound) -> None:

@@ -58,8 +58,10 @@ class IntakeRunner:
         policy: AnnouncementPolicy | None = None,
         hermes: bool = False,
         max_queue: int = 100,
+        max_queued_messages: int = 1000,
     ) -> None:
-        mqtt = MqttSettings(host=host, port=port, site=site, protocol=protocol, hermes=hermes)
+        mqtt = MqttSettings(host=host, port=port, site=site, protocol=protocol, hermes=hermes,
+                            max_queued_messages=max_queued_messages)  # fmt: skip
         settings = appliance_settings(spool_dir)
         policy = policy or policy_for()
         self.log = EventLog()
@@ -81,6 +83,7 @@ class IntakeRunner:
             self.client.publish,
             hermes_site_id=mqtt.hermes_site_id,
             discovery=lambda: discovery_configs(topics, voices=policy.catalog.names),
+            room=self.client.backlog.wait_for_room,
         )
         self.supervisor = Supervisor(on_fatal=self.fatal.append, backoff_s=0.01)
         self.replayed_ids: list[str] = []

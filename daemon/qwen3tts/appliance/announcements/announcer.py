@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 BUSY_TICK_S = 0.02  # while anything is synthesised or played: how often PCM and progress are read
 IDLE_TICK_S = 0.25
 INBOX_PER_TURN = 32  # commands applied per turn, so a flood of messages never stalls the audio
+INBOX_LIMIT = 32  # a poster waits while this many commands wait: back-pressure on the intake, not a drop
+INBOX_WAIT_S = 5.0  # ... at most this long (a wedged announcer must not wedge its posters too)
 
 CUT_STRENGTH = (Cut.TAKEOVER, Cut.BARGE_IN, Cut.SHUTDOWN, Cut.STOP, Cut.FAILURE)
 """Why a play is cut, weakest first; a stronger reason overrides a weaker one while the play fades out
@@ -82,6 +84,7 @@ class Announcer(CommandsMixin, EndingsMixin):
         self.current: Announcement | None = None
         self.accepting = True
         self._inbox: deque[Callable[[], None]] = deque()
+        self._inbox_room = threading.Condition()
         self._wake = threading.Event()
         self._drained = threading.Event()
         self._replayed = False
@@ -105,7 +108,11 @@ class Announcer(CommandsMixin, EndingsMixin):
         self._wake.set()
 
     def _post(self, command: Callable[..., None], *args) -> None:
-        self._inbox.append(functools.partial(command, *args))
+        """Queue a command for the loop; waits while the inbox is full, so a flood of messages slows the
+        intake (and through it the broker) instead of piling up answers nobody can publish."""
+        with self._inbox_room:
+            self._inbox_room.wait_for(lambda: len(self._inbox) < INBOX_LIMIT, INBOX_WAIT_S)
+            self._inbox.append(functools.partial(command, *args))
         self._wake.set()
 
     # ---- the loop ----
@@ -126,6 +133,8 @@ class Announcer(CommandsMixin, EndingsMixin):
             command = self._inbox.popleft()
             with isolated(f"the announcer's command {command.func.__name__}", lambda exc: None):
                 command()  # an announcement's own failure is its event (_enqueue); the rest is logged
+        with self._inbox_room:
+            self._inbox_room.notify_all()
         now = self._clock()
         self._expire(now)
         for ann in self._synthesising():

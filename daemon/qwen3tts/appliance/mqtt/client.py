@@ -11,8 +11,6 @@ rebuilds the client when the protocol has to be downgraded.
 from __future__ import annotations
 
 import logging
-import os
-import queue
 import ssl
 import threading
 import time
@@ -24,6 +22,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from qwen3tts.appliance.mqtt.backlog import Backlog
 from qwen3tts.appliance.mqtt.connection import stable_client_id, tls_context, topics_for
 from qwen3tts.appliance.mqtt.events import Availability
 from qwen3tts.appliance.mqtt.messages import Inbound, Message, MqttMeta
@@ -33,6 +32,10 @@ from qwen3tts.settings import MqttSettings, read_mqtt_password
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_PROTOCOL_VERSION = 0x84
+RECEIVE_MAXIMUM = 20
+"""MQTT 5 flow control: QoS 1 messages the broker may send before we acknowledge one (mosquitto's own
+default in-flight limit, also what it applies to MQTT 3.1.1 clients). Each earns at most four answers,
+which is why the outgoing bound is at least 200 and reading pauses early (backlog.py)."""
 
 
 class MqttClient:
@@ -55,6 +58,8 @@ class MqttClient:
         self._reconnect_delay = reconnect_delay
         self.protocol = settings.protocol
         """The protocol in use: "5", or "3.1.1" after a fallback."""
+        self.backlog = Backlog(settings.max_queued_messages // 4)
+        """Unacknowledged QoS 1 publishes: the intake stops reading while it is high (backlog.py)."""
         self._generation = 0
         self._client = self._build()
         self._lock = threading.Lock()
@@ -133,6 +138,8 @@ class MqttClient:
         if info.rc not in (paho.MQTT_ERR_SUCCESS, paho.MQTT_ERR_NO_CONN):
             log.warning("dropped %s message: %s", type(message).__name__, paho.error_string(info.rc))
             return None
+        if message.qos:
+            self.backlog.sent(info.mid)
         return info
 
     def _ack(self, mid: int, qos: int, generation: int) -> None:
@@ -181,6 +188,7 @@ class MqttClient:
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.on_subscribe = self._on_subscribe
+        client.on_publish = lambda _c, _u, mid, _rc, _p: self.backlog.acked(mid)
         client.on_connect_fail = self._on_connect_fail
         return client
 
@@ -192,6 +200,7 @@ class MqttClient:
         if self.protocol == "5":
             props = Properties(PacketTypes.CONNECT)
             props.SessionExpiryInterval = self.settings.session_expiry
+            props.ReceiveMaximum = RECEIVE_MAXIMUM  # the broker sends no more unacknowledged says than this
             client.connect_async(host, port, keepalive, clean_start=False, properties=props)
         else:
             client.connect_async(host, port, keepalive)
@@ -268,31 +277,3 @@ class MqttClient:
             self._on_inbound(inbound)
         except Exception:  # the library's thread boundary: an exception here would kill paho's network loop
             log.exception("could not enqueue a message from %s", msg.topic)
-
-
-def probe_broker(settings: MqttSettings, timeout: float = 5.0) -> str | None:
-    """Connect once and disconnect (for `qwen3tts doctor`): None if the broker accepted us, else why not.
-
-    A throwaway client id, no will, no availability message: a running daemon is neither kicked off
-    (same client id) nor shown offline.
-    """
-    client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=f"qwen3tts-doctor-{os.getpid()}")
-    if settings.username:
-        client.username_pw_set(settings.username, read_mqtt_password(settings))
-    if settings.tls_ca is not None:
-        client.tls_set_context(tls_context(settings))
-    answers: queue.Queue = queue.Queue()
-    client.on_connect = lambda _c, _u, _f, code, _p: answers.put(code)
-    try:
-        client.connect(settings.host, settings.port, keepalive=max(5, int(timeout)))
-    except (OSError, ssl.SSLError) as exc:  # refused, unreachable, certificate rejected
-        return f"{type(exc).__name__}: {exc}"
-    client.loop_start()
-    try:
-        code = answers.get(timeout=timeout)
-    except queue.Empty:
-        return f"no answer to CONNECT within {timeout:g} s"
-    finally:
-        client.disconnect()
-        client.loop_stop()
-    return f"refused: {code}" if code.is_failure else None

@@ -73,6 +73,7 @@ class Intake:
         hermes_chime: bool = False,
         discovery: Callable[[], list[Message]] | None = None,
         heartbeat: Callable[[], None] = lambda: None,
+        room: Callable[[float], bool] = lambda timeout: True,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.announcer = announcer
@@ -85,6 +86,8 @@ class Intake:
         self._discovery = discovery
         self._last_discovery: float | None = None
         self._beat = heartbeat
+        self._room = room
+        """Blocks up to a timeout while the answers waiting for the broker are too many (backlog.py)."""
         self.clock = clock
         self._inbound: queue.Queue[Inbound] = queue.Queue()
         self._closed = threading.Event()
@@ -102,6 +105,8 @@ class Intake:
         """The intake thread's loop until `stop` or `close()`: each message handled completely, in order."""
         while not (stop.is_set() or self._closed.is_set()):
             self._beat()
+            if not self._room(TICK_S):
+                continue  # what we do not take stays unacknowledged at the broker: back-pressure
             try:
                 inbound = self._inbound.get(timeout=TICK_S)
             except queue.Empty:
