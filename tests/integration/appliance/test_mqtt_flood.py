@@ -25,31 +25,30 @@ def broker(tmp_path):
     broker.stop()
 
 
+ANSWERS = ("queued", "rejected")
+
+
+def answers(captured) -> list[dict]:
+    return [e for e in map(json.loads, (m.payload for m in captured)) if e["event"] in ANSWERS]
+
+
 def test_every_message_of_a_flood_gets_one_answer_and_none_is_dropped(
     tmp_path, broker, recorder_factory, caplog
 ):
-    runner = IntakeRunner(
-        broker.host, broker.port, "flood", tmp_path / "spool", max_queued_messages=200
-    )  # the least allowed
+    spool = tmp_path / "spool"
+    runner = IntakeRunner(broker.host, broker.port, "flood", spool, max_queued_messages=200)  # the least
     recorder = recorder_factory(broker, [f"{runner.base}/event"])
     with caplog.at_level(logging.INFO):
         runner.start()
         try:
             for n in range(COUNT):
                 recorder.publish(f"{runner.base}/say", json.dumps({"id": f"f{n}", "text": "Flood."}))
-            answers = lambda ms: [
-                e for e in map(json.loads, (m.payload for m in ms)) if e["event"] in ANSWERS
-            ]  # noqa: E731
             recorder.wait_for(lambda ms: len(answers(ms)) >= COUNT, timeout=600)
         finally:
             runner.stop()
-    per_id = Counter(e["id"] for e in answers(recorder.on(f"{runner.base}/event")))
+    got = answers(recorder.on(f"{runner.base}/event"))
+    per_id = Counter(e["id"] for e in got)
     assert len(per_id) == COUNT and set(per_id.values()) == {1}  # one answer for every message
-    kinds = Counter(e["event"] for e in answers(recorder.on(f"{runner.base}/event")))
-    assert (
-        kinds["queued"] == 101 and kinds["rejected"] == COUNT - 101
-    )  # 1 playing, 100 waiting, the rest full
+    kinds = Counter(e["event"] for e in got)
+    assert (kinds["queued"], kinds["rejected"]) == (101, COUNT - 101)  # 1 playing, 100 waiting, rest full
     assert not [r for r in caplog.records if "dropped" in r.getMessage()]
-
-
-ANSWERS = ("queued", "rejected")
