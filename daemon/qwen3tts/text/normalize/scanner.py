@@ -16,7 +16,12 @@ from dataclasses import dataclass
 Say = Callable[[re.Match[str]], str | None]
 
 # ASCII only, so a URL ends where CJK text or full-width punctuation starts.
-URL = r"(?:https?://|www\.)[!-~]*[A-Za-z0-9/#=_-]|[A-Za-z0-9.+_-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+# The address part starts only where a run of its characters starts: otherwise every position inside a
+# long run ("1.1.1.1...", "xxxx...") would scan the rest of the run again for an @ (quadratic).
+URL = (
+    r"(?:https?://|www\.)[!-~]*[A-Za-z0-9/#=_-]"
+    r"|(?<![A-Za-z0-9.+_-])[A-Za-z0-9.+_-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+)
 
 
 # Scientific notation, 1E-999 or 6.02e23: the mantissa's pattern is the language's number.
