@@ -47,7 +47,7 @@ def deb822_entries(text: str) -> Iterator[tuple[str, str, list[str]]]:
 def _stanzas(text: str) -> Iterator[dict[str, str]]:
     fields: dict[str, str] = {}
     key = None
-    for raw in text.splitlines() + [""]:
+    for raw in [*text.splitlines(), ""]:
         if raw.startswith("#"):
             continue
         if not raw.strip():
