@@ -159,9 +159,6 @@ def test_without_a_bundle_the_unit_does_not_restart_for_ever(box):
     assert int(unit_property(box, "NRestarts")) == restarts
 
 
-@pytest.mark.xfail(
-    strict=True, reason="daemon side (issue 26): `run` must start without a bundle and report it"
-)
 def test_without_a_bundle_the_service_is_up_and_reports_the_missing_bundle(box):
     assert unit_property(box, "ActiveState") == "active"
     assert int(unit_property(box, "NRestarts")) == 0

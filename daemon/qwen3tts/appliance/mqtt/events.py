@@ -38,7 +38,7 @@ class Status(Message):
     retain: ClassVar[bool] = True
 
     state: str = "idle"
-    """idle | speaking | starting | stopping."""
+    """idle | speaking | stopping | no_bundle (waiting for a bundle: `problem` says what to do)."""
     queue_depth: int = 0
     current_id: str | None = None
     batch_limit: int = 0
@@ -59,9 +59,11 @@ class Status(Message):
     """The current announcement plays from the phrase cache."""
     cache: dict[str, int] = field(default_factory=dict)
     """Phrase cache figures: entries, bytes, max_bytes, hits, misses, evictions (empty when off)."""
+    problem: str = ""
+    """Why the appliance cannot speak and what fixes it (empty when it can)."""
 
     def payload(self) -> bytes:
-        return encode_json(asdict(self))
+        return encode_json({k: v for k, v in asdict(self).items() if k != "problem" or v})
 
     @classmethod
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Status:
