@@ -12,10 +12,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # recordings in any format (soundfile). The Debian package (scripts/package.sh) and its fresh-root
 # tests: debootstrap, debhelper (with dpkg-dev), lintian, systemd-container (systemd-nspawn boots the
 # root's own systemd), podman and runc (the OCI image; crun refuses this machine's hybrid cgroups).
+# snapserver and snapclient: the Snapcast zone tests (a real server and two `--player file` clients).
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 \
-    debootstrap debhelper lintian systemd-container podman runc >/dev/null
+    debootstrap debhelper lintian systemd-container podman runc snapserver snapclient >/dev/null
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

@@ -1,7 +1,9 @@
-"""Playback: the audio thread plays the current track into the sink, and only that.
+"""Playback: one zone's audio thread plays the track it was handed into the zone's sink, and only that.
 
-The announcer hands over a `Track` (track.py): the PCM it keeps filling, how to play it (chime, gain) and
-a start threshold. The audio thread plays chime -> lead-in silence -> speech -> tail silence in fixed
+Each zone has its own Playback, sink and thread. The announcer hands over a `Track` (track.py): the PCM it
+keeps filling, how to play it (chime, gain) and a start threshold; the zone reads it through its own
+`TrackReader` (track_reader.py), so several zones can play the same track from the same samples. The
+audio thread plays chime -> lead-in silence -> speech -> tail silence in fixed
 blocks of `block_ms`, checking for a cut before each block, so a barge-in is heard within one block; it
 then fades out over `fade_ms` (no click). It keeps no queue and knows no announcement ids: it writes its
 progress into the track (started, first audio, underflows, ended) and the announcer turns that into
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qwen3tts.appliance.audio.sinks import MODEL_RATE, Sink
-from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
+from qwen3tts.appliance.audio.track_reader import TrackReader
 from qwen3tts.appliance.systemd.supervisor import isolated
 from qwen3tts.errors import AudioError
 
@@ -60,7 +63,10 @@ class Playback:
         heartbeat: Callable[[], None] = lambda: None,
         on_end: Callable[[], None] = lambda: None,
         idle_tick_s: float = 0.25,
+        zone: str = DEFAULT_ZONE,
     ):
+        self.zone = zone
+        """The zone this playback is the audio thread of: the reader it plays each track through."""
         self.sink = sink
         self.chimes = chimes
         self.underflows = 0
@@ -101,9 +107,10 @@ class Playback:
             self.play(track)
             self._on_end()
 
-    def play(self, track: Track) -> None:
-        """Play one track to its end or cut; its progress says what happened. A failure of the sink (or of
-        anything else here) ends this track only, with its error: the next one plays."""
+    def play(self, whole: Track) -> None:
+        """Play one track to its end or cut in this zone; its progress says what happened. A failure of the
+        sink (or of anything else here) ends this track only, with its error: the next one plays."""
+        track = TrackReader(whole, self.zone)
         track.started(self._clock())
         played_out = False
         with isolated(f"playing {track.label}", lambda exc: track.failed(f"{type(exc).__name__}: {exc}")):
@@ -113,7 +120,7 @@ class Playback:
             t_heard = self._drain(track, played_out)
         track.finished(t_heard, played_out)
 
-    def _play_to_sink(self, track: Track) -> bool:
+    def _play_to_sink(self, track: TrackReader) -> bool:
         """True when the track played out to its end; False when it was cut or the output failed."""
         try:
             self.sink.begin(track.label)
@@ -123,10 +130,10 @@ class Playback:
             return False
         except AudioError as exc:  # the output failed (device lost, file unwritable): this track ends
             track.failed(f"{type(exc).__name__}: {exc}")
-            log.warning("%s: audio output failed: %s", track.label, exc)
+            log.warning("%s: audio output of zone %s failed: %s", track.label, self.zone, exc)
             return False
 
-    def _play_track(self, track: Track, gain: float) -> None:
+    def _play_track(self, track: TrackReader, gain: float) -> None:
         chime = self.chimes.for_announcement(track.how.priority, track.how.chime)
         if chime is not None:
             self._play_samples(track, chime * np.float32(gain))
@@ -134,7 +141,7 @@ class Playback:
         self._play_speech(track, gain)
         self._play_samples(track, np.zeros(self._tail, dtype=np.float32))
 
-    def _play_samples(self, track: Track, samples: np.ndarray) -> None:
+    def _play_samples(self, track: TrackReader, samples: np.ndarray) -> None:
         """A fixed array (chime, silence), block by block."""
         pos = 0
         while pos < len(samples):
@@ -144,7 +151,7 @@ class Playback:
             self._write(track, block)
             pos += len(block)
 
-    def _play_speech(self, track: Track, gain: float) -> None:
+    def _play_speech(self, track: TrackReader, gain: float) -> None:
         least = self._block + self._fade  # take() holds back a fade's worth while the source runs
         self._wait_until_buffered(track, least, start=True)
         if track.is_cut:
@@ -184,7 +191,7 @@ class Playback:
             out[:n] *= fade_in(self._fade)[since_fade_in : since_fade_in + n]
         return out
 
-    def _wait_until_buffered(self, track: Track, least: int, start: bool = False) -> None:
+    def _wait_until_buffered(self, track: TrackReader, least: int, start: bool = False) -> None:
         """Hold speech back until `least` samples (with `start`: also the track's start threshold, which
         the announcer may revise meanwhile) are buffered; a sound card gets silence meanwhile.
 
@@ -200,22 +207,22 @@ class Playback:
                 self._beat()  # waiting for PCM that is on its way is progress too
                 track.wait(threshold, timeout=self._block / MODEL_RATE)
 
-    def _fade_out_and_stop(self, track: Track, samples: np.ndarray) -> None:
+    def _fade_out_and_stop(self, track: TrackReader, samples: np.ndarray) -> None:
         if len(samples):
             self._write(track, samples * fade_out(len(samples)))
         raise _Cut
 
-    def _write(self, track: Track, block: np.ndarray) -> None:
+    def _write(self, track: TrackReader, block: np.ndarray) -> None:
         if self.sink.write(block):
             self._underflow(track)
         self._beat()
 
-    def _underflow(self, track: Track) -> None:
+    def _underflow(self, track: TrackReader) -> None:
         track.underflowed()
         self.underflows += 1
-        log.debug("underflow in %s (%d so far)", track.label, track.underflows)
+        log.debug("underflow in %s (%d so far)", track.label, track.play.underflows)
 
-    def _drain(self, track: Track, played_out: bool) -> float:
+    def _drain(self, track: TrackReader, played_out: bool) -> float:
         """Wait until the last written sample has been heard; returns that time."""
         t_last_write = self._clock()
         latency = self.sink.latency()
@@ -223,7 +230,7 @@ class Playback:
             self.sink.end(complete=played_out or track.keep_partial)
         except AudioError as exc:  # the track is over either way; it ends with the error
             track.failed(f"{type(exc).__name__}: {exc}")
-            log.warning("%s: audio output failed at the end: %s", track.label, exc)
+            log.warning("%s: audio output of zone %s failed at the end: %s", track.label, self.zone, exc)
         t_played = t_last_write + latency
         remaining = t_played - self._clock()
         if remaining > 0:

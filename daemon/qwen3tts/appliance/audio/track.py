@@ -1,27 +1,32 @@
-"""The track: one announcement's audio on its way from the announcer to the sink, and the only thing the
-announcer and the audio thread share.
+"""The track: one play's audio on its way from the announcer to the sinks, and the only thing the
+announcer and the audio threads share.
 
 The announcer (one thread) puts 24 kHz float32 PCM in as synthesis produces it, sets how the track is played
-(chime, gain, start threshold) and may cut it; the audio thread (the other) takes fixed-size blocks out and
-writes how far it got (started, first audio, underflows, ended). Every field both sides touch sits behind the
-track's one condition, so each read is consistent without another lock anywhere. Nothing else passes
-between the two threads.
+(chime, gain, start threshold), names the zones that play it (`attach`) and may cut it; the audio thread of
+each of those zones takes fixed-size blocks out through its own `TrackReader` and writes how far it got
+(started, first audio, underflows, ended, error). One play is synthesised once and heard in every zone from
+the same samples: a sample stays in the track until every zone's reader took it. Every field both sides touch
+sits behind the track's one condition, so each read is consistent without another lock anywhere. Nothing
+else passes between the threads.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from qwen3tts.engine.sequence import Priority
 
+DEFAULT_ZONE = "default"
+"""The zone of a box that configures none: its `audio` section."""
+
 
 @dataclass(frozen=True)
 class HowToPlay:
-    """Set by the announcer when the track becomes the one that plays."""
+    """Set by the announcer when the track becomes one that plays."""
 
     priority: Priority = Priority.NORMAL
     chime: str | None = None
@@ -30,42 +35,57 @@ class HowToPlay:
     """Linear gain of chime and speech (the master volume and the announcement's own, already combined)."""
 
 
+@dataclass(frozen=True)
+class ZonePlay:
+    """How far one zone got with the track (a copy: `Track.zones()` hands these out)."""
+
+    taken: int = 0
+    t_started: float | None = None
+    t_first_audio: float | None = None
+    t_ended: float | None = None
+    """Clock time its last sample was heard (or its cut faded out); None while it plays."""
+    played_out: bool = False
+    """Ended after its tail, not cut and not failed."""
+    error: str | None = None
+    """'<ExceptionClass>: message' when this zone's output failed."""
+    underflows: int = 0
+
+
 class Track:
-    """A FIFO of samples with an end marker, plus the playing instructions and progress of one play."""
+    """Samples with an end marker, read by one reader per zone; playing instructions and per-zone progress."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         """Names the output (the WAV sink's file name); playback gives it no other meaning."""
         self.how = HowToPlay()
         self._cond = threading.Condition()
-        self._chunks: deque[np.ndarray] = deque()
-        self._available = 0
+        self._chunks: deque[tuple[int, np.ndarray]] = deque()  # (absolute index of its first sample, samples)
         self._received = 0
-        self._taken = 0
         self._closed = False
         self._abandoned = False
         self._start_threshold = 0
         self._cut = False
         self._keep_partial = True
-        self._t_started: float | None = None
-        self._t_first_audio: float | None = None
-        self._t_ended: float | None = None
-        self._played_out = False
-        self._error: str | None = None
-        self._underflows = 0
+        self._zones: dict[str, ZonePlay] = {}
 
     def __repr__(self) -> str:
-        return f"Track({self.label!r}, received={self._received}, taken={self._taken}, closed={self._closed})"
+        zones = list(self._zones)
+        return f"Track({self.label!r}, received={self._received}, zones={zones}, closed={self._closed})"
 
     # ---- the announcer's side ----
+
+    def attach(self, zones: tuple[str, ...] | list[str]) -> None:
+        """The zones that play this track (before it is handed to their audio threads)."""
+        with self._cond:
+            for zone in zones:
+                self._zones.setdefault(zone, ZonePlay())
 
     def put(self, chunk: np.ndarray) -> None:
         chunk = np.ascontiguousarray(chunk, dtype=np.float32).reshape(-1)
         with self._cond:
             if self._abandoned or self._closed or len(chunk) == 0:
                 return
-            self._chunks.append(chunk)
-            self._available += len(chunk)
+            self._chunks.append((self._received, chunk))
             self._received += len(chunk)
             self._cond.notify_all()
 
@@ -80,23 +100,20 @@ class Track:
         with self._cond:
             self._abandoned = self._closed = True
             self._chunks.clear()
-            self._available = 0
             self._cond.notify_all()
 
     def end_at(self, at: int) -> bool:
-        """End the stream at absolute sample `at` (a sentence boundary): later samples are dropped and
-        nothing more is accepted. False when playback has already gone past `at`."""
+        """End the stream at absolute sample `at` (a sentence boundary) in every zone: later samples are
+        dropped and nothing more is accepted. False when a zone's playback has already gone past `at`."""
         with self._cond:
-            if self._taken > at:
+            if any(play.taken > at for play in self._zones.values()):
                 return False
-            keep = min(self._available, at - self._taken)
-            kept = self._pop(keep) if keep else np.zeros(0, dtype=np.float32)
-            self._taken -= len(kept)  # _pop counted them as taken; they are only set aside
-            self._chunks.clear()
-            self._available = 0
-            if len(kept):
-                self._chunks.append(kept)
-                self._available = len(kept)
+            while self._chunks and self._chunks[-1][0] >= at:
+                self._chunks.pop()
+            if self._chunks and self._chunks[-1][0] + len(self._chunks[-1][1]) > at:
+                start, samples = self._chunks.pop()
+                self._chunks.append((start, samples[: at - start]))
+            self._received = min(self._received, at)
             self._closed = True
             self._cond.notify_all()
             return True
@@ -108,17 +125,23 @@ class Track:
             self._cond.notify_all()
 
     def cut(self, keep_partial: bool = True) -> None:
-        """Fade out within one block and end; `keep_partial=False` drops a recording of it (shutdown)."""
+        """Fade out within one block and end, in every zone; `keep_partial=False` drops a recording of it."""
         with self._cond:
             self._cut, self._keep_partial = True, keep_partial
             self._cond.notify_all()
 
-    # ---- what both sides read ----
+    # ---- what the announcer reads ----
+
+    def zones(self) -> dict[str, ZonePlay]:
+        """Each zone's progress, all read at one instant."""
+        with self._cond:
+            return dict(self._zones)
 
     @property
     def available(self) -> int:
+        """Samples buffered that the slowest zone has not taken yet."""
         with self._cond:
-            return self._available
+            return 0 if self._abandoned else self._received - self._slowest()
 
     @property
     def received(self) -> int:
@@ -127,9 +150,9 @@ class Track:
 
     @property
     def taken(self) -> int:
-        """Samples taken out so far: the playback position."""
+        """The playback position of the zone that is furthest behind (0 before any zone plays)."""
         with self._cond:
-            return self._taken
+            return self._slowest()
 
     @property
     def closed(self) -> bool:
@@ -142,30 +165,25 @@ class Track:
             return self._cut
 
     @property
-    def keep_partial(self) -> bool:
-        with self._cond:
-            return self._keep_partial
-
-    @property
     def start_threshold(self) -> int:
         with self._cond:
             return self._start_threshold
 
     @property
     def t_started(self) -> float | None:
-        with self._cond:
-            return self._t_started
+        """When the first zone started it."""
+        return _earliest(play.t_started for play in self.zones().values())
 
     @property
     def t_first_audio(self) -> float | None:
-        with self._cond:
-            return self._t_first_audio
+        """When the first zone wrote speech."""
+        return _earliest(play.t_first_audio for play in self.zones().values())
 
     @property
     def t_ended(self) -> float | None:
-        """Clock time the last sample was heard (or the cut faded out); None while playing."""
-        with self._cond:
-            return self._t_ended
+        """When the last zone ended; None while any zone plays (or before any is attached)."""
+        ends = [play.t_ended for play in self.zones().values()]
+        return max(ends) if ends and None not in ends else None
 
     @property
     def ended(self) -> bool:
@@ -173,87 +191,75 @@ class Track:
 
     @property
     def played_out(self) -> bool:
-        """Ended after its tail, not cut."""
-        with self._cond:
-            return self._played_out
+        """Ended after its tail in every zone whose output did not fail, and in one zone at least."""
+        plays = [p for p in self.zones().values() if p.error is None]
+        return bool(plays) and all(p.played_out for p in plays)
 
     @property
     def error(self) -> str | None:
-        """'<ExceptionClass>: message' when the output failed."""
+        """The output error when every zone failed (the play as a whole failed), else None."""
+        plays = list(self.zones().values())
+        return plays[0].error if plays and all(p.error for p in plays) else None
+
+    # ---- the audio threads' side (each through its TrackReader, track_reader.py) ----
+
+    def keeps_partial(self) -> bool:
         with self._cond:
-            return self._error
+            return self._keep_partial
 
-    @property
-    def underflows(self) -> int:
+    def ready_for(self, zone: str, threshold: int) -> bool:
         with self._cond:
-            return self._underflows
+            return self._closed or self._available(zone) >= threshold
 
-    # ---- the audio thread's side ----
-
-    def ready(self, threshold: int) -> bool:
-        """True when `threshold` samples are buffered or the source has ended."""
-        with self._cond:
-            return self._closed or self._available >= threshold
-
-    def wait(self, threshold: int, timeout: float) -> bool:
-        """Block up to `timeout` seconds for `ready(threshold)` or a cut."""
+    def wait_for(self, zone: str, threshold: int, timeout: float) -> bool:
         with self._cond:
             return self._cond.wait_for(
-                lambda: self._cut or self._closed or self._available >= threshold, timeout
+                lambda: self._cut or self._closed or self._available(zone) >= threshold, timeout
             )
 
-    def take(self, n: int, reserve: int = 0) -> tuple[np.ndarray | None, bool]:
-        """Up to `n` samples and whether they are the last ones; (None, False) when not enough is here yet.
-
-        While the source runs, `reserve` samples are held back so the final block is always long enough
-        for the fade-out; once it has ended, a remainder shorter than n + reserve comes in one final block.
-        """
+    def take_for(self, zone: str, n: int, reserve: int) -> tuple[np.ndarray | None, bool]:
         with self._cond:
-            if self._closed and self._available <= n + reserve:
-                return self._pop(self._available), True
-            if not self._closed and self._available < n + reserve:
+            available = self._available(zone)
+            if self._closed and available <= n + reserve:
+                return self._take(zone, available), True
+            if not self._closed and available < n + reserve:
                 return None, False
-            return self._pop(n), False
+            return self._take(zone, n), False
 
-    def take_now(self, n: int) -> np.ndarray:
-        """Up to `n` samples, whatever is here, without waiting (the fade-out of a cut)."""
+    def take_now_for(self, zone: str, n: int) -> np.ndarray:
         with self._cond:
-            return self._pop(min(n, self._available))
+            return self._take(zone, min(n, self._available(zone)))
 
-    def started(self, t: float) -> None:
+    def zone(self, zone: str) -> ZonePlay:
         with self._cond:
-            self._t_started = t
+            return self._zones[zone]
 
-    def first_audio(self, t: float) -> None:
+    def report(self, zone: str, **changes) -> None:
+        """The audio thread of `zone` writes its progress (fields of ZonePlay)."""
         with self._cond:
-            if self._t_first_audio is None:
-                self._t_first_audio = t
-
-    def underflowed(self) -> None:
-        with self._cond:
-            self._underflows += 1
-
-    def failed(self, error: str) -> None:
-        with self._cond:
-            self._error = self._error or error
-
-    def finished(self, t: float, played_out: bool) -> None:
-        """The last sample was heard at `t` (the announcer turns this into `finished` or a cut's event)."""
-        with self._cond:
-            self._t_ended, self._played_out = t, played_out
+            self._zones[zone] = replace(self._zones[zone], **changes)
             self._cond.notify_all()
 
-    def _pop(self, n: int) -> np.ndarray:
-        parts, need = [], n
-        while need > 0:
-            head = self._chunks[0]
-            if len(head) <= need:
-                parts.append(self._chunks.popleft())
-                need -= len(head)
-            else:
-                parts.append(head[:need])
-                self._chunks[0] = head[need:]
-                need = 0
-        self._available -= n
-        self._taken += n
+    def _slowest(self) -> int:
+        return min((play.taken for play in self._zones.values()), default=0)
+
+    def _take(self, zone: str, n: int) -> np.ndarray:
+        """Samples [taken, taken + n) of `zone` (the caller checked they are here); trims what all took."""
+        start = self._zones[zone].taken
+        parts = [
+            samples[max(0, start - at) : start + n - at]
+            for at, samples in self._chunks
+            if at < start + n and at + len(samples) > start
+        ]
+        self._zones[zone] = replace(self._zones[zone], taken=start + n)
+        slowest = self._slowest()
+        while self._chunks and self._chunks[0][0] + len(self._chunks[0][1]) <= slowest:
+            self._chunks.popleft()
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+    def _available(self, zone: str) -> int:
+        return 0 if self._abandoned else self._received - self._zones[zone].taken
+
+
+def _earliest(times) -> float | None:
+    return min((t for t in times if t is not None), default=None)

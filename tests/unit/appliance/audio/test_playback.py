@@ -147,14 +147,14 @@ def test_speech_waits_until_the_start_threshold_is_buffered_while_a_sound_card_g
     playback.play(t)
     first_speech = next(i for i, w in enumerate(sink.writes) if w.samples.any())
     assert first_speech == 10  # 10 blocks of silence until 10 x 480 = 4800 samples were there
-    assert sum(len(s) for s in speech_writes(sink)) >= 4800 - 2 and t.underflows == 0
+    assert sum(len(s) for s in speech_writes(sink)) >= 4800 - 2 and t.zones()["default"].underflows == 0
 
 
 def test_underflows_reported_by_the_sink_are_counted():
     playback, _sink = make(sink=FakeSink(underflow_on={3, 5}))
     t = track("u")
     playback.play(t)
-    assert playback.underflows == 2 and t.underflows == 2
+    assert playback.underflows == 2 and t.zones()["default"].underflows == 2
 
 
 def test_a_sound_card_gets_silence_and_an_underflow_is_counted_when_synthesis_falls_behind():
@@ -167,7 +167,7 @@ def test_a_sound_card_gets_silence_and_an_underflow_is_counted_when_synthesis_fa
 
     playback, sink = make(sink=FakeSink(paced=True, on_write=resume_after_silence), chimes=ChimeSet.silent())
     playback.play(t)
-    assert t.played_out and t.underflows == 1 and playback.underflows == 1
+    assert t.played_out and t.zones()["default"].underflows == 1 and playback.underflows == 1
     out = sink.played("s")
     speech = np.flatnonzero(out)
     gap = np.flatnonzero(out[speech[0] : speech[-1]] == 0)
@@ -190,7 +190,7 @@ def test_a_file_sink_waits_for_pcm_without_writing_silence(tmp_path):
     playback = Playback(sink, SETTINGS, ChimeSet.silent(), clock=sink.clock, sleep=sink.clock.sleep,
                         heartbeat=beat)  # fmt: skip
     playback.play(t)
-    assert fed == [2160] and t.played_out and t.underflows == 0 and t.taken == 4800  # 240 + fade held back
+    assert fed == [2160] and t.played_out and t.zones()["default"].underflows == 0 and t.taken == 4800  # 240 + fade held back
     out = sink.played("w")[50 * MS : -20 * MS]
     assert len(out) == 4800 and np.count_nonzero(out) >= 4800 - 2  # no silence inside the speech
 
