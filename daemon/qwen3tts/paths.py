@@ -50,7 +50,13 @@ def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = N
     cache = dataclasses.replace(
         settings.cache, phrase_dir=settings.cache.phrase_dir or cache_dir(environ) / "phrases"
     )
-    return dataclasses.replace(settings, model=model, announcements=announcements, audio=audio, cache=cache)
+    zones = tuple(
+        dataclasses.replace(zone, wav_dir=zone.wav_dir or state / "wav" / zone.name)
+        for zone in settings.zones
+    )
+    return dataclasses.replace(
+        settings, model=model, announcements=announcements, audio=audio, cache=cache, zones=zones
+    )
 
 
 def _base_dir(

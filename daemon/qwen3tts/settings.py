@@ -9,6 +9,7 @@ Derived runtime facts (the block count actually allocated, compiled shapes) do n
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -262,6 +263,59 @@ class AudioSettings:
     30 s). Default default."""
 
 
+ZONE_NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+"""Zone names: one MQTT topic level of letters, digits and . _ - (`platform-3`, `car.park`)."""
+
+
+@dataclass(frozen=True)
+class SnapcastSettings:
+    """A zone's Snapcast output: the snapserver stream it feeds and the groups it switches to that stream."""
+
+    host: str = "127.0.0.1"
+    """snapserver's host name or address, for its JSON-RPC control (Group.SetStream). Default 127.0.0.1."""
+    control_port: int = field(default=1705, metadata={"min": 1, "max": 65535})
+    """snapserver's JSON-RPC TCP port (its tcp.port). Default 1705."""
+    source: str = "tcp://127.0.0.1:4953"
+    """Where the PCM goes: tcp://host:port, the stream's `tcp://` source in server mode (snapserver listens;
+    works across machines), or pipe:///path, the stream's `pipe://` source on this host. Default
+    tcp://127.0.0.1:4953 (docs/operations.md has the measurements behind it)."""
+    stream: str = "announcements"
+    """Id (the `name=`) of the snapserver stream that source feeds. Default announcements."""
+    clients: tuple[str, ...] = ("*",)
+    """Snapcast clients of this zone, by id or name: each group holding one of them is switched to the
+    stream while an announcement plays and back afterwards; * is every group. Default *."""
+    buffer_ms: int = field(default=1000, metadata={"min": 0, "max": 10000})
+    """snapserver's stream.buffer: how long after the last write the clients play the last sample (the
+    group is switched back then). Default 1000 ms."""
+    connect_timeout_s: float = field(default=2.0, metadata={"min": 0.1, "max": 60.0})
+    """Timeout of one JSON-RPC call or connection to snapserver, in seconds. Default 2 s."""
+
+
+@dataclass(frozen=True)
+class ZoneSettings:
+    """One zone of this box: a name announcements address and the output it plays on."""
+
+    name: str = field(default="", metadata={"topic": "level"})
+    """The zone's name (letters, digits, . _ -; also its topic <prefix>/zone/<name>/say). Required."""
+    output: Literal["alsa", "wav", "null", "snapcast", "hermes"] = "alsa"
+    """alsa (a sound card), wav (files), null (discard), snapcast (a snapserver stream) or hermes (a Rhasspy
+    satellite over MQTT). Default alsa."""
+    device: str = ""
+    """alsa: the ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
+    wav_dir: Path | None = None
+    """wav: the directory, one file per announcement. Default null: <state>/wav/<name>."""
+    wav_realtime: bool = False
+    """wav: write at the speed a loudspeaker plays. Default false."""
+    snapcast: SnapcastSettings = field(default_factory=SnapcastSettings)
+    """snapcast: the snapserver and stream."""
+    site_id: str = ""
+    """hermes: the satellite's siteId (its audio server plays what is published to
+    hermes/audioServer/<siteId>/playBytes/...). Default empty."""
+    play_timeout_s: float = field(default=30.0, metadata={"min": 1.0, "max": 600.0})
+    """hermes: how long after the end of the audio the satellite may take to say playFinished before the
+    zone reports an error. Default 30 s."""
+
+
 @dataclass(frozen=True)
 class ThermalSettings:
     """The governor that shrinks the batch when the chip runs hot."""
@@ -354,6 +408,22 @@ class Settings:
     thermal: ThermalSettings = field(default_factory=ThermalSettings)
     servers: ServersSettings = field(default_factory=ServersSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    zones: tuple[ZoneSettings, ...] = ()
+    """The zones of this box (docs/operations.md). Empty: one zone `default`, the `audio` section's sink."""
+
+    def __post_init__(self) -> None:
+        names = [zone.name for zone in self.zones]
+        for index, zone in enumerate(self.zones):
+            if not re.fullmatch(ZONE_NAME_PATTERN, zone.name):
+                raise ConfigError(
+                    f"zones[{index}].name: expected 1-64 of A-Z a-z 0-9 . _ -, got {zone.name!r}"
+                )
+            if names.index(zone.name) != index:
+                raise ConfigError(
+                    f"zones[{index}].name: {zone.name!r} is already the name of zones[{names.index(zone.name)}]"
+                )
+            if zone.output == "hermes" and not zone.site_id:
+                raise ConfigError(f"zones[{index}].site_id: a hermes zone needs the satellite's siteId")
 
 
 def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None) -> str | None:

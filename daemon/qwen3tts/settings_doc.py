@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import typing
 from functools import cache
 from typing import Any
 
@@ -57,9 +58,22 @@ def render_default_yaml() -> str:
     ]
     for section in dataclasses.fields(Settings):
         value = getattr(defaults, section.name)
+        if isinstance(value, tuple):  # a list of sections (zones): empty by default, one entry shown
+            lines += ["", f"# {field_doc(Settings, section.name)}", f"{section.name}: []"]
+            lines += _example_entry(section.name)
+            continue
         lines += ["", f"# {inspect.getdoc(type(value))}", f"{section.name}:"]
         lines += _section_lines(value, "  ")
     return "\n".join(lines) + "\n"
+
+
+def _example_entry(name: str) -> list[str]:
+    """One entry of a list of sections, every key commented out with its doc: what a user copies."""
+    item_type = typing.get_args(typing.get_type_hints(Settings)[name])[0]
+    lines = [f"# {inspect.getdoc(item_type)} Each entry has these keys:", f"# {name}:"]
+    entry = _section_lines(item_type(), "    ")
+    entry[1] = "  - " + entry[1].lstrip()
+    return lines + ["#" + line[1:] if line.startswith("  ") else "# " + line for line in entry]
 
 
 def _section_lines(section: Any, indent: str) -> list[str]:

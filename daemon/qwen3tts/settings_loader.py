@@ -117,6 +117,10 @@ def _convert(hint: Any, value: Any, path: str, meta: typing.Mapping[str, Any]) -
 
 
 def _convert_tuple(item_type: type, value: Any, path: str, meta: typing.Mapping[str, Any]) -> tuple:
+    if dataclasses.is_dataclass(item_type):  # a list of sections (zones): each one built and checked
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{path}: expected a list of sections, got {value!r}")
+        return tuple(build(item_type, item, f"{path}[{i}]") for i, item in enumerate(value))
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple):

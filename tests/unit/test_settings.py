@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.settings import HttpServerSettings, MqttSettings, Settings, read_http_token, read_mqtt_password
+from qwen3tts.settings import (
+    HttpServerSettings,
+    MqttSettings,
+    Settings,
+    ZoneSettings,
+    read_http_token,
+    read_mqtt_password,
+)
 from qwen3tts.settings_doc import field_doc, render_default_yaml
 from qwen3tts.settings_loader import build, load_settings
 
@@ -47,8 +54,37 @@ def test_every_settings_field_has_a_docstring():
     sections = [f.type for f in dataclasses.fields(Settings)]
     missing = []
     for section in dataclasses.fields(Settings()):
-        missing += undocumented(getattr(Settings(), section.name), section.name)
+        value = getattr(Settings(), section.name)
+        if isinstance(value, tuple):  # a list of sections: its entries' fields, and the list itself
+            missing += undocumented(ZoneSettings(name="z"), f"{section.name}[]")
+            missing += [] if field_doc(Settings, section.name) else [section.name]
+            continue
+        missing += undocumented(value, section.name)
     assert sections and not missing, missing
+
+
+def test_zones_load_as_a_list_of_sections_and_bad_ones_name_their_entry(tmp_path):
+    path = write(tmp_path, (
+        "zones:\n  - name: platform-3\n    output: snapcast\n    snapcast: {stream: tts, clients: [left]}\n"
+        "  - name: concourse\n    output: wav\n"
+    ))  # fmt: skip
+    settings = load_settings(path)
+    assert [zone.name for zone in settings.zones] == ["platform-3", "concourse"]
+    assert settings.zones[0].snapcast.stream == "tts" and settings.zones[0].snapcast.clients == ("left",)
+    assert settings.zones[1].wav_dir.name == "concourse"  # <state>/wav/<zone> by default
+    assert load_settings().zones == ()  # none configured: the one default zone of the audio section
+    bad = [
+        ("zones:\n  - name: a/b\n", r"zones\[0\]\.name: expected one MQTT topic level"),
+        ("zones:\n  - name: ''\n", r"zones\[0\]\.name: expected 1-64"),
+        ("zones:\n  - name: a\n  - name: a\n", r"zones\[1\]\.name: 'a' is already the name of zones\[0\]"),
+        ("zones:\n  - name: a\n    output: sonos\n", r"zones\[0\]\.output: expected one of"),
+        ("zones:\n  - name: a\n    output: hermes\n", r"zones\[0\]\.site_id: a hermes zone needs"),
+        ("zones: {name: a}\n", r"zones: expected a list of sections"),
+        ("zones:\n  - name: a\n    snapcast: {port: 1}\n", r"zones\[0\]\.snapcast\.port: unknown key"),
+    ]
+    for text, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            load_settings(write(tmp_path, text))
 
 
 def test_nested_server_sections_load_from_yaml_and_overrides(tmp_path):
