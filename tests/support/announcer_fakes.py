@@ -3,10 +3,12 @@
 - `FakeEngine.submit()` returns a `FakeHandle` the test controls: its chunks become ready (`produce`),
   the request finishes (`finish`), fails (`fail`); `cancel()` is recorded. `stats()` reports a
   settable `max_batch`.
-- `FakePlayback` records every `play_next(track)`; the test plays the audio thread's part with
-  `block()`: it starts the handed track, takes one block of samples from it and calls the track's
-  `started` / `first_audio` / `finished` as `Playback.play` does (a cut ends it before the next block).
-- `TurnRig` wires the real announcer, queue, spool and look-ahead to these fakes and a `FakeClock`.
+- `FakePlayback` (one per zone) records every `play_next(track)`; the test plays the zone's audio thread
+  with `block()`: it starts the handed track, takes one block of samples through the zone's reader and
+  writes `started` / `first_audio` / `finished` as `Playback.play` does (a cut ends it before the next
+  block; `fail_next` makes the zone's output fail).
+- `TurnRig` wires the real announcer, queue, spool and look-ahead to these fakes and a `FakeClock`, with
+  one zone `default` or the `zones` given.
 
 PCM stands in for speech: `fake_speech(text)` is a fixed function of the piece's text, so a test can
 say which samples a track must hold (`expected_pcm`).
@@ -28,7 +30,8 @@ from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
-from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
+from qwen3tts.appliance.audio.track_reader import TrackReader
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.engine.stats import EngineStats
@@ -174,16 +177,21 @@ class FakeEngine:
 
 
 class FakePlayback:
-    """Stands in for `Playback`: records the tracks handed over; `block()` plays one audio block."""
+    """Stands in for one zone's `Playback`: records the tracks handed over; `block()` plays one audio block
+    through the zone's `TrackReader`, as the zone's audio thread does."""
 
-    def __init__(self, clock: FakeClock, fade: int = 0) -> None:
+    def __init__(self, clock: FakeClock, fade: int = 0, zone: str = DEFAULT_ZONE) -> None:
         self.clock = clock
         self.fade = fade
+        self.zone = zone
         self.handed: list[Track] = []
         self.played: list[Track] = []
         """Tracks in the order the audio thread started them."""
         self.playing: Track | None = None
+        self.fail_next: str | None = None
+        """An output error the next track fails with in this zone (after its first block)."""
         self._next: Track | None = None
+        self._reader: TrackReader | None = None
         self._heard: dict[int, list[np.ndarray]] = {}
 
     def play_next(self, track: Track) -> None:
@@ -198,31 +206,36 @@ class FakePlayback:
             if self._next is None:
                 return 0
             self.playing, self._next = self._next, None
+            self._reader = TrackReader(self.playing, self.zone)
             self.played.append(self.playing)
             self._heard[id(self.playing)] = []
-            self.playing.started(self.clock())
-        track = self.playing
-        if track.is_cut:  # checked before every block: fade out what is held back, end unplayed
-            self._hear(track, track.take_now(self.fade))
-            return self._end(track, played_out=False)
-        if track.t_first_audio is None and not track.ready(max(track.start_threshold, n)):
+            self._reader.started(self.clock())
+        track, reader = self.playing, self._reader
+        if reader.is_cut:  # checked before every block: fade out what is held back, end unplayed
+            self._hear(track, reader.take_now(self.fade))
+            return self._end(reader, played_out=False)
+        if reader.play.t_first_audio is None and not reader.ready(max(reader.start_threshold, n)):
             return 0  # holding speech back until the start threshold is buffered
-        block, last = track.take(n)
+        block, last = reader.take(n)
         taken = 0 if block is None else len(block)
         if taken:
             self._hear(track, block)
-            track.first_audio(self.clock())
+            reader.first_audio(self.clock())
+        if self.fail_next is not None and taken:
+            reader.failed(self.fail_next)
+            self.fail_next = None
+            return self._end(reader, played_out=False)
         if last:
-            self._end(track, played_out=True)
+            self._end(reader, played_out=True)
         return taken
 
     def _hear(self, track: Track, samples: np.ndarray) -> None:
         if len(samples):
             self._heard[id(track)].append(samples)
 
-    def _end(self, track: Track, played_out: bool) -> int:
-        track.finished(self.clock(), played_out)
-        self.playing = None
+    def _end(self, reader: TrackReader, played_out: bool) -> int:
+        reader.finished(self.clock(), played_out)
+        self.playing = self._reader = None
         return 0
 
     # ---- what was played ----
@@ -252,6 +265,10 @@ class Emitted:
     reason: str
     warnings: tuple[str, ...]
     cached: bool
+    zones: tuple[str, ...] = ()
+    """The zones the event names (`zones=`)."""
+    zone: str | None = None
+    """The one zone whose output failed (`zone=`), for a zone's `error`."""
 
 
 class Recorder:
@@ -260,8 +277,9 @@ class Recorder:
     def __init__(self) -> None:
         self.emitted: list[Emitted] = []
 
-    def __call__(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...]) -> None:
-        self.emitted.append(Emitted(ann.id, event, reason, tuple(warnings), ann.from_cache))
+    def __call__(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
+        self.emitted.append(Emitted(ann.id, event, reason, tuple(warnings), ann.from_cache,
+                                    zones.get("zones", ()), zones.get("zone")))  # fmt: skip
 
 
 class TurnRig:
@@ -269,7 +287,7 @@ class TurnRig:
 
     def __init__(
         self, tmp_path, *, max_batch: int = 4, engine=None, replay=None, queue: dict | None = None,
-        **announcements,
+        zones: tuple[str, ...] = (DEFAULT_ZONE,), **announcements,
     ):  # fmt: skip
         self.tmp_path = tmp_path
         self.clock = FakeClock()
@@ -280,7 +298,9 @@ class TurnRig:
             self.settings.announcements.spool_dir, max_attempts=self.settings.announcements.max_attempts,
             **(queue or {}),
         )  # fmt: skip
-        self.playback = FakePlayback(self.clock)
+        self.playbacks = {zone: FakePlayback(self.clock, zone=zone) for zone in zones}
+        """Each zone's audio thread, played by the test (`run()` plays one block in every zone)."""
+        self.playback = self.playbacks[zones[0]]
         self.recorder = Recorder()
         self.catalog = VoiceCatalog(("ryan", "anna"), ())
         self.defaults = SpeechDefaults("ryan", "english", None)
@@ -288,7 +308,7 @@ class TurnRig:
             self.engine, self.settings, self.defaults, TextOptions(), self.catalog, replay
         )
         self.announcer = Announcer(
-            self.settings, self.queue, self.lookahead, self.playback, self.recorder, clock=self.clock
+            self.settings, self.queue, self.lookahead, self.playbacks, self.recorder, clock=self.clock
         )
 
     # ---- driving ----
@@ -320,7 +340,8 @@ class TurnRig:
                 self.engine.speak_all()
             elif speak:
                 self.engine.step()
-            self.playback.block()
+            for playback in self.playbacks.values():
+                playback.block()
             self.clock.advance(BLOCK / 24000)
         raise AssertionError(f"not reached within {limit} turns; events {self.events()}")
 
@@ -331,6 +352,9 @@ class TurnRig:
 
     def events(self, ann_id: str | None = None) -> list[tuple[str, str]]:
         return [(e.event, e.reason) for e in self.recorder.emitted if ann_id is None or e.id == ann_id]
+
+    def emitted(self, ann_id: str, event: str) -> list[Emitted]:
+        return [e for e in self.recorder.emitted if e.id == ann_id and e.event == event]
 
     def kinds(self, ann_id: str) -> list[str]:
         return [event for event, _ in self.events(ann_id)]

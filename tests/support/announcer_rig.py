@@ -118,7 +118,7 @@ class EventLog:
         self.announcements: list = []
         self._cond = threading.Condition()
 
-    def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+    def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         with self._cond:
             self.entries.append((ann.id, event, reason))
             self.announcements.append(ann)

@@ -25,6 +25,7 @@ from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.audio.track_reader import TrackReader
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Event
 from qwen3tts.appliance.mqtt.intake import Intake
@@ -102,7 +103,7 @@ class HeldPlayback:
     def end_tracks(self, t: float) -> None:
         for track in self.tracks:
             if not track.ended:
-                track.finished(t, played_out=not track.is_cut)
+                TrackReader(track).finished(t, played_out=not track.is_cut)
 
 
 class FrontDoor:
@@ -140,9 +141,9 @@ class FrontDoor:
     def clock(self) -> float:
         return self.now
 
-    def _on_event(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+    def _on_event(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         self.events.append((ann, event, reason))
-        self.published.extend(announcement_events(ann, event, reason, self.now, warnings))
+        self.published.extend(announcement_events(ann, event, reason, self.now, warnings, **zones))
 
     # ---- driving ----
 

@@ -158,9 +158,9 @@ class Service:
                 last = time.monotonic()
                 self._publish_status()
 
-    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         """The announcer's lifecycle events, as MQTT messages (the event, its reply, Hermes answers)."""
-        for message in announcement_events(ann, event, reason, time.time(), warnings):
+        for message in announcement_events(ann, event, reason, time.time(), warnings, **zones):
             self._publish(message)
 
     def _on_thermal(self, level: str, batch: int, reason: str) -> None:

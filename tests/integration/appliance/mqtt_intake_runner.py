@@ -97,9 +97,9 @@ class IntakeRunner:
             log.info("inbound DUP packet %s", inbound.message_id)
         self.intake.post(inbound)
 
-    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         self.log(ann, event, reason, warnings)
-        for message in announcement_events(ann, event, reason, None, warnings):
+        for message in announcement_events(ann, event, reason, None, warnings, **zones):
             self.client.publish(message)  # buffered until connected
 
     def start(self, timeout: float = 5.0) -> IntakeRunner:

@@ -84,6 +84,8 @@ class Announcement:
     """Sampling seed for a reproducible rendition; None draws one."""
     cache: bool | None = None
     """Whether the audio cache may serve or keep this rendition; None follows the setting."""
+    zones: tuple[str, ...] = ()
+    """The zones it addresses; empty is an all-call (every zone of this box)."""
     seq: int = 0
     """Arrival order, given by the queue; also the spool file name."""
     message_id: int | None = None
@@ -127,6 +129,10 @@ class Announcement:
     rendition_key: str | None = field(default=None, metadata={"runtime": True})
     replay: np.ndarray | None = field(default=None, metadata={"runtime": True})
     """The first rendition's audio, kept for the repeats that follow."""
+    play_zones: tuple[str, ...] = field(default=(), metadata={"runtime": True})
+    """The zones this play is heard in (its `zones`, or every zone), set when it starts."""
+    zone_errors: dict[str, str] = field(default_factory=dict, metadata={"runtime": True})
+    """Zones of this play whose output failed, with the error (each reported once)."""
 
     @property
     def playing_end(self) -> int:
@@ -159,11 +165,13 @@ class Announcement:
             self.track.abandon()
         self.pieces, self.handles, self.ends, self.arriving_since = [], {}, [], None
         self.track, self.cut_at, self.cut = None, None, None
+        self.play_zones, self.zone_errors = (), {}
 
     def to_json(self) -> dict[str, Any]:
         obj = {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("runtime")}
         obj["correlation_data"] = self.correlation_data.hex() if self.correlation_data is not None else None
         obj["priority"] = self.priority.label
+        obj["zones"] = list(self.zones)
         return obj
 
     @classmethod
@@ -206,6 +214,8 @@ def _spooled_value(name: str, value: object) -> object:
         return bytes.fromhex(value)
     if name == "interrupt" and isinstance(value, bool):
         return value
+    if name == "zones" and isinstance(value, list) and all(isinstance(z, str) for z in value):
+        return tuple(value)
     if name in _OPTIONAL_STR and (value is None or isinstance(value, str)):
         return value
     if name in _OPTIONAL_BOOL and (value is None or isinstance(value, bool)):

@@ -7,13 +7,17 @@ command's answer). Playback progress comes back through the track, the one objec
 thread.
 
 Each turn: apply what is in the inbox; expire; move PCM from engine handles into tracks (never blocking);
-follow the playing track and emit events; choose what speaks next or barge in; submit the pieces that are
-due (lookahead.py). An exception while handling one announcement fails that announcement only (an `error`
-event) and the loop goes on.
+follow the playing tracks and emit events; choose what speaks next and where, or barge in (choosing.py);
+submit the pieces that are due (lookahead.py). An exception while handling one announcement fails that
+announcement only (an `error` event) and the loop goes on.
 
-Priorities, as in PA paging: an emergency that may interrupt cuts the current announcement within one
-audio block (barge-in); a priority announcement takes over at the next sentence boundary. The interrupted
-one waits again from the piece it was in (`interrupted: resume`, a second `queued` event) or is cancelled.
+Zones: a box plays in one or more zones, each with its own audio thread (a `Playback`). An announcement is
+synthesised once and played in every zone it addresses from the same track; several announcements may play
+at once in disjoint zones (`playing`). Priorities work per zone, as in PA paging: an emergency that may
+interrupt cuts every playing announcement that shares a zone with it within one audio block (barge-in); a
+priority announcement takes over at the next sentence boundary. The interrupted one is cut as a whole, in
+all its zones, and waits again from the piece it was in (`interrupted: resume`, a second `queued` event) or
+is cancelled.
 """
 
 from __future__ import annotations
@@ -23,17 +27,17 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.choosing import ChoosingMixin
 from qwen3tts.appliance.announcements.commands import Answer, CommandsMixin
 from qwen3tts.appliance.announcements.endings import EndingsMixin
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.playback import Playback
-from qwen3tts.appliance.audio.track import HowToPlay
+from qwen3tts.appliance.audio.track import DEFAULT_ZONE
 from qwen3tts.appliance.systemd.supervisor import isolated
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 
@@ -49,21 +53,25 @@ CUT_STRENGTH = (Cut.TAKEOVER, Cut.BARGE_IN, Cut.SHUTDOWN, Cut.STOP, Cut.FAILURE)
 """Why a play is cut, weakest first; a stronger reason overrides a weaker one while the play fades out
 (a stop during a barge-in or a shutdown: it is gone, not resumed nor kept to replay)."""
 
-OnEvent = Callable[[Announcement, str, str, tuple[str, ...]], None]
-"""on_event(announcement, event, reason, warnings): `queued`, `started`, ... `error` (docs/mqtt.md)."""
+OnEvent = Callable[..., None]
+"""on_event(announcement, event, reason, warnings, **zones): `queued`, `started`, ... `error` (docs/mqtt.md);
+`zones=` names the zones a step concerns, `zone=` the one zone whose output failed while the others play."""
 
 __all__ = ["Announcer", "Answer"]
 
 
-class Announcer(CommandsMixin, EndingsMixin):
-    """Owns the queue, the current announcement and the look-ahead; `run()` is its supervised loop."""
+class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
+    """Owns the queue, the playing announcements and the look-ahead; `run()` is its supervised loop.
+
+    `playback` is the audio thread of each zone by name, or one Playback (the one zone `default`).
+    """
 
     def __init__(
         self,
         settings: Settings,
         queue: AnnouncementQueue,
         lookahead: LookAhead,
-        playback: Playback,
+        playback: Playback | Mapping[str, Playback],
         on_event: OnEvent,
         *,
         clock: Callable[[], float] = time.time,
@@ -73,7 +81,8 @@ class Announcer(CommandsMixin, EndingsMixin):
         self.settings = settings
         self.queue = queue
         self.lookahead = lookahead
-        self.playback = playback
+        self.playbacks = dict(playback) if isinstance(playback, Mapping) else {DEFAULT_ZONE: playback}
+        """The audio thread of each zone, by zone name, in configuration order."""
         self.on_event = on_event
         self.volume = settings.audio.volume
         """Master volume 0..1 (`volume/set`, SIGHUP); applies from the next announcement."""
@@ -81,7 +90,8 @@ class Announcer(CommandsMixin, EndingsMixin):
         self._clock = clock
         self._beat = heartbeat
         self._on_change = on_change
-        self.current: Announcement | None = None
+        self.playing: list[Announcement] = []
+        """What plays now, in the order it started; their zones never overlap."""
         self.accepting = True
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_room = threading.Condition()
@@ -93,6 +103,12 @@ class Announcer(CommandsMixin, EndingsMixin):
     # ---- read by other threads (status, metrics) ----
 
     @property
+    def current(self) -> Announcement | None:
+        """The first announcement that plays now (on a box with one zone: the one that plays)."""
+        playing = list(self.playing)
+        return playing[0] if playing else None
+
+    @property
     def current_id(self) -> str | None:
         current = self.current
         return current.id if current is not None else None
@@ -101,6 +117,16 @@ class Announcer(CommandsMixin, EndingsMixin):
     def current_from_cache(self) -> bool:
         current = self.current
         return current is not None and current.from_cache
+
+    def zone_states(self) -> dict[str, dict[str, object]]:
+        """Per zone: `speaking` with the id playing there, or `idle` (for the status; any thread)."""
+        states: dict[str, dict[str, object]] = {
+            zone: {"state": "idle", "current_id": None} for zone in self.playbacks
+        }
+        for ann in list(self.playing):
+            for zone in ann.play_zones:
+                states[zone] = {"state": "speaking", "current_id": ann.id}
+        return states
 
     # ---- the inbox (any thread) ----
 
@@ -124,7 +150,7 @@ class Announcer(CommandsMixin, EndingsMixin):
         while not stop.is_set():
             self._wake.clear()
             self.turn()
-            busy = self.current is not None or bool(self._inbox)
+            busy = bool(self.playing) or bool(self._inbox)
             self._wake.wait(BUSY_TICK_S if busy else IDLE_TICK_S)
 
     def turn(self) -> None:
@@ -140,17 +166,16 @@ class Announcer(CommandsMixin, EndingsMixin):
         for ann in self._synthesising():
             with self._isolated(ann, "moving its audio"):
                 self._move_pcm(ann)
-        if self.current is not None:
-            with self._isolated(self.current, "following its playback"):
-                self._follow_playback(self.current)
+        for ann in list(self.playing):
+            with self._isolated(ann, "following its playback"):
+                self._follow_playback(ann)
         self._choose(now)
         self._submit(now)
-        if not self.accepting and self.current is None:
+        if not self.accepting and not self.playing:
             self._drained.set()
 
     def _synthesising(self) -> list[Announcement]:
-        waiting = [a for a in self.queue.waiting() if a.handles]
-        return [self.current, *waiting] if self.current is not None else waiting
+        return [*self.playing, *(a for a in self.queue.waiting() if a.handles)]
 
     def _isolated(self, ann: Announcement, doing: str):
         return isolated(f"{ann.id}: {doing}", lambda exc: self._fail_now(ann, f"{type(exc).__name__}: {exc}"))
@@ -185,55 +210,7 @@ class Announcer(CommandsMixin, EndingsMixin):
         except RequestError as exc:
             self._synthesis_failed(ann, str(exc))
 
-    # ---- choosing what speaks ----
-
-    def _choose(self, now: float) -> None:
-        current = self.current
-        waiting = self.queue.ordered(now)
-        if current is None:
-            if self.accepting and waiting:
-                with self._isolated(waiting[0], "starting"):
-                    self._start(waiting[0])
-            return
-        if not waiting or current.cut not in (None, Cut.TAKEOVER):
-            return
-        top = waiting[0]
-        if not top.interrupt or top.priority <= current.priority:
-            return
-        if top.priority is Priority.EMERGENCY:  # also when a priority one already takes over at a boundary
-            log.info("%s: emergency %s barges in", current.id, top.id)
-            self._cut(current, Cut.BARGE_IN)
-        elif current.cut is None:
-            with self._isolated(current, "handing over"):
-                self.lookahead.take_over(current)
-
-    def _start(self, ann: Announcement) -> None:
-        if not self._spool_write("record the attempt", self.queue.pop, ann):
-            ann.forget_synthesis()
-            ann.status = AnnouncementStatus.FAILED
-            self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
-            return
-        if not ann.pieces:
-            try:
-                self.lookahead.prepare(ann, use_cache=True)
-            except RequestError as exc:  # text it cannot speak: the same error as when it waits
-                self._fail_now(ann, str(exc))
-                return
-        ann.track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
-        ann.track.set_start_threshold(self.lookahead.start_threshold(ann))
-        ann.status = AnnouncementStatus.PLAYING
-        ann.t_started = ann.t_first_audio = None
-        self.current = ann
-        log.info("%s: playing (%s, %d sentences)", ann.id, ann.priority.label, len(ann.pieces))
-        self.playback.play_next(ann.track)
-        self._on_change()
-
-    def _gain(self, ann: Announcement) -> float:
-        """Emergency plays at its own volume (full scale by default), ignoring master volume and mute."""
-        own = 1.0 if ann.volume is None else ann.volume
-        if ann.priority is Priority.EMERGENCY:
-            return own
-        return 0.0 if self.muted else own * self.volume
+    # ---- cutting, submitting ----
 
     def _cut(self, ann: Announcement, cut: Cut) -> None:
         """Cut the playing announcement within one audio block; its synthesis is cancelled at once.
@@ -254,11 +231,10 @@ class Announcer(CommandsMixin, EndingsMixin):
             ann.track.cut(keep_partial=cut is Cut.FAILURE)
 
     def _submit(self, now: float) -> None:
-        """Submit what is due: the current announcement's pieces, then (unless stopping) the queue's."""
-        current = self.current
-        plan = [current] if current is not None and current.cut in (None, Cut.TAKEOVER) else []
+        """Submit what is due: the playing announcements' pieces, then (unless stopping) the queue's."""
+        plan = [ann for ann in self.playing if ann.cut in (None, Cut.TAKEOVER)]
         if self.accepting:
-            plan += [a for a in self.queue.ordered(now) if a is not current]
+            plan += [a for a in self.queue.ordered(now) if a not in self.playing]
         for ann in [a for a in plan if not a.pieces]:
             with self._isolated(ann, "preparing its text"):
                 try:
@@ -269,7 +245,7 @@ class Announcer(CommandsMixin, EndingsMixin):
         for ann in self.lookahead.submit_due(plan):
             if ann.error is not None and ann.cut is None:
                 self._synthesis_failed(ann, ann.error)
-            elif ann is not self.current:
+            elif ann not in self.playing:
                 ann.status = AnnouncementStatus.SYNTHESIZING
 
     # ---- helpers ----
@@ -287,8 +263,12 @@ class Announcer(CommandsMixin, EndingsMixin):
         self._spool_trouble = None
         return True if result is None else result
 
-    def _emit(self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = ()) -> None:
+    def _emit(
+        self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = (), **zones
+    ) -> None:
+        """One event; `zones=` (the zones it concerns) and `zone=` (the one that failed) go along."""
         detail = reason or (f"{ann.priority.label}, {len(ann.text)} characters" if event == "queued" else "")
-        log.info("%s: %s%s", ann.id, event, f" ({detail})" if detail else "")
-        self.on_event(ann, event, reason, warnings)
+        where = f" in {', '.join(zones['zones'])}" if zones.get("zones") and len(self.playbacks) > 1 else ""
+        log.info("%s: %s%s%s", ann.id, event, where, f" ({detail})" if detail else "")
+        self.on_event(ann, event, reason, warnings, **zones)
         self._on_change()

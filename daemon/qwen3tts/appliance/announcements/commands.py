@@ -101,14 +101,15 @@ class CommandsMixin:
         self._emit(ann, "queued", "", ann.warnings)
 
     def _stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
-        current = self.current
+        """`current` cuts what plays now (in every zone), `all` also cancels what waits."""
         if scope == "id":
             waiting = self.queue.find(ann_id)
+            playing = next((ann for ann in self.playing if ann.id == ann_id), None)
             if waiting is not None:
                 self._cancel_waiting(waiting)
                 answer("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
-            elif current is not None and current.id == ann_id:
-                self._cut(current, Cut.STOP)
+            elif playing is not None:
+                self._cut(playing, Cut.STOP)
                 answer("stopped", id=ann_id, scope="id")
             else:
                 log.info("stop: no announcement %s is waiting or playing", ann_id)
@@ -117,8 +118,8 @@ class CommandsMixin:
         cancelled = self.queue.waiting() if scope == "all" else []
         for ann in cancelled:
             self._cancel_waiting(ann)
-        if current is not None:
-            self._cut(current, Cut.STOP)
+        for ann in list(self.playing):
+            self._cut(ann, Cut.STOP)
         answer("stopped", scope=scope, cancelled=tuple(a.id for a in cancelled))
 
     def _cancel_waiting(self, ann: Announcement) -> None:
@@ -148,7 +149,7 @@ class CommandsMixin:
 
     def _shut_down(self, finish: bool) -> None:
         self.accepting = False
-        if self.current is not None and not finish:
-            self._cut(self.current, Cut.SHUTDOWN)
+        for ann in list(self.playing) if not finish else []:
+            self._cut(ann, Cut.SHUTDOWN)
         for ann in self.queue.waiting():
             ann.forget_synthesis()  # never popped: they stay spooled as they were

@@ -203,7 +203,9 @@ class Track:
 
     # ---- the audio threads' side (each through its TrackReader, track_reader.py) ----
 
-    def keeps_partial(self) -> bool:
+    @property
+    def keep_partial(self) -> bool:
+        """False when a cut play must leave no recording (a WAV file)."""
         with self._cond:
             return self._keep_partial
 

@@ -30,7 +30,7 @@ class TrackReader:
 
     @property
     def keep_partial(self) -> bool:
-        return self.track.keeps_partial()
+        return self.track.keep_partial
 
     @property
     def start_threshold(self) -> int:

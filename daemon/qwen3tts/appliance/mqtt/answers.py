@@ -33,9 +33,19 @@ class Caller:
 
 
 def announcement_events(
-    ann: Announcement, event: str, reason: str = "", now: float | None = None, warnings: tuple[str, ...] = ()
+    ann: Announcement,
+    event: str,
+    reason: str = "",
+    now: float | None = None,
+    warnings: tuple[str, ...] = (),
+    *,
+    zones: tuple[str, ...] = (),
+    zone: str | None = None,
 ) -> list[Message]:
-    """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answers where they apply."""
+    """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answers where they apply.
+
+    `zones` names the zones the step concerns; `zone` the one zone whose output failed in an `error`
+    that does not end the announcement (no sayFinished for it: the other zones play on)."""
     now = time.time() if now is None else now
     ev = Event(
         event=event,
@@ -48,6 +58,8 @@ def announcement_events(
         t_finished=ann.t_finished,
         cached=True if ann.from_cache and event in ("started", "first_audio", "finished") else None,
         warnings=warnings,
+        zones=tuple(zones),
+        zone=zone,
         correlation_data=ann.correlation_data,
     )
     out: list[Message] = [ev]
@@ -57,7 +69,7 @@ def announcement_events(
         out.append(
             HermesError(error=reason, context=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id)
         )
-    if ann.hermes_site_id is not None and event in HERMES_FINAL:
+    if ann.hermes_site_id is not None and event in HERMES_FINAL and zone is None:
         out.append(HermesSayFinished(id=ann.id, site_id=ann.hermes_site_id, session_id=ann.session_id))
     return out
 

@@ -91,6 +91,11 @@ class Event(Message):
     t_finished: float | None = None
     cached: bool | None = None
     """started / first_audio / finished: True when the audio came from the phrase cache (no synthesis)."""
+    zones: tuple[str, ...] = ()
+    """started: the zones it plays in; finished: those it played in; queued again / cancelled after a
+    cut: those it was cut in; error: those it failed in."""
+    zone: str | None = None
+    """error: the one zone whose output failed while the others play on (the announcement goes on)."""
     warnings: tuple[str, ...] = ()
     """Why part of an accepted request was ignored (an instruct the bundle cannot use, a response topic)."""
     scope: str | None = None
@@ -118,7 +123,7 @@ class Event(Message):
     def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Event:
         obj = decode_json_object(decode_text(payload))
         known = {k: obj[k] for k in cls.__dataclass_fields__ if k in obj and k != "correlation_data"}
-        for name in ("warnings", "cancelled"):
+        for name in ("warnings", "cancelled", "zones"):
             if name in known:
                 known[name] = tuple(known[name])
         return cls(**known, correlation_data=(meta or MqttMeta()).correlation_data)

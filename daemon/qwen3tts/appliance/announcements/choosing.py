@@ -1,0 +1,114 @@
+"""What starts where, and who barges in: the announcer's choice over the zones of this box.
+
+An announcement plays in its zones (its `zones`, or every zone for an all-call) and starts once every one
+of them is free. Walking the waiting announcements in rank order (emergency > priority > normal, first come
+first served), one that cannot start yet reserves its zones, so a later one cannot overtake it there; one
+whose zones are all free and unreserved starts, so several may play at once in disjoint zones. A waiting
+announcement that may interrupt, whose zones are reserved by nobody before it and held only by lower
+priorities, interrupts exactly those: an emergency barges in on each (cut within one audio block), a
+priority one takes each over at its next sentence boundary. An emergency on the concourse never cuts a
+normal announcement on platform 3.
+
+The choosing half of `Announcer` (announcer.py), which it is mixed into: `self` is the announcer, and
+these run on its thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.audio.track import HowToPlay
+from qwen3tts.engine.sequence import Priority
+from qwen3tts.errors import RequestError
+
+log = logging.getLogger(__name__)
+
+
+class ChoosingMixin:
+    """Starts announcements in free zones and interrupts lower priorities that hold a zone."""
+
+    def zones_of(self, ann: Announcement) -> tuple[str, ...]:
+        """The zones `ann` plays in: its own that this box has, or every zone for an all-call.
+
+        RequestError when it names zones and none of them is a zone of this box (a spooled announcement
+        after a configuration change; the intake refuses unknown zones)."""
+        if not ann.zones:
+            return tuple(self.playbacks)
+        known = tuple(zone for zone in ann.zones if zone in self.playbacks)
+        if not known:
+            raise RequestError(
+                f"no zone {', '.join(ann.zones)} on this box (its zones: {', '.join(self.playbacks)})"
+            )
+        return known
+
+    def _choose(self, now: float) -> None:
+        if not self.accepting:
+            return
+        held = {zone: ann for ann in self.playing for zone in ann.play_zones}
+        reserved: set[str] = set()
+        for ann in self.queue.ordered(now):
+            try:
+                zones = self.zones_of(ann)
+            except RequestError as exc:
+                self._fail_now(ann, str(exc))
+                continue
+            blockers = list(dict.fromkeys(held[zone] for zone in zones if zone in held))
+            free = not reserved.intersection(zones)
+            if free and not blockers:
+                with self._isolated(ann, "starting"):
+                    if self._start(ann, zones):
+                        held.update(dict.fromkeys(zones, ann))
+                continue
+            if free:
+                self._interrupt(ann, blockers)
+            reserved.update(zones)
+
+    def _interrupt(self, ann: Announcement, blockers: list[Announcement]) -> None:
+        """`ann` waits for `blockers` (playing in its zones): interrupt them if all are of lower priority."""
+        if not ann.interrupt or any(b.priority >= ann.priority for b in blockers):
+            return
+        for blocker in blockers:
+            if blocker.cut not in (None, Cut.TAKEOVER):
+                continue  # already being cut for good
+            if ann.priority is Priority.EMERGENCY:  # also when a priority one already takes over
+                log.info("%s: emergency %s barges in", blocker.id, ann.id)
+                self._cut(blocker, Cut.BARGE_IN)
+            elif blocker.cut is None:
+                with self._isolated(blocker, "handing over"):
+                    self.lookahead.take_over(blocker)
+
+    def _start(self, ann: Announcement, zones: tuple[str, ...]) -> bool:
+        """`ann` starts playing in `zones`; False when it could not (it ended with an `error` instead)."""
+        if not self._spool_write("record the attempt", self.queue.pop, ann):
+            ann.forget_synthesis()
+            ann.status = AnnouncementStatus.FAILED
+            self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
+            return False
+        if not ann.pieces:
+            try:
+                self.lookahead.prepare(ann, use_cache=True)
+            except RequestError as exc:  # text it cannot speak: the same error as when it waits
+                self._fail_now(ann, str(exc))
+                return False
+        track = ann.track
+        track.attach(zones)
+        track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
+        track.set_start_threshold(self.lookahead.start_threshold(ann))
+        ann.status = AnnouncementStatus.PLAYING
+        ann.t_started = ann.t_first_audio = None
+        ann.play_zones, ann.zone_errors = zones, {}
+        self.playing.append(ann)
+        where = f" in {', '.join(zones)}" if len(self.playbacks) > 1 else ""
+        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(ann.pieces))
+        for zone in zones:
+            self.playbacks[zone].play_next(track)
+        self._on_change()
+        return True
+
+    def _gain(self, ann: Announcement) -> float:
+        """Emergency plays at its own volume (full scale by default), ignoring master volume and mute."""
+        own = 1.0 if ann.volume is None else ann.volume
+        if ann.priority is Priority.EMERGENCY:
+            return own
+        return 0.0 if self.muted else own * self.volume
