@@ -277,7 +277,9 @@ class Recorder:
     def __init__(self) -> None:
         self.emitted: list[Emitted] = []
 
-    def __call__(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
+    def __call__(
+        self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones
+    ) -> None:
         self.emitted.append(Emitted(ann.id, event, reason, tuple(warnings), ann.from_cache,
                                     zones.get("zones", ()), zones.get("zone")))  # fmt: skip
 

@@ -141,7 +141,9 @@ class FrontDoor:
     def clock(self) -> float:
         return self.now
 
-    def _on_event(self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
+    def _on_event(
+        self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones
+    ) -> None:
         self.events.append((ann, event, reason))
         self.published.extend(announcement_events(ann, event, reason, self.now, warnings, **zones))
 

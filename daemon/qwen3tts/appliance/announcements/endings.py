@@ -27,12 +27,12 @@ class EndingsMixin:
             ann.t_started = track.t_started
             started = tuple(zone for zone, play in zones.items() if play.error is None)
             self._emit(ann, "started", zones=started)
-        self._zone_failures(ann, zones)
         if track.t_first_audio is None:
             track.set_start_threshold(self.lookahead.start_threshold(ann))
         elif ann.t_first_audio is None:
             ann.t_first_audio = track.t_first_audio
             self._emit(ann, "first_audio")
+        self._zone_failures(ann, zones)
         if track.ended:
             try:
                 self._report_end(ann, track)
