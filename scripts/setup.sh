@@ -9,10 +9,12 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # mosquitto: the local broker (tests and the embedded demo); libportaudio2: the ALSA sink;
 # alsa-utils: aplay -L diagnostics; systemd: systemd-analyze for the unit tests; libsndfile1: reference
-# recordings in any format (soundfile).
+# recordings in any format (soundfile); chromium: the status page's tests drive it headless through
+# Playwright (which never downloads a browser of its own here).
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 >/dev/null
+    python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 \
+    chromium >/dev/null
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
