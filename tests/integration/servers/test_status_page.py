@@ -83,7 +83,9 @@ def test_the_page_shows_live_state_and_a_submitted_text_finishes(tmp_path, mosqu
         service.stop()
 
 
-def test_in_the_browser_plays_the_text_and_the_appliance_stays_quiet(tmp_path, mosquitto, tiny_models, browser):
+def test_in_the_browser_plays_the_text_and_the_appliance_stays_quiet(
+    tmp_path, mosquitto, tiny_models, browser
+):
     service, url = start_daemon(tmp_path, mosquitto, tiny_models)
     try:
         page = browser.new_context(bypass_csp=True).new_page()  # so the test may evaluate script
