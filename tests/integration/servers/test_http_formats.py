@@ -33,8 +33,9 @@ def decode(fmt: str, data: bytes) -> tuple[np.ndarray, int]:
     if fmt in ("aac", "flac"):
         with av.open(io.BytesIO(data)) as container:
             stream = container.streams.audio[0]
-            frames = [frame.to_ndarray().reshape(-1) for frame in container.decode(stream)]
-            return np.concatenate(frames), stream.codec_context.sample_rate
+            frames = np.concatenate([frame.to_ndarray().reshape(-1) for frame in container.decode(stream)])
+            scale = 32768.0 if frames.dtype == np.int16 else 1.0  # FLAC decodes to 16-bit integers
+            return frames.astype(np.float32) / scale, stream.codec_context.sample_rate
     with sf.SoundFile(io.BytesIO(data)) as file:
         return file.read(dtype="float32"), file.samplerate
 
