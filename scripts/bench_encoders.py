@@ -32,8 +32,8 @@ CANDIDATES = {
         "pyav (libmp3lame, CBR)": lambda: PyAvEncoder(RATE, "mp3", "libmp3lame", 64000, write_xing="0"),
     },
     "opus": {
-        "soundfile (libopus)": lambda: FORMATS["opus"].encoder(RATE),
-        "pyav (libopus)": lambda: PyAvEncoder(RATE, "ogg", "libopus", 32000, page_duration="80000"),
+        "soundfile (libopus)": lambda: SoundFileEncoder(RATE, "OGG", "OPUS"),
+        "pyav (libopus)": lambda: FORMATS["opus"].encoder(RATE),
     },
     "aac": {"pyav (FFmpeg aac)": lambda: PyAvEncoder(RATE, "adts", "aac", 64000)},
     "flac": {

@@ -46,7 +46,7 @@ def test_no_clicks(speed):
 
 
 def test_out_of_range_speeds_are_refused_and_close_is_idempotent():
-    with pytest.raises(ValueError, match="0.25 and 4.0"):
+    with pytest.raises(ValueError, match=r"0\.25 and 4\.0"):
         TimeStretch(4.5, RATE)
     tempo = TimeStretch(2.0, RATE)
     tempo.close()

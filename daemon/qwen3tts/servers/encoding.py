@@ -3,8 +3,8 @@
 | format | container, codec | encoder |
 |---|---|---|
 | mp3  | MPEG-2 Layer III, 64 kbit/s CBR | libsndfile (LAME), through soundfile |
-| opus | Ogg Opus, pages of at most 80 ms | libsndfile (libopus), through soundfile |
-| aac  | ADTS AAC-LC, 64 kbit/s | FFmpeg's native AAC encoder, through PyAV (imported on first use) |
+| opus | Ogg Opus, 32 kbit/s, a page every 80 ms | libopus, through PyAV (FFmpeg; imported on first use) |
+| aac  | ADTS AAC-LC, 64 kbit/s | FFmpeg's native AAC encoder, through PyAV |
 | flac | FLAC, 16 bit | libsndfile (libFLAC), through soundfile |
 | wav  | RIFF/WAVE 16 bit, sizes "unknown" | ours (pcm.py) |
 | pcm  | raw 24 kHz s16le mono, like OpenAI's | ours (pcm.py) |
@@ -12,8 +12,10 @@
 Every format streams: `encode()` returns the bytes a chunk completes, `finish()` the rest. libsndfile
 goes back at the end to fill in what it could not know at the start (FLAC's sample count and MD5, the
 MP3 Info frame); a stream cannot, so those writes are dropped and the headers say "length unknown",
-which every decoder accepts (constant bit rate keeps MP3 duration estimates right). docs/servers.md
-says why these encoders (measured: docs/benchmarks.md).
+which every decoder accepts (constant bit rate keeps MP3 duration estimates right). Why these encoders:
+scripts/bench_encoders.py measured both libraries for every format (docs/benchmarks.md); libsndfile's
+Opus took 3.3 times the CPU of FFmpeg's for the same bit rate, so Opus goes through PyAV, which AAC
+needs anyway.
 
 An encoder that fails raises EncoderError; the response then ends early and its synthesis is cancelled.
 """
@@ -28,10 +30,10 @@ from qwen3tts.servers.pcm import streaming_wav_header, to_s16le
 
 MP3_LEVEL = 0.6
 """libsndfile's MP3 compression level (0 = 160 kbit/s ... 1 = 8 kbit/s at 24 kHz): 0.6 gives 64 kbit/s."""
-OPUS_PAGE_MS = 80.0
-"""Ogg page latency: a page (and so audio) goes out at least every 80 ms, not once a second."""
+OPUS_PAGE_US = "80000"
+"""Ogg page duration: a page (and so audio) goes out every 80 ms, not once a second (FFmpeg's default)."""
+OPUS_BIT_RATE = 32000
 AAC_BIT_RATE = 64000
-_SFC_SET_OGG_PAGE_LATENCY_MS = 0x1302  # sndfile.h; soundfile has no wrapper for it
 
 
 class EncoderError(RuntimeError):
@@ -139,15 +141,6 @@ class SoundFileEncoder(Encoder):
         self._file.close()
 
 
-def _opus(rate: int) -> SoundFileEncoder:
-    from soundfile import _ffi, _snd  # no public call for the page latency
-
-    encoder = SoundFileEncoder(rate, "OGG", "OPUS")
-    latency = _ffi.new("double*", OPUS_PAGE_MS)
-    _snd.sf_command(encoder._file._file, _SFC_SET_OGG_PAGE_LATENCY_MS, latency, _ffi.sizeof("double"))
-    return encoder
-
-
 class PyAvEncoder(Encoder):
     """A codec in a streamable container (ADTS, Ogg, MP3, FLAC), by FFmpeg through PyAV."""
 
@@ -207,7 +200,7 @@ _MAKERS = {
     "mp3": lambda rate: SoundFileEncoder(
         rate, "MP3", "MPEG_LAYER_III", compression_level=MP3_LEVEL, bitrate_mode="CONSTANT"
     ),
-    "opus": _opus,
+    "opus": lambda rate: PyAvEncoder(rate, "ogg", "libopus", OPUS_BIT_RATE, page_duration=OPUS_PAGE_US),
     "aac": lambda rate: PyAvEncoder(rate, "adts", "aac", AAC_BIT_RATE),
     "flac": lambda rate: SoundFileEncoder(rate, "FLAC", "PCM_16"),
     "wav": lambda rate: PcmEncoder(streaming_wav_header(rate)),
