@@ -4,16 +4,14 @@ and the exact requests Home Assistant's openai_tts integration sends (read from 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import urllib.request
 
-import av
 import httpx
 import numpy as np
 import openai
 import pytest
-import soundfile as sf
+from audio_decode import decode
 
 pytestmark = pytest.mark.slow
 
@@ -23,21 +21,6 @@ MEDIA_TYPES = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "fl
                "wav": "audio/wav", "pcm": "audio/pcm"}  # fmt: skip
 # Encoder delay and padding: MP3 adds ~2 frames of 1152 samples, AAC one of 1024 and a priming frame.
 SLACK_S = {"mp3": 0.15, "aac": 0.15, "opus": 0.03, "flac": 0.0, "wav": 0.0, "pcm": 0.0}
-
-
-def decode(fmt: str, data: bytes) -> tuple[np.ndarray, int]:
-    """(samples, rate) as a player would read them: libsndfile for what it reads as a stream (WAV, MP3,
-    Ogg Opus), FFmpeg for ADTS AAC and FLAC of unknown length (libsndfile wants FLAC's sample count)."""
-    if fmt == "pcm":
-        return np.frombuffer(data, "<i2").astype(np.float32) / 32768, RATE
-    if fmt in ("aac", "flac"):
-        with av.open(io.BytesIO(data)) as container:
-            stream = container.streams.audio[0]
-            frames = np.concatenate([frame.to_ndarray().reshape(-1) for frame in container.decode(stream)])
-            scale = 32768.0 if frames.dtype == np.int16 else 1.0  # FLAC decodes to 16-bit integers
-            return frames.astype(np.float32) / scale, stream.codec_context.sample_rate
-    with sf.SoundFile(io.BytesIO(data)) as file:
-        return file.read(dtype="float32"), file.samplerate
 
 
 def client_for(running) -> openai.OpenAI:

@@ -10,10 +10,8 @@ import time
 
 import httpx
 import pytest
+from daemon_config import start_daemon
 from mosquitto_broker import free_port
-
-from qwen3tts.service.service import Service
-from qwen3tts.settings_loader import load_settings
 
 pytestmark = pytest.mark.slow
 SITE = "saturated"
@@ -22,21 +20,11 @@ LONG = "This sentence is long enough to keep the tiny model busy for quite a few
 
 @pytest.fixture
 def daemon(tmp_path, mosquitto, tiny_models):
-    bundle = tiny_models.bundle("custom_voice", "tiny", "f32")
     port = free_port()
-    config = tmp_path / "qwen3tts.yaml"
-    config.write_text(json.dumps({
-        "model": {"bundle": str(bundle)},
-        "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
-        "announcements": {"spool_dir": str(tmp_path / "spool")},
-        "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "lead_in_ms": 0, "tail_ms": 0},
-        "thermal": {"enabled": False}, "cache": {"enabled": False},
-        "engine": {"max_frames": 30, "temperature": 0},
-        "servers": {"http": {"enabled": True, "port": port}, "max_connections": 16,
-                    "max_connections_per_client": 4, "idle_timeout_s": 60, "write_timeout_s": 60},
-    }))  # fmt: skip
-    service = Service(load_settings(config), config_path=config)
-    service.start()
+    servers = {"http": {"enabled": True, "port": port}, "max_connections": 16,
+               "max_connections_per_client": 4, "idle_timeout_s": 60, "write_timeout_s": 60}  # fmt: skip
+    bundle = tiny_models.bundle("custom_voice", "tiny", "f32")
+    service = start_daemon(tmp_path, bundle, mosquitto, SITE, servers)
     yield service, port, tmp_path / "wav"
     service.stop()
 

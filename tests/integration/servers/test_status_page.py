@@ -4,16 +4,13 @@ the appliance until the page lists its `finished` event. Screenshots go to the t
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import httpx
 import pytest
+from daemon_config import start_daemon
 from mosquitto_broker import free_port
-
-from qwen3tts.service.service import Service
-from qwen3tts.settings_loader import load_settings
 
 pytestmark = pytest.mark.slow
 
@@ -25,26 +22,14 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
-def start_daemon(tmp_path: Path, mosquitto, tiny_models, token: str | None = None):
-    bundle = tiny_models.bundle("custom_voice", "tiny", "f32")
+def start(tmp_path: Path, mosquitto, tiny_models, token: str | None = None):
     port = free_port()
     http: dict = {"enabled": True, "port": port}
     if token:
         (tmp_path / "http.token").write_text(token)
         http["token_file"] = str(tmp_path / "http.token")
-    config = tmp_path / "qwen3tts.yaml"
-    config.write_text(json.dumps({
-        "model": {"bundle": str(bundle)},
-        "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": "page", "discovery": False},
-        "announcements": {"spool_dir": str(tmp_path / "spool")},
-        "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "lead_in_ms": 0, "tail_ms": 0},
-        "thermal": {"enabled": False}, "cache": {"enabled": False},
-        "engine": {"max_frames": 30, "temperature": 0},
-        "servers": {"http": http},
-    }))  # fmt: skip
-    service = Service(load_settings(config), config_path=config)
-    service.start()
-    return service, f"http://127.0.0.1:{port}"
+    bundle = tiny_models.bundle("custom_voice", "tiny", "f32")
+    return start_daemon(tmp_path, bundle, mosquitto, "page", {"http": http}), f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture
@@ -60,7 +45,7 @@ def browser():
 
 
 def test_the_page_shows_live_state_and_a_submitted_text_finishes(tmp_path, mosquitto, tiny_models, browser):
-    service, url = start_daemon(tmp_path, mosquitto, tiny_models)
+    service, url = start(tmp_path, mosquitto, tiny_models)
     try:
         page = browser.new_context().new_page()
         outside = []
@@ -86,7 +71,7 @@ def test_the_page_shows_live_state_and_a_submitted_text_finishes(tmp_path, mosqu
 def test_in_the_browser_plays_the_text_and_the_appliance_stays_quiet(
     tmp_path, mosquitto, tiny_models, browser
 ):
-    service, url = start_daemon(tmp_path, mosquitto, tiny_models)
+    service, url = start(tmp_path, mosquitto, tiny_models)
     try:
         page = browser.new_context(bypass_csp=True).new_page()  # so the test may evaluate script
         page.goto(f"{url}/status")
@@ -108,7 +93,7 @@ def test_in_the_browser_plays_the_text_and_the_appliance_stays_quiet(
 def test_with_a_token_the_browser_is_asked_for_it_and_outsiders_are_refused(
     tmp_path, mosquitto, tiny_models, browser
 ):
-    service, url = start_daemon(tmp_path, mosquitto, tiny_models, token="page-secret")
+    service, url = start(tmp_path, mosquitto, tiny_models, token="page-secret")
     try:
         refused = httpx.get(f"{url}/status")
         assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
@@ -124,7 +109,7 @@ def test_with_a_token_the_browser_is_asked_for_it_and_outsiders_are_refused(
 
 
 def test_announce_refuses_what_a_cross_site_form_can_send(tmp_path, mosquitto, tiny_models):
-    service, url = start_daemon(tmp_path, mosquitto, tiny_models)
+    service, url = start(tmp_path, mosquitto, tiny_models)
     try:
         plain = {"Content-Type": "text/plain"}
         form = httpx.post(f"{url}/status/announce", content='{"text": "hi"}', headers=plain)

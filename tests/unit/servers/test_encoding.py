@@ -4,12 +4,9 @@ patch any more."""
 
 from __future__ import annotations
 
-import io
-
-import av
 import numpy as np
 import pytest
-import soundfile as sf
+from audio_decode import decode
 
 from qwen3tts.servers.encoding import FORMATS, EncoderError, SoundFileEncoder, _ForwardFile
 
@@ -27,19 +24,6 @@ def encode(fmt: str, x: np.ndarray) -> tuple[bytes, int]:
     parts = [encoder.encode(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)]
     first = next((i + 1 for i, part in enumerate(parts) if part), len(parts))
     return b"".join(parts) + encoder.finish(), first
-
-
-def decode(fmt: str, data: bytes) -> tuple[np.ndarray, int]:
-    if fmt == "pcm":
-        return np.frombuffer(data, "<i2").astype(np.float32) / 32768, RATE
-    if fmt in ("aac", "flac"):
-        with av.open(io.BytesIO(data)) as container:
-            stream = container.streams.audio[0]
-            frames = np.concatenate([frame.to_ndarray().reshape(-1) for frame in container.decode(stream)])
-            scale = 32768.0 if frames.dtype == np.int16 else 1.0  # FLAC decodes to 16-bit integers
-            return frames.astype(np.float32) / scale, stream.codec_context.sample_rate
-    with sf.SoundFile(io.BytesIO(data)) as file:
-        return file.read(dtype="float32"), file.samplerate
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
