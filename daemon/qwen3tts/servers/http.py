@@ -27,7 +27,7 @@ from starlette.routing import Route
 from qwen3tts.servers.auth import bearer_ok
 from qwen3tts.servers.http_request import ApiError, read_json_body
 from qwen3tts.servers.http_speech import SpeechResponse, VoiceMap, open_speech
-from qwen3tts.servers.limits import ConnectionGate, FileBudget, Limits, Listener
+from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
 from qwen3tts.servers.metrics import CONTENT_TYPE
 from qwen3tts.servers.streams import StreamPool
 
@@ -37,15 +37,15 @@ log = logging.getLogger(__name__)
 def build_app(pool: StreamPool, config, token: str | None, console=None) -> Starlette:
     """The ASGI application for the `servers` settings `config`; `token` None means no authentication
     (loopback only, checked at start); `console` (status_page.Console) adds the status page."""
-    limits, voices = Limits.from_settings(config), VoiceMap.from_settings(config.http.voice_map)
+    voices = VoiceMap.from_settings(config.http.voice_map)
 
     async def speech(request: Request) -> Response:
         try:
-            body = await read_json_body(request, config.max_body_bytes, limits.read_timeout_s)
+            body = await read_json_body(request, config.max_body_bytes, config.read_timeout_s)
             order = open_speech(pool, voices, body)
         except ApiError as exc:
             return exc.response()
-        return SpeechResponse(order, pool.offer.sample_rate, limits.max_request_s)
+        return SpeechResponse(order, pool.offer.sample_rate, config.max_request_s)
 
     async def voice_list(request: Request) -> Response:
         offer = pool.offer
@@ -81,7 +81,7 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
     if console is not None and config.http.status_page:
         from qwen3tts.servers.status_page import status_routes
 
-        routes += status_routes(console, pool, config.max_body_bytes, limits.read_timeout_s, token)
+        routes += status_routes(console, pool, config.max_body_bytes, config.read_timeout_s, token)
     app = Starlette(routes=routes)
     return _TokenAuth(app, token, pool) if token else app
 
@@ -125,11 +125,10 @@ async def start_http(sock, pool: StreamPool, config, token: str | None, files: F
 
     from qwen3tts.servers.http_guard import GuardedProtocol, connection_handler, refuse
 
-    limits = Limits.from_settings(config)
     uv_config = uvicorn.Config(
         build_app(pool, config, token, console),
         http=GuardedProtocol, ws="none", lifespan="off", loop="none", log_config=None, access_log=False,
-        server_header=False, timeout_graceful_shutdown=2, timeout_keep_alive=limits.idle_timeout_s,
+        server_header=False, timeout_graceful_shutdown=2, timeout_keep_alive=config.idle_timeout_s,
     )  # fmt: skip
     server = uvicorn.Server(uv_config)
     task = asyncio.create_task(server.serve(sockets=[]), name="http-server")  # no listener of its own
@@ -138,8 +137,8 @@ async def start_http(sock, pool: StreamPool, config, token: str | None, files: F
             task.result()  # raises why uvicorn could not start
             raise RuntimeError("the HTTP server stopped during start-up")
         await asyncio.sleep(0.01)
-    gate = ConnectionGate("http", limits, files)
-    listener = Listener(sock, gate, connection_handler(uv_config, server, limits), refuse)
+    gate = ConnectionGate("http", config, files)
+    listener = Listener(sock, gate, connection_handler(uv_config, server, config), refuse)
     listener.start()
 
     async def stop() -> None:

@@ -9,9 +9,9 @@ a file handle and, for the last, a synthesis slot, for as long as it likes (issu
 - **headers**: a request head must be complete within `servers.read_timeout_s` of its first byte
   (the body has the same limit: http_request.py);
 - **write**: a response whose transport buffer stays full (the client does not read) for
-  `servers.write_timeout_s` is aborted, which ends the response and cancels its synthesis; the socket's
-  kernel send buffer is kept small, so that happens within seconds of the client stopping, not after
-  megabytes of audio piled up.
+  `servers.write_timeout_s` is aborted, which ends the response and cancels its synthesis (the Listener
+  keeps each socket's kernel send buffer small, so that happens within seconds of the client stopping,
+  not after megabytes of audio piled up).
 
 The connection caps (per server, per client address), the file-handle reserve and the accept loop that
 logs its errors once per interval are the servers' shared `Listener` (limits.py).
@@ -20,19 +20,16 @@ logs its errors once per interval are the servers' shared `Listener` (limits.py)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from qwen3tts.servers.limits import Limits, ThrottledLog
+from qwen3tts.servers.limits import ThrottledLog
+from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
 
-SEND_BUFFER_BYTES = 64 * 1024
-"""Kernel send buffer per connection: 1.3 s of 24 kHz 16-bit PCM, plenty on any LAN, and small enough
-that a client which stops reading fills it (and the write timeout starts) at once."""
 BUSY_RESPONSE = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
@@ -42,7 +39,7 @@ BUSY_RESPONSE = (
 class GuardedProtocol(H11Protocol):
     """H11Protocol + idle, header and write timeouts; `closed` completes when the connection is gone."""
 
-    def __init__(self, *args, limits: Limits, warnings: ThrottledLog, **kwargs):
+    def __init__(self, *args, limits: ServersSettings, warnings: ThrottledLog, **kwargs):
         super().__init__(*args, **kwargs)
         self.limits = limits
         self.warnings = warnings
@@ -78,9 +75,7 @@ class GuardedProtocol(H11Protocol):
 
     def _timed_out(self, what: str, seconds: float) -> None:
         self._waiting = None
-        if what == "idle" and not self._between_requests():
-            return
-        self.warnings.warning(f"http-{what}", "http: closed a connection from %s: %s",
+        self.warnings.log(f"http-{what}", "http: closed a connection from %s: %s",
                               _client(self), f"no {'request' if what == 'idle' else 'complete request head'} "
                               f"within {seconds:g} s")  # fmt: skip
         self.transport.close()
@@ -98,7 +93,7 @@ class GuardedProtocol(H11Protocol):
 
     def _write_timed_out(self) -> None:
         self._stuck = None
-        self.warnings.warning("http-write", "http: disconnected %s: it read nothing for %g s",
+        self.warnings.log("http-write", "http: disconnected %s: it read nothing for %g s",
                               _client(self), self.limits.write_timeout_s)  # fmt: skip
         self.transport.abort()  # close() would wait for the buffer to drain: it never would
 
@@ -115,14 +110,12 @@ def _client(protocol: H11Protocol) -> str:
     return protocol.client[0] if protocol.client else "?"
 
 
-def connection_handler(config, server, limits: Limits):
+def connection_handler(config, server, limits: ServersSettings):
     """The Listener's `on_connection` for HTTP: run uvicorn's (guarded) protocol on the accepted socket
     until the connection ends. `server` is the uvicorn.Server that started without listeners."""
     warnings = ThrottledLog(log)
 
     async def connected(sock: socket.socket, client: str) -> None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         protocol = GuardedProtocol(config, server.server_state, server.lifespan.state, limits=limits,
                                    warnings=warnings)  # fmt: skip
         loop = asyncio.get_running_loop()

@@ -1,6 +1,7 @@
 """What a network client may hold, shared by the servers: connections, time, and file handles.
 
-- `Limits`: the `servers.*` connection settings (caps, idle/read/write timeouts, the longest request).
+- The limits themselves are the `servers.*` settings (ServersSettings: caps, idle/read/write timeouts,
+  the longest request, the file reserve).
 - `FileBudget`: the process's file-handle limit, raised at start as far as the hard limit allows, and a
   reserve no connection may take, so the spool, MQTT and logs keep working when the servers are full.
   Linux hands out the lowest free descriptor, so an accepted socket whose number reaches the reserve
@@ -24,47 +25,34 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
 
 ACCEPT_PAUSE_S = 0.25
 """How long accepting pauses after accept() failed (e.g. EMFILE); the listen backlog waits meanwhile."""
 LOG_INTERVAL_S = 60.0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The connection limits of the `servers` settings (docs in settings.py)."""
-
-    max_connections: int = 32
-    max_connections_per_client: int = 8
-    idle_timeout_s: float = 30.0
-    read_timeout_s: float = 10.0
-    write_timeout_s: float = 15.0
-    max_request_s: float = 300.0
-    file_reserve: int = 64
-
-    @classmethod
-    def from_settings(cls, servers) -> Limits:
-        """From a ServersSettings."""
-        return cls(
-            servers.max_connections, servers.max_connections_per_client, servers.idle_timeout_s,
-            servers.read_timeout_s, servers.write_timeout_s, servers.max_request_s, servers.file_reserve,
-        )  # fmt: skip
+SEND_BUFFER_BYTES = 128 * 1024
+"""The kernel send buffer of each admitted connection. Left to autotune it grows to 4 MB (85 s of
+24 kHz audio on loopback, measured), all of which a client that never reads takes before the write
+timeout can start; 128 KiB (the kernel doubles it) is still seconds of audio, far above what streaming
+audio needs in flight, and a client that stops reading stalls after about 5 s of audio."""
 
 
 class ThrottledLog:
     """A recurring condition logged at most once per interval per key, with how often it recurred."""
 
-    def __init__(self, logger: logging.Logger, interval_s: float = LOG_INTERVAL_S, clock=time.monotonic):
+    def __init__(self, logger: logging.Logger, interval_s: float = LOG_INTERVAL_S, clock=time.monotonic,
+                 level: int = logging.WARNING):  # fmt: skip
         self._log = logger
+        self._level = level
         self._interval_s = interval_s
         self._clock = clock
         self._last: dict[str, float] = {}
         self._since: Counter[str] = Counter()
 
-    def warning(self, key: str, message: str, *args) -> bool:
+    def log(self, key: str, message: str, *args) -> bool:
         """Log `message % args` unless `key` was logged less than an interval ago; True if logged."""
         now = self._clock()
         last = self._last.get(key)
@@ -73,7 +61,7 @@ class ThrottledLog:
             return False
         repeated = self._since.pop(key, 0)
         suffix = f" ({repeated} more in the last {now - last:.0f} s)" if repeated else ""
-        self._log.warning(message + suffix, *args)
+        self._log.log(self._level, message + suffix, *args)
         self._last[key] = now
         return True
 
@@ -122,7 +110,7 @@ def _open_file_count() -> int:
 class ConnectionGate:
     """The open connections of one server: at most `max_connections`, `max_per_client` per address."""
 
-    def __init__(self, server: str, limits: Limits, files: FileBudget):
+    def __init__(self, server: str, limits: ServersSettings, files: FileBudget):
         self.server = server
         self.limits = limits
         self.files = files
@@ -183,7 +171,7 @@ class Listener:
                 if exc.errno == errno.ECONNABORTED:
                     continue  # the client left before it was accepted
                 # EMFILE and friends: the backlog waits while accepting pauses; never a flood of lines
-                self._warnings.warning(f"accept:{exc.errno}", "%s: cannot accept: %s", server, exc)
+                self._warnings.log(f"accept:{exc.errno}", "%s: cannot accept: %s", server, exc)
                 await asyncio.sleep(ACCEPT_PAUSE_S)
                 continue
             self._dispatch(conn, _client_address(address))
@@ -192,7 +180,7 @@ class Listener:
         refusal = self.gate.refusal(conn.fileno(), client)
         if refusal is not None:
             kind, reason = refusal
-            self._warnings.warning(f"refused:{kind}", "%s: connection from %s refused: %s",
+            self._warnings.log(f"refused:{kind}", "%s: connection from %s refused: %s",
                                    self.gate.server, client, reason)  # fmt: skip
             if self._on_refused is not None and kind != "files":  # low on files: close, say nothing
                 with contextlib.suppress(OSError):
@@ -200,6 +188,8 @@ class Listener:
             conn.close()
             return
         self.gate.admit(client)
+        with contextlib.suppress(OSError):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         task = asyncio.create_task(self._serve(conn, client), name=f"{self.gate.server}-connection")
         self.connections.add(task)
         task.add_done_callback(self.connections.discard)
