@@ -31,13 +31,16 @@ class Offer:
     defaults: SpeechDefaults
     """Voice, language and instruct of a request that names none (the `voice` settings at start)."""
     sample_rate: int = SAMPLE_RATE
+    supports_instruct: bool = True
+    """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instructions are ignored."""
 
     @classmethod
     def from_spec(cls, name: str, spec, voice_settings, catalog: VoiceCatalog | None = None) -> Offer:
         """From a ModelSpec (`.speakers`, `.languages`), the `voice` settings and the daemon's catalog
         (None: a catalog of the bundle's presets, no registered voices)."""
         catalog = catalog if catalog is not None else VoiceCatalog(spec.speakers, spec.languages)
-        return cls(name, catalog, SpeechDefaults.from_settings(voice_settings, catalog.speakers))
+        defaults = SpeechDefaults.from_settings(voice_settings, catalog.speakers)
+        return cls(name, catalog, defaults, supports_instruct=getattr(spec, "supports_instruct", True))
 
     @property
     def voice_names(self) -> tuple[str, ...]:

@@ -69,12 +69,8 @@ def tiny_bundle(tiny_models):
     return tiny_models.bundle("custom_voice", "tiny", "f32")
 
 
-@pytest.fixture
-def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
-    """serve(*overrides, metrics_source=None, environ=None) -> Running, with both servers on free ports."""
-    started: list[Running] = []
-
-    def start(*overrides: str, metrics_source=None, environ=None) -> Running:
+def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
+    def start(*overrides: str, metrics_source=None, environ=None, console=None) -> Running:
         settings = load_settings(
             None,
             [
@@ -90,17 +86,38 @@ def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
         runtime.engine.start()
         offer = Offer.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
         try:
-            servers = start_servers(settings, runtime.engine, offer, metrics_source, environ=environ or {})
+            servers = start_servers(settings, runtime.engine, offer, metrics_source, environ=environ or {},
+                                    console=console)  # fmt: skip
         except BaseException:
             runtime.engine.stop()
             raise
         started.append(Running(runtime, servers, settings))
         return started[-1]
 
-    yield start
+    return start
+
+
+def _stop(started: list[Running]) -> None:
     for running in started:
         running.servers.stop()
         running.engine.stop()
+
+
+@pytest.fixture
+def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
+    """serve(*overrides, metrics_source=None, environ=None, console=None) -> Running, with both servers
+    on free ports."""
+    started: list[Running] = []
+    yield _starter(tiny_bundle, started)
+    _stop(started)
+
+
+@pytest.fixture(scope="module")
+def serve_module(tiny_bundle) -> Iterator[Callable[..., Running]]:
+    """serve() for servers a whole module shares."""
+    started: list[Running] = []
+    yield _starter(tiny_bundle, started)
+    _stop(started)
 
 
 @pytest.fixture(scope="module")
