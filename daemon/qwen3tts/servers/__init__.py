@@ -7,7 +7,9 @@ servers disabled (the default) there is no loop and no thread.
 
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
     streams.py  StreamPool (slots, validation) and SpeechStream (one request: pieces -> engine handles)
-    wyoming.py  the Wyoming server (Home Assistant); http.py the OpenAI-style API, /healthz, /metrics
+    limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
+    wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py); http.py the
+                OpenAI-style API, /healthz, /metrics
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextlib import ExitStack
 
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
+from qwen3tts.servers.limits import FileBudget
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.streams import StreamPool
@@ -134,18 +137,21 @@ def start_servers(
             undo.callback(sockets[-1][1].close)
         if sockets:
             servers.start_loop()
+            files = FileBudget(config.file_reserve, config.max_connections * len(sockets))
         for name, sock in sockets:
-            servers.call(_start(servers, name, sock, token, config.max_body_bytes), timeout=30)
+            servers.call(_start(servers, name, sock, token, config, files), timeout=30)
         undo.pop_all()  # started: nothing to undo
     return servers
 
 
-async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, max_body: int) -> None:
+async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, config,
+                 files: FileBudget) -> None:  # fmt: skip
     port = sock.getsockname()[1]
+    max_body = config.max_body_bytes
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 
-        servers._closers.append(await start_wyoming(sock, servers.pool, max_body))
+        servers._closers.append(await start_wyoming(sock, servers.pool, config, files))
         servers.wyoming_port = port
     else:
         from qwen3tts.servers.http import start_http

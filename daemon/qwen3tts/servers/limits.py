@@ -57,14 +57,16 @@ class Limits:
 class ThrottledLog:
     """A recurring condition logged at most once per interval per key, with how often it recurred."""
 
-    def __init__(self, logger: logging.Logger, interval_s: float = LOG_INTERVAL_S, clock=time.monotonic):
+    def __init__(self, logger: logging.Logger, interval_s: float = LOG_INTERVAL_S, clock=time.monotonic,
+                 level: int = logging.WARNING):  # fmt: skip
         self._log = logger
+        self._level = level
         self._interval_s = interval_s
         self._clock = clock
         self._last: dict[str, float] = {}
         self._since: Counter[str] = Counter()
 
-    def warning(self, key: str, message: str, *args) -> bool:
+    def log(self, key: str, message: str, *args) -> bool:
         """Log `message % args` unless `key` was logged less than an interval ago; True if logged."""
         now = self._clock()
         last = self._last.get(key)
@@ -73,7 +75,7 @@ class ThrottledLog:
             return False
         repeated = self._since.pop(key, 0)
         suffix = f" ({repeated} more in the last {now - last:.0f} s)" if repeated else ""
-        self._log.warning(message + suffix, *args)
+        self._log.log(self._level, message + suffix, *args)
         self._last[key] = now
         return True
 
@@ -183,7 +185,7 @@ class Listener:
                 if exc.errno == errno.ECONNABORTED:
                     continue  # the client left before it was accepted
                 # EMFILE and friends: the backlog waits while accepting pauses; never a flood of lines
-                self._warnings.warning(f"accept:{exc.errno}", "%s: cannot accept: %s", server, exc)
+                self._warnings.log(f"accept:{exc.errno}", "%s: cannot accept: %s", server, exc)
                 await asyncio.sleep(ACCEPT_PAUSE_S)
                 continue
             self._dispatch(conn, _client_address(address))
@@ -192,7 +194,7 @@ class Listener:
         refusal = self.gate.refusal(conn.fileno(), client)
         if refusal is not None:
             kind, reason = refusal
-            self._warnings.warning(f"refused:{kind}", "%s: connection from %s refused: %s",
+            self._warnings.log(f"refused:{kind}", "%s: connection from %s refused: %s",
                                    self.gate.server, client, reason)  # fmt: skip
             if self._on_refused is not None and kind != "files":  # low on files: close, say nothing
                 with contextlib.suppress(OSError):

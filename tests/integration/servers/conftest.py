@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 
 import pytest
+from announcer_rig import LoudRunner, fake_engine
 from mosquitto_broker import free_port
 
 from qwen3tts.runtime.loader import load_runtime
@@ -15,7 +17,7 @@ from qwen3tts.settings_loader import load_settings
 # Short sentences by default: the tiny model on a busy CI core makes ~15 frames per second. Greedy
 # talker sampling never picks the tiny model's end token, so every request runs to its frame budget
 # (a long request stays long, which the cancel, busy and preemption tests rely on).
-QUICK = ("engine.max_frames=30", "engine.temperature=0")
+QUICK = ("engine.max_frames=30", "engine.temperature=0", "servers.wyoming.zeroconf=false")
 
 
 class Running:
@@ -114,3 +116,44 @@ def serve_once(tiny_bundle) -> Iterator[Running]:
     yield Running(runtime, servers, settings)
     servers.stop()
     runtime.engine.stop()
+
+
+FAKE_SPEC = SimpleNamespace(
+    variant="custom_voice", size="0b6", speakers=("vivian", "ryan"), languages=("english", "german")
+)
+
+
+class FakeRunning(Running):
+    """Servers over the real Engine on the fake runner: the real server code, PCM in milliseconds."""
+
+    def __init__(self, engine, servers: Servers, settings):
+        super().__init__(SimpleNamespace(engine=engine, spec=FAKE_SPEC), servers, settings)
+
+    def active(self) -> float:
+        """The active-request gauge (qwen3tts_network_active_requests)."""
+        return self.servers.metrics.registry.get_sample_value("qwen3tts_network_active_requests")
+
+
+@pytest.fixture
+def fake_serve() -> Iterator[Callable[..., FakeRunning]]:
+    """fake_serve(*overrides, frames=24) -> FakeRunning: the Wyoming server only, on a free port; each
+    request runs about `frames` frames (LoudRunner's end token), `engine.max_frames` caps it."""
+    started: list[FakeRunning] = []
+
+    def start(*overrides: str, frames: int = 24) -> FakeRunning:
+        settings = load_settings(
+            None,
+            ["servers.wyoming.enabled=true", f"servers.wyoming.port={free_port()}",
+             "servers.wyoming.zeroconf=false", *overrides],
+        )  # fmt: skip
+        engine = fake_engine(LoudRunner(eos_at=frames, num_kv_blocks=max(64, frames)))
+        engine.start()
+        offer = Offer.from_spec("fake", FAKE_SPEC, settings.voice)
+        servers = start_servers(settings, engine, offer, environ={})
+        started.append(FakeRunning(engine, servers, settings))
+        return started[-1]
+
+    yield start
+    for running in started:
+        running.servers.stop()
+        running.engine.stop()

@@ -26,10 +26,10 @@ def test_a_recurring_warning_is_logged_once_per_interval_with_how_often_it_recur
     clock = Clock()
     throttled = ThrottledLog(logging.getLogger("limits-test"), interval_s=60, clock=clock)
     with caplog.at_level(logging.WARNING, "limits-test"):
-        logged = [throttled.warning("accept", "cannot accept: %s", "EMFILE") for _ in range(1000)]
+        logged = [throttled.log("accept", "cannot accept: %s", "EMFILE") for _ in range(1000)]
         clock.now += 61
-        logged.append(throttled.warning("accept", "cannot accept: %s", "EMFILE"))
-        logged.append(throttled.warning("other", "another condition"))
+        logged.append(throttled.log("accept", "cannot accept: %s", "EMFILE"))
+        logged.append(throttled.log("other", "another condition"))
     assert logged.count(True) == 3
     assert [r.getMessage() for r in caplog.records] == [
         "cannot accept: EMFILE",
