@@ -77,7 +77,8 @@ class Announcement:
         """Probe for the name and announce it; failures are logged (the server works without it)."""
         try:
             self._zeroconf = AsyncZeroconf(interfaces=[self.address], ip_version=IPVersion.V4Only)
-            await self._zeroconf.async_register_service(self.info, allow_name_change=True)
+            broadcast = await self._zeroconf.async_register_service(self.info, allow_name_change=True)
+            await broadcast  # the announcements after probing; stop() cancels this task if it still runs
         except (OSError, NonUniqueNameException, BadTypeInNameException) as exc:
             log.warning("wyoming: zeroconf announcement failed (%s); add the integration by address", exc)
             await self.stop()
