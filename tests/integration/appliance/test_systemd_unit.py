@@ -71,7 +71,7 @@ def test_the_unit_is_a_notify_service_with_a_watchdog_and_keeps_write_execute_me
         assert re.search(rf"^{re.escape(line)}", text, flags=re.M), line
 
 
-def test_the_unit_allows_ip_traffic_only_to_loopback_and_private_ranges():
+def test_the_unit_allows_ip_traffic_only_to_loopback_private_ranges_and_the_mdns_group():
     text = UNIT.read_text(encoding="utf-8")
     denied = re.findall(r"^IPAddressDeny=(.*)$", text, flags=re.M)
     allowed = " ".join(re.findall(r"^IPAddressAllow=(.*)$", text, flags=re.M)).split()
@@ -85,6 +85,7 @@ def test_the_unit_allows_ip_traffic_only_to_loopback_and_private_ranges():
             "169.254.0.0/16",
             "fc00::/7",
             "fe80::/10",
+            "224.0.0.251",  # mDNS, for the Wyoming zeroconf announcement
         ]
     )
 
