@@ -1,6 +1,7 @@
 """What a network client may hold, shared by the servers: connections, time, and file handles.
 
-- `Limits`: the `servers.*` connection settings (caps, idle/read/write timeouts, the longest request).
+- The limits themselves are the `servers.*` settings (ServersSettings: caps, idle/read/write timeouts,
+  the longest request, the file reserve).
 - `FileBudget`: the process's file-handle limit, raised at start as far as the hard limit allows, and a
   reserve no connection may take, so the spool, MQTT and logs keep working when the servers are full.
   Linux hands out the lowest free descriptor, so an accepted socket whose number reaches the reserve
@@ -24,7 +25,8 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
 
@@ -36,27 +38,6 @@ SEND_BUFFER_BYTES = 128 * 1024
 24 kHz audio on loopback, measured), all of which a client that never reads takes before the write
 timeout can start; 128 KiB (the kernel doubles it) is still seconds of audio, far above what streaming
 audio needs in flight, and a client that stops reading stalls after about 5 s of audio."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The connection limits of the `servers` settings (docs in settings.py)."""
-
-    max_connections: int = 32
-    max_connections_per_client: int = 8
-    idle_timeout_s: float = 30.0
-    read_timeout_s: float = 10.0
-    write_timeout_s: float = 15.0
-    max_request_s: float = 300.0
-    file_reserve: int = 64
-
-    @classmethod
-    def from_settings(cls, servers) -> Limits:
-        """From a ServersSettings."""
-        return cls(
-            servers.max_connections, servers.max_connections_per_client, servers.idle_timeout_s,
-            servers.read_timeout_s, servers.write_timeout_s, servers.max_request_s, servers.file_reserve,
-        )  # fmt: skip
 
 
 class ThrottledLog:
@@ -129,7 +110,7 @@ def _open_file_count() -> int:
 class ConnectionGate:
     """The open connections of one server: at most `max_connections`, `max_per_client` per address."""
 
-    def __init__(self, server: str, limits: Limits, files: FileBudget):
+    def __init__(self, server: str, limits: ServersSettings, files: FileBudget):
         self.server = server
         self.limits = limits
         self.files = files

@@ -19,11 +19,12 @@ import socket
 from wyoming.error import Error
 from wyoming.event import write_event
 
-from qwen3tts.servers.limits import ConnectionGate, FileBudget, Limits, Listener
+from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
 from qwen3tts.servers.streams import StreamPool
 from qwen3tts.servers.wyoming_connection import WyomingHandler
 from qwen3tts.servers.wyoming_info import wyoming_info
 from qwen3tts.servers.wyoming_zeroconf import Announcement, instance_name
+from qwen3tts.settings import ServersSettings
 
 SHUTDOWN_S = 3.0
 
@@ -36,24 +37,22 @@ def _refuse(conn: socket.socket, reason: str) -> None:
     conn.shutdown(socket.SHUT_WR)
 
 
-async def start_wyoming(sock: socket.socket, pool: StreamPool, config, files: FileBudget):
+async def start_wyoming(sock: socket.socket, pool: StreamPool, config: ServersSettings, files: FileBudget):
     """Serve Wyoming on an already bound socket with the `servers` settings `config`; returns the
     coroutine function that stops it (the socket is bound by the caller, so a busy port fails at start)."""
-    limits, max_bytes = Limits.from_settings(config), config.max_body_bytes
     handlers: set[WyomingHandler] = set()
 
     async def connected(conn: socket.socket, client: str) -> None:
-        reader, writer = await asyncio.open_connection(sock=conn, limit=max_bytes)
+        reader, writer = await asyncio.open_connection(sock=conn, limit=config.max_body_bytes)
         # The info is built per connection: the registered voices may have changed on SIGHUP.
-        handler = WyomingHandler(reader, writer, pool, wyoming_info(pool.offer).event(), limits, max_bytes,
-                                 client)  # fmt: skip
+        handler = WyomingHandler(reader, writer, pool, wyoming_info(pool.offer).event(), config, client)
         handlers.add(handler)
         try:
             await handler.run()
         finally:
             handlers.discard(handler)
 
-    listener = Listener(sock, ConnectionGate("wyoming", limits, files), connected, _refuse)
+    listener = Listener(sock, ConnectionGate("wyoming", config, files), connected, _refuse)
     listener.start()
     announcement = None
     if config.wyoming.zeroconf:

@@ -26,10 +26,11 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts.errors import RequestError
-from qwen3tts.servers.limits import Limits, ThrottledLog
+from qwen3tts.servers.limits import ThrottledLog
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
 from qwen3tts.servers.streams import Busy, InvalidField, SpeechStream, StreamPool
 from qwen3tts.servers.wyoming_events import BadEvent, EventTimeout, read_event, speakable
+from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
 ENDINGS = ThrottledLog(log, interval_s=10.0, level=logging.INFO)
@@ -67,13 +68,13 @@ class ClientStalled(ConnectionError):
 class WyomingHandler(AsyncEventHandler):
     """One client connection: a reader task (events in), a worker task (audio out, in order), one ending."""
 
-    def __init__(self, reader, writer, pool: StreamPool, info_event: Event, limits: Limits, max_bytes: int,
+    def __init__(self, reader, writer, pool: StreamPool, info_event: Event, limits: ServersSettings,
                  client: str = "?"):  # fmt: skip
         super().__init__(reader, writer)
         self.pool = pool
         self.info_event = info_event
         self.limits = limits
-        self.max_bytes = max_bytes
+        self.max_bytes = limits.max_body_bytes
         self.client = client
         self._work: asyncio.Queue[Work] = asyncio.Queue()
         self._working = False

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import textwrap
 
-from qwen3tts.servers.limits import ConnectionGate, FileBudget, Limits, Listener, ThrottledLog
+from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener, ThrottledLog
+from qwen3tts.settings import ServersSettings
 
 
 class Clock:
@@ -49,7 +50,8 @@ class Files:
 
 
 def test_the_gate_caps_connections_per_server_and_per_client_and_releases_them():
-    gate = ConnectionGate("wyoming", Limits(max_connections=3, max_connections_per_client=2), Files(1024, 64))
+    caps = ServersSettings(max_connections=3, max_connections_per_client=2)
+    gate = ConnectionGate("wyoming", caps, Files(1024, 64))
     for client in ("10.0.0.1", "10.0.0.1", "10.0.0.2"):
         assert gate.refusal(10, client) is None
         gate.admit(client)
@@ -74,7 +76,7 @@ def test_the_file_budget_raises_the_soft_limit_toward_what_the_servers_may_use()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-async def _serve_and_connect(limits: Limits, clients: int) -> tuple[list[bytes], int]:
+async def _serve_and_connect(limits: ServersSettings, clients: int) -> tuple[list[bytes], int]:
     listening = socket.create_server(("127.0.0.1", 0))
     listening.setblocking(False)
     release = asyncio.Event()
@@ -102,7 +104,7 @@ async def _serve_and_connect(limits: Limits, clients: int) -> tuple[list[bytes],
 
 def test_connections_over_the_cap_are_told_why_and_closed_at_once():
     answers, held = asyncio.run(
-        _serve_and_connect(Limits(max_connections=3, max_connections_per_client=10), 6)
+        _serve_and_connect(ServersSettings(max_connections=3, max_connections_per_client=10), 6)
     )
     assert held == 3
     assert answers == [b"refused: 3 connections are open (servers.max_connections)\n"] * 3  # then EOF
@@ -111,7 +113,8 @@ def test_connections_over_the_cap_are_told_why_and_closed_at_once():
 FLOOD = textwrap.dedent(
     """
     import asyncio, logging, resource, socket, sys
-    from qwen3tts.servers.limits import ConnectionGate, FileBudget, Limits, Listener
+    from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
+    from qwen3tts.settings import ServersSettings
 
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
@@ -119,7 +122,7 @@ FLOOD = textwrap.dedent(
     async def main():
         listening = socket.create_server(("127.0.0.1", 0), backlog=200)
         listening.setblocking(False)
-        gate = ConnectionGate("flood", Limits(max_connections=1000, max_connections_per_client=1000),
+        gate = ConnectionGate("flood", ServersSettings(max_connections=1000, max_connections_per_client=1000),
                               FileBudget(reserve=0, wanted_connections=0))
         async def hold(conn, client):
             await asyncio.sleep(3600)
