@@ -300,6 +300,11 @@ class WyomingServerSettings:
     """TCP port (wyoming-piper's is 10200 too). Default 10200."""
     allow_network: bool = False
     """Permit a non-loopback bind; Wyoming has no authentication: firewall the port. Default false."""
+    zeroconf: bool = True
+    """Announce the server over mDNS (`_wyoming._tcp`) on the bound address, so Home Assistant offers to
+    add it; a loopback bind is announced on loopback only. Default true."""
+    zeroconf_name: str | None = None
+    """Instance name in the announcement; unique on the network. Default none: qwen3tts-<host name>."""
 
 
 @dataclass(frozen=True)

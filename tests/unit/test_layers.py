@@ -119,6 +119,7 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "sounddevice": ("appliance/audio/alsa.py",),
     "sdnotify": ("appliance/systemd/notify.py",),
     "wyoming": ("servers",),
+    "zeroconf": ("servers",),
     "starlette": ("servers",),
     "uvicorn": ("servers",),
     "prometheus_client": ("servers",),

@@ -8,7 +8,7 @@ servers disabled (the default) there is no loop and no thread.
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
     streams.py  StreamPool (slots, validation) and SpeechStream (one request: pieces -> engine handles)
     limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
-    wyoming.py  the Wyoming server (Home Assistant)
+    wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
     http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
                 page (status_page.py); encoding.py the response formats
 """
@@ -155,7 +155,7 @@ async def _start(servers: Servers, name: str, sock: socket.socket, token: str | 
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 
-        servers._closers.append(await start_wyoming(sock, servers.pool, config.max_body_bytes))
+        servers._closers.append(await start_wyoming(sock, servers.pool, config, files))
         servers.wyoming_port = port
     else:
         from qwen3tts.servers.http import start_http
