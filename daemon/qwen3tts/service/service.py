@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcer import Announcer
@@ -27,13 +26,13 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Status
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import Offer, RecentEvents, start_servers
+from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
@@ -101,7 +100,8 @@ class Service:
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
         engine.start()
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
-        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=self)
+        console = Console(self)  # the status page's view of the appliance
+        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
         self.supervisor.start("audio", self.playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
@@ -189,21 +189,6 @@ class Service:
         self._publish(status)
         thermal = self.thermal.decision.notify_status() if self.thermal and self.thermal.decision else ""
         self.notifier.status(f"{status.state}; queue={status.queue_depth}; {thermal}".rstrip("; "))
-
-    # ---- the status page (servers/status_page.py Console; called on the servers' thread) ----
-
-    def console_status(self) -> dict:
-        current = self.announcer.current
-        playing = current and {"id": current.id, "text": current.text, "priority": current.priority.label}
-        return {**asdict(self.status()), "queue": self.announcer.queue.ids(), "current": playing or None}
-
-    def recent_events(self) -> list[dict]:
-        return self.events.list()
-
-    def announce(self, text: str, voice: str | None, priority) -> str:
-        ann = self.mqtt.intake.policy.admit(Say(text=text, voice=voice, priority=priority), time.time())
-        self.announcer.enqueue(ann)
-        return ann.id
 
     def _figures(self):
         """/metrics and /healthz: called on the servers' thread, reads only."""
