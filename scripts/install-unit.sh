@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=/opt/qwen3tts
 
-apt-get install -y -qq python3-venv libportaudio2 >/dev/null
+# procps: /bin/kill for the unit's ExecReload=; udev: the `render` group of SupplementaryGroups= (as the
+# Debian package depends on them)
+apt-get install -y -qq python3-venv libportaudio2 libasound2 procps udev >/dev/null
 mkdir -p "$PREFIX"
 tar --exclude=./.venv --exclude=./var --exclude=./.git -cf - . | tar -C "$PREFIX" -xf -
 python3 -m venv "$PREFIX/.venv"
