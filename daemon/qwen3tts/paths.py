@@ -17,6 +17,10 @@ from pathlib import Path
 from qwen3tts.settings import Settings
 
 APP = "qwen3tts"
+SYSTEM_CONFIG = Path("/etc/qwen3tts/qwen3tts.yaml")
+"""The installed appliance's configuration (the Debian package's conffile, scripts/install-unit.sh's copy)."""
+SERVICE_DIRS = {"STATE_DIRECTORY": "/var/lib/qwen3tts", "CACHE_DIRECTORY": "/var/cache/qwen3tts"}
+"""What the unit's StateDirectory=/CacheDirectory= give the service, for root's commands beside it."""
 TINY_BUNDLE = "bundle-tiny"
 """Name of the embedded random bundle inside the state directory (`run --embedded` builds it there)."""
 
@@ -34,6 +38,26 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 def default_bundle(environ: Mapping[str, str] | None = None) -> Path:
     """The embedded tiny bundle's one location; no other path ever gets random weights built into it."""
     return state_dir(environ) / TINY_BUNDLE
+
+
+def default_config(
+    environ: dict[str, str] | None = None, system_config: Path = SYSTEM_CONFIG, is_root: bool | None = None
+) -> Path | None:
+    """The configuration a command without --config reads: $QWEN3TTS_CONFIG, else the installed file.
+
+    So `sudo qwen3tts doctor` on an appliance checks what the service runs with, not the defaults: the
+    installed file when it exists; and for root (who shares the service's state and cache) the unit's
+    directories, unless the environment names its own. None (defaults only) on a development checkout.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("QWEN3TTS_CONFIG"):
+        return Path(environ["QWEN3TTS_CONFIG"])
+    if not system_config.is_file():
+        return None
+    if os.geteuid() == 0 if is_root is None else is_root:
+        for key, path in SERVICE_DIRS.items():
+            environ.setdefault(key, path)
+    return system_config
 
 
 def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = None) -> Settings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen3tts.paths import cache_dir, default_bundle, state_dir, with_default_paths
+from qwen3tts.paths import cache_dir, default_bundle, default_config, state_dir, with_default_paths
 from qwen3tts.settings import Settings
 from qwen3tts.settings_loader import build
 
@@ -32,3 +32,28 @@ def test_empty_paths_get_their_defaults_and_configured_ones_stay():
     assert resolved.audio.wav_dir == Path("/srv/wav")
     assert resolved.cache.phrase_dir == Path("/var/cache/qwen3tts/phrases")
     assert all(p.is_absolute() for p in (resolved.model.bundle, resolved.announcements.spool_dir))
+
+
+def test_without_config_the_environment_then_the_installed_file_then_none(tmp_path):
+    installed = tmp_path / "qwen3tts.yaml"
+    assert default_config({}, installed, is_root=False) is None  # a development checkout
+    installed.write_text("{}\n")
+    assert default_config({}, installed, is_root=False) == installed
+    named = {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}
+    assert default_config(named, installed, is_root=True) == tmp_path / "other.yaml"
+    assert "STATE_DIRECTORY" not in named  # an explicit file: the environment stays as it is
+
+
+def test_root_with_the_installed_file_shares_the_services_directories_unless_told_otherwise(tmp_path):
+    installed = tmp_path / "qwen3tts.yaml"
+    installed.write_text("{}\n")
+    environ: dict[str, str] = {}
+    default_config(environ, installed, is_root=True)
+    assert state_dir(environ) == Path("/var/lib/qwen3tts")
+    assert cache_dir(environ) == Path("/var/cache/qwen3tts")
+    own = {"STATE_DIRECTORY": str(tmp_path / "state")}
+    default_config(own, installed, is_root=True)
+    assert state_dir(own) == tmp_path / "state"
+    user: dict[str, str] = {"HOME": str(tmp_path)}
+    default_config(user, installed, is_root=False)
+    assert state_dir(user) == tmp_path / ".local/state/qwen3tts"

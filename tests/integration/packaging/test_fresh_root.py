@@ -67,11 +67,8 @@ def unit_property(box, name: str) -> str:
 
 
 def doctor(box) -> tuple[int, dict]:
-    result = box.run(
-        ["qwen3tts", "--config", CONFFILE, "doctor", "--json", "--timeout", "1"],
-        check=False,
-        env=AS_THE_SERVICE,
-    )
+    """`sudo qwen3tts doctor` as README.Debian says: root's command finds the conffile and the unit's paths."""
+    result = box.run(["qwen3tts", "doctor", "--json", "--timeout", "1"], check=False)
     assert result.returncode in (0, 1), result.stderr[-2000:]
     return result.returncode, json.loads(result.stdout)
 
@@ -124,6 +121,12 @@ def test_the_installed_unit_is_the_checkouts_with_the_packages_paths(box):
 def test_the_conffile_asks_for_an_explicit_bundle(box):
     effective = box.run(["qwen3tts", "--config", CONFFILE, "config"], env=AS_THE_SERVICE).stdout
     assert re.search(rf"^  bundle: {BUNDLE}$", effective, flags=re.M), effective[:1500]
+
+
+def test_root_without_config_reads_the_conffile_and_the_services_paths(box):
+    effective = box.run(["qwen3tts", "config"]).stdout
+    assert re.search(rf"^  bundle: {BUNDLE}$", effective, flags=re.M), effective[:1500]
+    assert re.search(r"^  spool_dir: /var/lib/qwen3tts/spool$", effective, flags=re.M), effective[:3000]
 
 
 def test_without_a_bundle_doctor_names_it_and_says_how_to_build_one(box):
