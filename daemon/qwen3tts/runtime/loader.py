@@ -62,6 +62,7 @@ def engine_config(settings: Settings, codec_chunks: tuple[int, ...]) -> EngineCo
         repetition_penalty=engine.repetition_penalty,
         subtalker_temperature=engine.subtalker_temperature,
         subtalker_top_k=engine.subtalker_top_k,
+        subtalker_top_p=engine.subtalker_top_p,
     )
     return EngineConfig(
         max_num_seqs=engine.max_num_seqs,
