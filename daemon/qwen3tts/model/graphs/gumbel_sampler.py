@@ -93,7 +93,9 @@ class GumbelTopKSampler:
             "temperature": self.temperature.output(0),
             "top_p": self.top_p.output(0),
         }
-        return _branch(self.any_filter.output(0), _filtered_sample(self.vocab_size), _unfiltered_sample, inputs)
+        return _branch(
+            self.any_filter.output(0), _filtered_sample(self.vocab_size), _unfiltered_sample, inputs
+        )
 
 
 def _filtered_sample(vocab_size: int):
@@ -142,7 +144,8 @@ def _branch(condition: ov.Output, then_build, else_build, inputs: dict[str, ov.O
     bodies = []
     for build in (then_build, else_build):
         params = {
-            name: ops.parameter(value.get_partial_shape(), value.get_element_type()) for name, value in inputs.items()
+            name: ops.parameter(value.get_partial_shape(), value.get_element_type())
+            for name, value in inputs.items()
         }
         bodies.append((ov.Model([ops.result(build(params))], list(params.values())), params))
     (then_body, then_params), (else_body, else_params) = bodies
