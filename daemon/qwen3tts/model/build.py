@@ -24,6 +24,7 @@ from qwen3tts import __version__
 from qwen3tts.errors import BundleError
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
+from qwen3tts.model.codec_storage import reference_decode, remove_reference, write_codec_graphs
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,12 @@ def build_bundle(
     if "bf16-tail" in codec_variants:
         from qwen3tts.model.codec_gate import build_bf16_tail
 
-        with stages("codec bf16-tail variant (SNR gate)"):
-            variant = build_bf16_tail(work_dir, checkpoint.spec.codec, codec_chunks, stages.report)
+        with stages("codec bf16-tail variant (SNR gate against the f32 decode)"):
+            spec, chunk = checkpoint.spec.codec, max(codec_chunks)
+            reference = lambda codes: reference_decode(ov.Core(), work_dir, spec, chunk, codes)  # noqa: E731
+            variant = build_bf16_tail(work_dir, spec, codec_chunks, stages.report, reference)
             variants += [variant] if variant else []
+    remove_reference(work_dir)
     with stages("tables and tokenizer"):
         _write_tables(checkpoint, work_dir, policy["tables"])
         _copy_tokenizer(checkpoint.path, work_dir / layout.TOKENIZER_DIR)
@@ -109,7 +113,6 @@ def build_bundle(
 
 def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chunks, stages) -> None:
     from qwen3tts.model.graphs.code_predictor import build_code_predictor
-    from qwen3tts.model.graphs.codec import build_codec_frames, build_codec_samples
     from qwen3tts.model.graphs.talker import build_talker
 
     spec, weights = checkpoint.spec, checkpoint.weights
@@ -120,13 +123,10 @@ def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chu
         model = build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
         path = out / layout.CODE_PREDICTOR_XML
         policy["code_predictor"] = _save(model, path, policy["code_predictor"], stages.report)
-    with stages("codec frame part graph"):
-        model = build_codec_frames(spec.codec, checkpoint.codec_weights)
-        _save(model, out / layout.CODEC_FRAMES_XML, policy["codec"])
-    for frames in chunks:
-        with stages(f"codec sample part graph ({frames} frames)"):
-            model = build_codec_samples(spec.codec, checkpoint.codec_weights, frames)
-            _save(model, out / layout.codec_samples_xml(frames), policy["codec"])
+    with stages("codec graphs (stored precision gated against the f32 decode)"):
+        policy["codec"] = write_codec_graphs(
+            spec.codec, checkpoint.codec_weights, out, chunks, policy["codec"], stages.report
+        )
     if spec.speaker_encoder is not None:
         from qwen3tts.model.graphs.speaker_encoder import build_speaker_encoder
 
