@@ -23,6 +23,8 @@ from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.native import load_library, replace_int8_matmuls
+from qwen3tts.runtime.native_plan import choose_native
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
@@ -89,8 +91,9 @@ def load_runtime(
     prefs = preference_lists(settings.devices)
     plan = DevicePlan()
 
+    native = _native_kernels(compiler, prefs, plan)
     # The PagedAttention conversion runs at every start: a converted IR does not load back.
-    talker_model = to_paged(compiler.read(bundle_dir / layout.TALKER_XML))
+    talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
     talker, plan.placements["talker"] = compiler.compile(
         "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
     )
@@ -102,8 +105,9 @@ def load_runtime(
             lambda: warm_up_talker(talker, spec.talker.hidden_size),
         )
     }
+    predictor_model = native("code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML))
     predictor, plan.placements["code_predictor"] = compiler.compile(
-        "code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML), prefs["code_predictor"]
+        "code_predictor", predictor_model, prefs["code_predictor"]
     )
     released["code_predictor"] = _settle_on_cpu(
         plan,
@@ -149,11 +153,35 @@ def _weight_files(xml: Path, cache_dir: Path | None) -> list[Path]:
 def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
     """Warm a CPU-placed graph up and release its weight file's pages (runtime/warm_up.py).
 
-    Other plugins copy the weights to their device at compile; their files are not ours to judge.
+    Other plugins copy the weights to their device at compile; their files are not ours to judge. The
+    native op reads its INT8 weights from the mapped file at every step: those pages stay.
     """
     if base_device(plan.device(component)) != "CPU":
         return 0
-    return settle(component, weight_files, warm_up)
+    return settle(component, [] if component in plan.native else weight_files, warm_up)
+
+
+def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
+    """A function (component, model) -> model with the native op in it where native_plan chose it;
+    records the choice in `plan.native` and logs it once."""
+    devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
+    if devices.native_kernels != "never" and devices.inference_precision != "f32":
+        library = load_library(devices.native_library, compiler.core)
+    choice = choose_native(devices, library and library.isa, prefs, compiler.available)
+    if choice.components:
+        names = ", ".join(sorted(choice.components))
+        log.info("native kernels (%s) for %s: %s", library.isa, names, choice.why)
+    else:
+        log.info("native kernels: not used (%s)", choice.why)
+
+    def rewrite(component: str, model):
+        if component in choice.components:
+            replaced = replace_int8_matmuls(model, library)
+            plan.native[component] = library.isa
+            log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
+        return model
+
+    return rewrite
 
 
 # Prompt positions beyond one per text character: chat template, speaker / language / codec control

@@ -1,0 +1,75 @@
+// Matrix products with 8-bit weights: the arithmetic of the CompressedMatMul op.
+//
+//   y[m, n] = scale[n] * sum over groups g of  xs[m, g] * (sum_{k in g} w[n, k] * xq[m, k])
+//
+// w is the INT8_SYM weight matrix nncf stores (one f32 scale per output channel). The activations x are
+// quantized to int16 per group of kGroup input channels (xq = round(x / xs), xs = max|x| / 32767): the
+// products of a group then sum exactly in int32, whatever the instruction set. That costs at most
+// max|x in the group| / 65534 per activation, about 1/250 of what the INT8 weights already cost.
+//
+// The f32 part has one fixed order on every CPU, so that every kernel set returns bit-identical
+// results: the integer products go into 8 lanes (lane j takes input channels k with (k - g0) mod 16 in
+// {2j, 2j+1}, g0 the group's first channel: what vpmaddwd does on 256 bits); after each group, lane j
+// adds float(its integer sum) * xs[m, g] to its f32 sum (a multiply, then an add: never fused); at the
+// end the 8 lanes are added as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+#pragma once
+
+#include <cstdint>
+
+namespace qwen3tts::native {
+
+constexpr int64_t kGroup = 128;  // input channels per activation scale (a multiple of 32)
+constexpr int64_t kBlock = 4;    // output channels per kernel call (they share each load of x)
+constexpr int64_t kLanes = 8;    // the arithmetic's integer / f32 lanes (above)
+
+struct Int8Matrix {
+    const int8_t* data;  // [rows, cols], row-major: one output channel per row
+    const float* scale;  // [rows]
+    int64_t rows;        // N: output channels
+    int64_t cols;        // K: input channels
+};
+
+struct QuantizedRows {
+    const int16_t* values;  // [rows, cols]
+    const float* scales;    // [rows, groups]
+    int64_t rows;           // M
+    int64_t cols;           // K
+    int64_t groups;         // ceil(K / kGroup)
+};
+
+inline int64_t num_groups(int64_t cols) { return (cols + kGroup - 1) / kGroup; }
+
+// xq and xs of x [rows, cols] f32 (kernels_generic.cpp: plain x86-64, the same on every machine).
+void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, float* scales);
+
+// out[i * kBlock + r] = the sum above (without scale[n]) of the kBlock weight rows r (ldw apart) with
+// `m` (1 or 2) rows i of x starting at `row`. For many rows of x: each load of x serves four weight rows.
+using BlockDot = void (*)(const int8_t* w, int64_t ldw, const QuantizedRows& x, int64_t row, int m, float* out);
+
+// out[i] = the same for ONE weight row and `m` (1 or 2) rows of x. For one or two rows of x (decode
+// steps): the weights are read as one sequential stream, prefetched ahead, which is what keeps a
+// core at its memory bandwidth here (four interleaved row streams measured half of it on Zen 1).
+using RowDot = void (*)(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out);
+
+struct KernelSet {
+    const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"
+    int64_t cols_multiple;  // K must be a multiple of this for the kernels (else the generic set runs)
+    BlockDot block_dot;
+    RowDot row_dot;
+};
+
+// Bytes ahead of the current weight that the streaming kernel prefetches (into the next rows).
+constexpr int64_t kPrefetchBytes = 1024;
+
+// Defined in kernels_<isa>.cpp; each file is compiled with its own -m flags and only called on a CPU
+// that reports those instructions (dispatch.cpp).
+const KernelSet& generic_kernels();
+const KernelSet& avx2_kernels();
+const KernelSet& avx_vnni_kernels();
+const KernelSet& avx512_kernels();
+const KernelSet& avx512_vnni_kernels();
+
+// One output channel in the same arithmetic (matrix ends that do not fill a block): the reference.
+float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row);
+
+}  // namespace qwen3tts::native
