@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             with np.load(args.golden / case["file"]) as data:
                 golden = {name: data[name] for name in data.files}
             results += measure_case(case, golden, Path(work), core, native)
-    command = "python -m qwen3tts.bench.fidelity" + (" " + " ".join(argv) if argv else "")
+    given = sys.argv[1:] if argv is None else argv
+    command = "python -m qwen3tts.bench.fidelity" + (" " + " ".join(given) if given else "")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(markdown(results, command))
