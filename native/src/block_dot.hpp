@@ -98,10 +98,11 @@ void row_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* o
 
 template <typename V>
 void row_dot(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out) {
-    if (m == 2) {
-        row_dot_rows<V, 2>(w, x, row, out);
-    } else {
-        row_dot_rows<V, 1>(w, x, row, out);
+    switch (m) {
+        case 4: row_dot_rows<V, 4>(w, x, row, out); break;
+        case 3: row_dot_rows<V, 3>(w, x, row, out); break;
+        case 2: row_dot_rows<V, 2>(w, x, row, out); break;
+        default: row_dot_rows<V, 1>(w, x, row, out); break;
     }
 }
 

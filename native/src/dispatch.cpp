@@ -34,10 +34,13 @@ void output_rows(const KernelSet& kernels, const QuantizedRows& x, const Int8Mat
                  int64_t n_end, float* y) {
     const int64_t K = w.cols, N = w.rows;
     float out[2 * kBlock];
-    if (x.rows <= 2) {  // decode steps: stream the weight rows one after the other
+    if (x.rows <= kStreamRowsMax) {  // decode steps: stream the weight rows one after the other
         for (int64_t n = n_begin; n < n_end; ++n) {
-            kernels.row_dot(w.data + n * K, x, 0, static_cast<int>(x.rows), out);
-            for (int64_t m = 0; m < x.rows; ++m) y[m * N + n] = out[m] * w.scale[n];
+            for (int64_t m = 0; m < x.rows; m += kRowDotRows) {  // a row's later passes read it from L1
+                const int rows = static_cast<int>(std::min<int64_t>(kRowDotRows, x.rows - m));
+                kernels.row_dot(w.data + n * K, x, m, rows, out);
+                for (int i = 0; i < rows; ++i) y[(m + i) * N + n] = out[i] * w.scale[n];
+            }
         }
         return;
     }

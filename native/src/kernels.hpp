@@ -46,7 +46,7 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, 
 // `m` (1 or 2) rows i of x starting at `row`. For many rows of x: each load of x serves four weight rows.
 using BlockDot = void (*)(const int8_t* w, int64_t ldw, const QuantizedRows& x, int64_t row, int m, float* out);
 
-// out[i] = the same for ONE weight row and `m` (1 or 2) rows of x. For one or two rows of x (decode
+// out[i] = the same for ONE weight row and `m` (1 to kRowDotRows) rows of x. For few rows of x (decode
 // steps): the weights are read as one sequential stream, prefetched ahead, which is what keeps a
 // core at its memory bandwidth here (four interleaved row streams measured half of it on Zen 1).
 using RowDot = void (*)(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out);
@@ -60,6 +60,8 @@ struct KernelSet {
 
 // Bytes ahead of the current weight that the streaming kernel prefetches (into the next rows).
 constexpr int64_t kPrefetchBytes = 1024;
+constexpr int kRowDotRows = 4;  // rows of x one RowDot call takes
+constexpr int64_t kStreamRowsMax = 16;  // up to this many rows of x the weights are streamed (RowDot)
 
 // Defined in kernels_<isa>.cpp; each file is compiled with its own -m flags and only called on a CPU
 // that reports those instructions (dispatch.cpp).

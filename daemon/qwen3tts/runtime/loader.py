@@ -92,19 +92,25 @@ def load_runtime(
     plan = DevicePlan()
 
     native = _native_kernels(compiler, prefs, plan)
+    released = {}
     # The PagedAttention conversion runs at every start: a converted IR does not load back.
     talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
     talker, plan.placements["talker"] = compiler.compile(
         "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
     )
-    released = {
-        "talker": _settle_on_cpu(
-            plan,
-            "talker",
-            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
-            lambda: warm_up_talker(talker, spec.talker.hidden_size),
-        )
-    }
+    released["talker"] = _settle_on_cpu(
+        plan,
+        "talker",
+        [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+        lambda: warm_up_talker(talker, spec.talker.hidden_size),
+    )
+    # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
+    # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
+    # the talker alone (docs/benchmarks.md, memory).
+    codec, released["codec"] = _compile_codec(
+        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
+    )
+    cached_before = _cached_files(settings.model.cache_dir)
     predictor_model = native("code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML))
     predictor, plan.placements["code_predictor"] = compiler.compile(
         "code_predictor", predictor_model, prefs["code_predictor"]
@@ -112,11 +118,8 @@ def load_runtime(
     released["code_predictor"] = _settle_on_cpu(
         plan,
         "code_predictor",
-        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir),
+        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
         lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
-    )
-    codec, released["codec"] = _compile_codec(
-        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
     )
     num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
@@ -144,21 +147,27 @@ def load_runtime(
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder, released)
 
 
-def _weight_files(xml: Path, cache_dir: Path | None) -> list[Path]:
-    """Where a graph's weights are mapped from: its .bin, or a blob of the compile cache (the codec's
-    blobs are not there yet when the code predictor settles)."""
-    return [xml.with_suffix(".bin")] + ([Path(cache_dir)] if cache_dir else [])
+def _cached_files(cache_dir: Path | None) -> set[Path]:
+    return mapped_files(Path(cache_dir)) if cache_dir else set()
+
+
+def _weight_files(xml: Path, cache_dir: Path | None, cached_before: set[Path]) -> list[Path]:
+    """Where a graph's weights are mapped from: its .bin, or the compile-cache blobs mapped since its
+    read began (the codec's, mapped and released before, would only be counted twice)."""
+    return [xml.with_suffix(".bin"), *sorted(_cached_files(cache_dir) - cached_before)]
 
 
 def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
     """Warm a CPU-placed graph up and release its weight file's pages (runtime/warm_up.py).
 
     Other plugins copy the weights to their device at compile; their files are not ours to judge. The
-    native op reads its INT8 weights from the mapped file at every step: those pages stay.
+    native op reads its INT8 weights from the mapped file at every step: those pages fault back in at
+    the first steps (from the page cache), the rest (tables read at compile, a copy a compile-cache
+    blob duplicates) stay out.
     """
     if base_device(plan.device(component)) != "CPU":
         return 0
-    return settle(component, [] if component in plan.native else weight_files, warm_up)
+    return settle(component, weight_files, warm_up)
 
 
 def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
@@ -229,8 +238,7 @@ def _compile_codec(
         compiler.warm_up("codec", codec.warm_up)
         log.info("codec: warmed up on %s", plan.device("codec"))
         return codec, 0
-    # the codec's own compile-cache blobs: those mapped since its compile began (the code predictor's
-    # were released already and would only be counted twice)
+    # the codec's own compile-cache blobs: those mapped since its compile began
     blobs = (mapped_files(cache_dir) - cached_before) if cache_dir else set()
     xmls = [*([frames_xml] if frames_xml else []), *chunk_xmls.values()]
     files = [(bundle_dir / xml).with_suffix(".bin") for xml in xmls] + sorted(blobs)

@@ -32,15 +32,14 @@ def runtimes(tiny_models):
     }
 
 
-def test_always_puts_both_int8_graphs_on_the_native_kernels_and_keeps_their_pages(runtimes):
+def test_always_puts_both_int8_graphs_on_the_native_kernels(runtimes):
     native, plugin = runtimes["always"], runtimes["never"]
     isa = next(iter(native.plan.native.values()))
     assert native.plan.native == {"talker": isa, "code_predictor": isa}
     assert "INT8 MatMuls on native" in native.plan.describe()
     assert plugin.plan.native == {} and "native" not in plugin.plan.describe()
-    # the op reads the INT8 weights from the mapped file at every step: nothing is given back
-    assert native.released_weight_bytes["talker"] == 0 == native.released_weight_bytes["code_predictor"]
-    assert plugin.released_weight_bytes["talker"] > 0
+    # the warm-up gives the weight files' pages back either way (the op faults its weights back in)
+    assert native.released_weight_bytes["talker"] > 0 and plugin.released_weight_bytes["talker"] > 0
 
 
 def test_an_explicit_f32_precision_keeps_the_plugin_even_when_always_is_set(tiny_models):
