@@ -2,7 +2,7 @@
 // Building this file needs only a compiler that knows the flags, never an AVX-512 CPU.
 #include <immintrin.h>
 
-#include "block_dot.hpp"
+#include "dot_kernels.hpp"
 #include "simd_avx512.hpp"
 
 namespace qwen3tts::native {
@@ -12,7 +12,7 @@ struct Avx512 : Avx512Base {
     static reg dot(reg acc, reg a, reg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
 };
 
-const KernelSet kAvx512{"avx512", Avx512::kStep, block_dot<Avx512>, row_dot<Avx512>};
+const KernelSet kAvx512{"avx512", Avx512::kStep, row_dot<Avx512>, panel_dot};
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 // -mavx512f -mavx512bw -mavx512vnni, called only where the CPU and the OS report all three).
 #include <immintrin.h>
 
-#include "block_dot.hpp"
+#include "dot_kernels.hpp"
 #include "simd_avx512.hpp"
 
 namespace qwen3tts::native {
@@ -12,7 +12,7 @@ struct Avx512Vnni : Avx512Base {
     static reg dot(reg acc, reg a, reg b) { return _mm512_dpwssd_epi32(acc, a, b); }
 };
 
-const KernelSet kAvx512Vnni{"avx512_vnni", Avx512Vnni::kStep, block_dot<Avx512Vnni>, row_dot<Avx512Vnni>};
+const KernelSet kAvx512Vnni{"avx512_vnni", Avx512Vnni::kStep, row_dot<Avx512Vnni>, panel_dot};
 
 }  // namespace
 

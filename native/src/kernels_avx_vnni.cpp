@@ -2,7 +2,7 @@
 // compiled with -mavx2 -mavxvnni, called only where the CPU reports AVX-VNNI).
 #include <immintrin.h>
 
-#include "block_dot.hpp"
+#include "dot_kernels.hpp"
 #include "simd_avx2.hpp"
 
 namespace qwen3tts::native {
@@ -12,7 +12,7 @@ struct AvxVnni : Avx2Base {
     static reg dot(reg acc, reg a, reg b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
 };
 
-const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, block_dot<AvxVnni>, row_dot<AvxVnni>};
+const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, row_dot<AvxVnni>, panel_dot};
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The 256-bit integer policy shared by kernels_avx2.cpp and kernels_avx_vnni.cpp (block_dot.hpp's V,
+// The 256-bit integer policy shared by kernels_avx2.cpp and kernels_avx_vnni.cpp (dot_kernels.hpp's V,
 // without dot). Internal linkage: each including file gets its own copy compiled with its own flags.
 #pragma once
 

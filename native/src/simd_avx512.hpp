@@ -1,4 +1,4 @@
-// The 512-bit integer policy shared by kernels_avx512.cpp and kernels_avx512_vnni.cpp (block_dot.hpp's
+// The 512-bit integer policy shared by kernels_avx512.cpp and kernels_avx512_vnni.cpp (dot_kernels.hpp's
 // V, without dot). Internal linkage: each including file gets its own copy compiled with its own flags.
 #pragma once
 

@@ -1,5 +1,5 @@
-// BlockDot (kernels.hpp) written once over an integer SIMD policy V, for kernels_avx2.cpp,
-// kernels_avx512.cpp and their VNNI twins. Each includes this file and is compiled with its own -m
+// RowDot and PanelDot (kernels.hpp) written once, RowDot over an integer SIMD policy V, for
+// kernels_avx2.cpp, kernels_avx512.cpp and their VNNI twins. Each includes this file and is compiled with its own -m
 // flags; everything here has internal linkage (anonymous namespace), so the linker can never hand one
 // instruction set's copy to another's caller. The f32 lanes are 256-bit AVX code in every one of them.
 //
@@ -25,36 +25,6 @@ inline void lane_sums4(__m256 a, __m256 b, __m256 c, __m256 d, float* out) {
     const __m256 cd = _mm256_hadd_ps(c, d);
     const __m256 abcd = _mm256_hadd_ps(ab, cd);  // (a0+a1)+(a2+a3) ... | (a4+a5)+(a6+a7) ...
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
-}
-
-template <typename V, int M>
-void block_dot_rows(const int8_t* w, int64_t ldw, const QuantizedRows& x, int64_t row, float* out) {
-    const int64_t K = x.cols;
-    __m256 acc[M][kBlock];
-    for (int i = 0; i < M; ++i)
-        for (int r = 0; r < kBlock; ++r) acc[i][r] = _mm256_setzero_ps();
-    for (int64_t g0 = 0, g = 0; g0 < K; g0 += kGroup, ++g) {
-        const int64_t g1 = g0 + kGroup < K ? g0 + kGroup : K;
-        typename V::reg sums[M][kBlock];
-        for (int i = 0; i < M; ++i)
-            for (int r = 0; r < kBlock; ++r) sums[i][r] = V::zero();
-        for (int64_t k = g0; k < g1; k += V::kStep) {
-            typename V::reg xv[M];
-            for (int i = 0; i < M; ++i) xv[i] = V::load(x.values + (row + i) * K + k);
-            for (int r = 0; r < kBlock; ++r) {
-                const typename V::reg wv = V::widen(w + r * ldw + k);
-                for (int i = 0; i < M; ++i) sums[i][r] = V::dot(sums[i][r], wv, xv[i]);
-            }
-        }
-        for (int i = 0; i < M; ++i) {
-            const __m256 scale = _mm256_set1_ps(x.scales[(row + i) * x.groups + g]);
-            for (int r = 0; r < kBlock; ++r) {
-                const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(V::lanes8(sums[i][r])), scale);
-                acc[i][r] = _mm256_add_ps(acc[i][r], part);  // -ffp-contract=off: never fused
-            }
-        }
-    }
-    for (int i = 0; i < M; ++i) lane_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], out + i * kBlock);
 }
 
 // The same tree for one vector: hadd twice, then the two halves' first lanes.
@@ -106,12 +76,28 @@ void row_dot(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float*
     }
 }
 
-template <typename V>
-void block_dot(const int8_t* w, int64_t ldw, const QuantizedRows& x, int64_t row, int m, float* out) {
+template <int M>
+void panel_dot_rows(const float* panel, const float* x, int64_t cols, float* out) {
+    __m256 acc[M][kBlock];
+    for (int i = 0; i < M; ++i)
+        for (int r = 0; r < kBlock; ++r) acc[i][r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < cols; k += 8) {
+        __m256 xv[M];
+        for (int i = 0; i < M; ++i) xv[i] = _mm256_loadu_ps(x + i * cols + k);
+        for (int r = 0; r < kBlock; ++r) {
+            const __m256 wv = _mm256_loadu_ps(panel + r * cols + k);
+            for (int i = 0; i < M; ++i) acc[i][r] = _mm256_fmadd_ps(wv, xv[i], acc[i][r]);
+        }
+    }
+    for (int i = 0; i < M; ++i) lane_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], out + i * kBlock);
+}
+
+// (256-bit in every set: the lanes are kernels.hpp's; cols is a multiple of 8.)
+inline void panel_dot(const float* panel, const float* x, int64_t cols, int m, float* out) {
     if (m == 2) {
-        block_dot_rows<V, 2>(w, ldw, x, row, out);
+        panel_dot_rows<2>(panel, x, cols, out);
     } else {
-        block_dot_rows<V, 1>(w, ldw, x, row, out);
+        panel_dot_rows<1>(panel, x, cols, out);
     }
 }
 
