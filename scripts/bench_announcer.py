@@ -21,16 +21,21 @@ from dataclasses import replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from qwen3tts.appliance.announcer import Announcer, Voice
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.events import Event
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Say
-from qwen3tts.appliance.playback import Playback
-from qwen3tts.appliance.queue import AnnouncementQueue
-from qwen3tts.appliance.supervisor import Supervisor
+from qwen3tts.appliance.announcements.announcer import Announcer
+from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.mqtt.answers import announcement_events
+from qwen3tts.appliance.mqtt.events import Event
+from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.systemd.supervisor import Supervisor
+from qwen3tts.engine.sequence import Priority
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
+from qwen3tts.synthesis import SpeechDefaults, TextOptions
+from qwen3tts.voices.catalog import VoiceCatalog
 
 RATE = 24000
 DEVICE_BUFFER_S = 0.1
@@ -89,28 +94,31 @@ def run(args: argparse.Namespace) -> int:
         runtime = load_runtime(args.bundle, settings)
         events: list[Event] = []
         sink = RealTimeSink()
-        queue = AnnouncementQueue(Path(spool), on_change=lambda: announcer.wake())
+        queue = AnnouncementQueue(Path(spool))
         playback = Playback(sink, settings.audio, ChimeSet.from_settings(settings.audio),
                             on_end=lambda: announcer.wake())  # fmt: skip
-        speakers = list(runtime.spec.speakers)
-        voice = Voice(
-            settings.voice.voice or (speakers[0] if speakers else None), settings.voice.language, None
-        )
-        record = lambda m: events.append(m) if isinstance(m, Event) else None  # noqa: E731
-        announcer = Announcer(settings, queue, runtime.engine, playback, record, voice)
+        spec = runtime.spec
+        defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
+        catalog = VoiceCatalog(spec.speakers, spec.languages)
+        lookahead = LookAhead(runtime.engine, settings, defaults, TextOptions(), catalog)
+
+        def record(ann, event, reason, warnings) -> None:
+            events.extend(m for m in announcement_events(ann, event, reason) if isinstance(m, Event))
+
+        announcer = Announcer(settings, queue, lookahead, playback, record)
         supervisor = Supervisor(on_fatal=lambda name: sys.exit(f"worker {name} kept failing"))
         runtime.engine.start()
         supervisor.start("audio", playback.run)
         supervisor.start("announcer", announcer.run)
         try:
             lead = settings.audio.lead_in_ms / 1000
-            chime = ChimeSet.from_settings(settings.audio).for_announcement("normal", None)
+            chime = ChimeSet.from_settings(settings.audio).for_announcement(Priority.NORMAL, None)
             lead += 0 if chime is None else len(chime) / RATE
             print(
                 f"bundle {args.bundle}, look-ahead {args.lookahead:g} s, lead-in + chime {lead * 1000:.0f} ms"
             )
-            single(queue, events, sink, playback)
-            burst(queue, events, sink, args.count, lead)
+            single(announcer, events, sink, playback)
+            burst(announcer, events, sink, args.count, lead)
             stats = runtime.engine.stats()
             print(f"engine: mean_batch {stats.mean_batch:.2f}, frames/s {stats.frames_per_second:.1f}")
         finally:
@@ -120,9 +128,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def say(queue: AnnouncementQueue, ann_id: str, text: str) -> None:
-    admitted = AnnouncementPolicy(max_text_chars=10_000).admit(Say(text=text, id=ann_id), time.time())
-    queue.put(admitted.announcement)
+def say(announcer: Announcer, ann_id: str, text: str) -> None:
+    announcer.enqueue(AnnouncementPolicy(max_text_chars=10_000).admit(Say(text=text, id=ann_id), time.time()))
 
 
 def wait_finished(events: list[Event], ids: list[str], timeout: float = 1800) -> dict[str, Event]:
@@ -135,20 +142,20 @@ def wait_finished(events: list[Event], ids: list[str], timeout: float = 1800) ->
     raise TimeoutError(f"not finished within {timeout} s: {ids}")
 
 
-def single(queue, events, sink, playback) -> None:
+def single(announcer, events, sink, playback) -> None:
     before = (sink.dry, playback.underflows)
-    say(queue, "single", " ".join(SENTENCES))
+    say(announcer, "single", " ".join(SENTENCES))
     end = wait_finished(events, ["single"])["single"]
     print(f"4 sentences: queued->first_audio {end.t_first_audio - end.t_queued:.2f} s, "
           f"queued->finished {end.t_finished - end.t_queued:.2f} s, "
           f"underflows {playback.underflows - before[1]} (sink ran dry {sink.dry - before[0]})")  # fmt: skip
 
 
-def burst(queue, events, sink, count: int, lead: float) -> None:
+def burst(announcer, events, sink, count: int, lead: float) -> None:
     ids = [f"burst-{n}" for n in range(count)]
     before = sink.dry
     for n, ann_id in enumerate(ids):
-        say(queue, ann_id, f"{SENTENCES[n % 4]} {SENTENCES[(n + 1) % 4]}")
+        say(announcer, ann_id, f"{SENTENCES[n % 4]} {SENTENCES[(n + 1) % 4]}")
     done = wait_finished(events, ids)
     gaps = [done[b].t_first_audio - done[a].t_finished for a, b in itertools.pairwise(ids)]
     print(f"{count} queued: finished->next first_audio median {statistics.median(gaps) * 1000:.0f} ms, "

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import soundfile
 
 from qwen3tts.engine.sequence import Request
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
-from qwen3tts.wavfile import write_wav
 
 TEXTS = [
     "The train to Berlin leaves from platform four.",
@@ -41,7 +41,7 @@ def reference_wav(directory: Path, seconds: float = 10.0, rate: int = 16000) -> 
     envelope = 0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)  # syllable-rate loudness
     tone = envelope * sum(np.sin(2 * np.pi * 130 * k * t) / k for k in range(1, 8))
     path = directory / "reference-10s.wav"
-    write_wav(path, 0.3 * tone / np.abs(tone).max(), rate)
+    soundfile.write(str(path), 0.3 * tone / np.abs(tone).max(), rate, subtype="PCM_16")
     return path
 
 

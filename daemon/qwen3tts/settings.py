@@ -176,8 +176,10 @@ class MqttSettings:
     """Client certificate file for mutual TLS. Default none."""
     tls_key: Path | None = None
     """Client key file for mutual TLS. Default none."""
-    max_queued_messages: int = field(default=1000, metadata={"min": 1})
-    """Bound on outgoing messages buffered while disconnected. Default 1000."""
+    max_queued_messages: int = field(default=1000, metadata={"min": 200})
+    """Bound on outgoing messages not yet acknowledged by the broker (also while disconnected); reading
+    pauses at a quarter of it so no answer is dropped. At least 200 (the rest covers the answers of the
+    messages already handed over). Default 1000."""
     session_expiry: int = field(default=3600, metadata={"min": 0})
     """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
     discovery: bool = True
@@ -243,6 +245,9 @@ class AudioSettings:
     """ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
     wav_dir: Path | None = None
     """Directory for the wav sink, one file per announcement. Default null: <state>/wav."""
+    wav_realtime: bool = False
+    """Write WAV files at the speed a loudspeaker plays them (a demo, or a test that needs an announcement
+    to be still playing when the next message arrives). Default false: as fast as synthesis goes."""
     volume: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
     """Master volume, 0..1. Default 1.0."""
     muted: bool = False
@@ -258,11 +263,14 @@ class AudioSettings:
     jitter_buffer_ms: int = field(default=300, metadata={"min": 0})
     """Least audio buffered before playback starts; raised from the measured real-time factor. Default 300."""
     chime_normal: str = "default"
-    """Chime before normal announcements: default, none, or a WAV path. Default default."""
+    """Chime before normal announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
     chime_priority: str = "default"
-    """Chime before priority announcements: default, none, or a WAV path. Default default."""
+    """Chime before priority announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
     chime_emergency: str = "default"
-    """Chime before emergency announcements: default, none, or a WAV path. Default default."""
+    """Chime before emergency announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
+    30 s). Default default."""
 
 
 @dataclass(frozen=True)
@@ -303,11 +311,16 @@ class WyomingServerSettings:
     """TCP port (wyoming-piper's is 10200 too). Default 10200."""
     allow_network: bool = False
     """Permit a non-loopback bind; Wyoming has no authentication: firewall the port. Default false."""
+    zeroconf: bool = True
+    """Announce the server over mDNS (`_wyoming._tcp`) on the bound address, so Home Assistant offers to
+    add it; a loopback bind is announced on loopback only. Default true."""
+    zeroconf_name: str | None = None
+    """Instance name in the announcement; unique on the network. Default none: qwen3tts-<host name>."""
 
 
 @dataclass(frozen=True)
 class HttpServerSettings:
-    """The OpenAI-compatible HTTP API (/v1/audio/speech, /v1/voices, /healthz, /metrics)."""
+    """The OpenAI-compatible HTTP API (/v1/audio/speech, /v1/voices, /healthz, /metrics, /status)."""
 
     enabled: bool = False
     """Serve the HTTP API. Default false."""
@@ -317,6 +330,15 @@ class HttpServerSettings:
     """TCP port. Default 8080."""
     token_file: Path | None = None
     """Bearer token file, else $CREDENTIALS_DIRECTORY/http-token; needed off loopback. Default none."""
+    voice_map: tuple[str, ...] = (
+        "alloy=vivian", "echo=ryan", "fable=aiden", "onyx=uncle_fu", "nova=serena", "shimmer=ono_anna",
+    )  # fmt: skip
+    """OpenAI voice names as NAME=VOICE: a request for NAME speaks with the bundle's VOICE (a bundle voice
+    called NAME comes first; a VOICE the bundle lacks gives the default voice and a warning header).
+    Default: the six classic OpenAI voices onto CustomVoice speakers."""
+    status_page: bool = True
+    """Serve the status page at /status (state, queue, engine, events, a form to speak); same token and
+    bind rules as the API. Default true."""
 
 
 @dataclass(frozen=True)
@@ -331,6 +353,24 @@ class ServersSettings:
     """Network requests synthesised at once over both servers; more are refused as busy. Default 2."""
     max_body_bytes: int = field(default=65536, metadata={"min": 1024})
     """Largest HTTP request body or Wyoming event (header, data and payload) in bytes. Default 64 KiB."""
+    max_connections: int = field(default=32, metadata={"min": 1, "max": 4096})
+    """Open connections per server; one more is closed at once (Wyoming: after an error event). Default 32."""
+    max_connections_per_client: int = field(default=8, metadata={"min": 1, "max": 4096})
+    """Open connections per server from one client address. Default 8."""
+    idle_timeout_s: float = field(default=30.0, metadata={"min": 0.1})
+    """Seconds a connection may send nothing while nothing is synthesised for it; then it is closed
+    (Wyoming: with an error event `timeout`). Default 30 s."""
+    read_timeout_s: float = field(default=10.0, metadata={"min": 0.1})
+    """Seconds from the first byte of a Wyoming event or HTTP request to its last. Default 10 s."""
+    write_timeout_s: float = field(default=15.0, metadata={"min": 0.1})
+    """Seconds a client may take to accept written audio before it is disconnected and its synthesis
+    cancelled. Default 15 s."""
+    max_request_s: float = field(default=300.0, metadata={"min": 1.0})
+    """Longest one network request holds a synthesis slot (a Wyoming text stream: from synthesize-start);
+    then it ends with error `timeout`. Default 300 s."""
+    file_reserve: int = field(default=64, metadata={"min": 8})
+    """File handles kept free for the spool, MQTT, logs and models: a connection that would take one of
+    them is closed at once. Default 64."""
 
 
 @dataclass(frozen=True)

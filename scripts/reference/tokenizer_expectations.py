@@ -8,7 +8,7 @@ tests/unit/model/test_tokenizer.py compares our TextTokenizer against these ids.
 Usage (from the repository root):
     scripts/reference/.venv/bin/python scripts/reference/tokenizer_expectations.py
     scripts/reference/.venv/bin/python scripts/reference/tokenizer_expectations.py --tokenizer-dir DIR
-Without --tokenizer-dir the files are written by qwen3tts.model.tiny_vocab into a temporary folder.
+Without --tokenizer-dir the files are written by qwen3tts.model.tiny.vocab into a temporary folder.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def render(record: dict) -> str:
 
 def write_tiny_files(out_dir: Path) -> None:
     sys.path.insert(0, str(REPO / "daemon"))
-    from qwen3tts.model.tiny_vocab import write_tokenizer_files
+    from qwen3tts.model.tiny.vocab import write_tokenizer_files
 
     write_tokenizer_files(out_dir)
 

@@ -25,10 +25,12 @@ pytestmark = pytest.mark.e2e
 RATE = 24000
 LEAD_IN_MS, TAIL_MS = 200, 300
 SITE = "e2e"
+PACED_SHORT = {"max_frames": 30}  # 2.4 s per sentence at most: the random model runs to the cap
 
 
-def config_file(tmp_path: Path, bundle: Path, broker, **audio) -> Path:
+def config_file(tmp_path: Path, bundle: Path, broker, engine: dict | None = None, **audio) -> Path:
     sections = {
+        "engine": engine or {},
         "model": {"bundle": str(bundle)},
         "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False},
         "announcements": {"spool_dir": str(tmp_path / "spool"), "interrupted": "resume"},
@@ -165,7 +167,9 @@ def test_sigterm_drains_publishes_offline_and_exits_zero(
 def test_an_emergency_barges_in_and_the_interrupted_announcement_resumes_afterwards(
     tmp_path, bundle, mosquitto, recorder, daemon_factory
 ):
-    daemon_factory(config_file(tmp_path, bundle, mosquitto))
+    # A paced sink (the WAV file at loudspeaker speed) so the announcement is still playing when the
+    # emergency arrives; sentences capped at 2.4 s keep the test short.
+    daemon_factory(config_file(tmp_path, bundle, mosquitto, PACED_SHORT, wav_realtime=True))
     wait_online(recorder)
     long_text = " ".join(f"Store notice, part {i}." for i in range(4))
     say(recorder, "normal-1", long_text)
@@ -178,6 +182,10 @@ def test_an_emergency_barges_in_and_the_interrupted_announcement_resumes_afterwa
     assert requeued[0]["t_event"] <= alarm["t_started"]  # cut before the emergency started speaking
     wait_event(recorder, "normal-1", "finished", timeout=180)
     assert not any(e["event"] in ("finished",) and e["t_event"] < alarm["t_finished"] for e in normal)
+    # the cut play is no recording: one WAV of the alarm, one of the resumed play, in that order
+    assert [p.name.split("-", 1)[1] for p in sorted((tmp_path / "wav").glob("*.wav"))] == [
+        "alarm-1.wav", "normal-1.wav"
+    ]  # fmt: skip
 
 
 def test_the_real_alsa_path_captures_the_announcement_through_a_file_pcm(
@@ -237,7 +245,7 @@ def test_systemd_notify_sends_ready_status_and_watchdog(
 def test_a_priority_announcement_takes_over_at_the_next_sentence_boundary(
     tmp_path, bundle, mosquitto, recorder, daemon_factory
 ):
-    daemon_factory(config_file(tmp_path, bundle, mosquitto))
+    daemon_factory(config_file(tmp_path, bundle, mosquitto, PACED_SHORT, wav_realtime=True))  # still playing
     wait_online(recorder)
     say(recorder, "normal-2", " ".join(f"Store notice, part {i}." for i in range(4)))
     wait_event(recorder, "normal-2", "first_audio")

@@ -41,7 +41,7 @@ def test_only_a_checkpoint_carrying_the_tiny_marker_counts_as_random(tiny_models
     import json
 
     from qwen3tts.model.bundle import has_random_weights
-    from qwen3tts.model.tiny_config import RANDOM_WEIGHTS_KEY
+    from qwen3tts.model.tiny.config import RANDOM_WEIGHTS_KEY
 
     checkpoint = tiny_models.checkpoint("custom_voice", "tiny")
     assert has_random_weights(checkpoint)

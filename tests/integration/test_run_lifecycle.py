@@ -100,21 +100,40 @@ def test_a_stop_while_the_graphs_compile_exits_0(tmp_path, mosquitto, runs, tiny
         assert "stop requested during start-up" in run.stderr()
 
 
-def test_a_configured_bundle_that_is_missing_is_an_error_that_says_how_to_build_it(tmp_path, mosquitto, runs):
-    missing = tmp_path / "real-bundle"
-    for extra in ([], ["--embedded"]):  # --embedded never puts random weights at a configured path
-        run = runs(tmp_path, [*daemon_args(mosquitto, f"model.bundle={missing}"), "run", *extra])
-        assert run.process.wait(60) == 1
-        assert f"qwen3tts build --checkpoint DIR --out {missing}" in run.stderr()
-        assert not missing.exists() and not default_bundle(tmp_path).exists()
+def test_a_missing_bundle_keeps_the_daemon_up_saying_how_to_build_it_until_one_exists(
+    tmp_path, mosquitto, runs, recorder_factory, tiny_models
+):
+    """What a freshly installed box does (issue 26): no crash loop, the problem in the status, every say
+    refused naming it; once the bundle exists a SIGHUP (or the next look) starts the daemon proper."""
+    bundle = tmp_path / "real-bundle"
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
+    run = runs(tmp_path, [*daemon_args(mosquitto, f"model.bundle={bundle}"), "run", "--embedded"])
+    run.wait_for_log(f"qwen3tts build --checkpoint DIR --out {bundle}")
+    status = recorder.wait_for(lambda ms: any(m.topic.endswith("/status") for m in ms), 30)
+    body = json.loads(next(m for m in status if m.topic.endswith("/status")).payload)
+    assert body["state"] == "no_bundle" and f"--out {bundle}" in body["problem"]
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps({"id": "early", "text": "Anyone there?"}))
+    event = f"qwen3tts/{SITE}/event"
+    rejected = recorder.wait_for(lambda ms: any(m.topic == event and b'"early"' in m.payload for m in ms), 10)
+    answer = json.loads(next(m for m in rejected if m.topic == event and b'"early"' in m.payload).payload)
+    assert answer["event"] == "rejected" and "no bundle at" in answer["reason"]
+    assert not bundle.exists() and not default_bundle(tmp_path).exists()  # never random weights here
+    shutil.copytree(tiny_models.bundle("custom_voice", "tiny"), bundle)
+    run.process.send_signal(signal.SIGHUP)  # "I built it": look now
+    run.wait_for_log("ready:", timeout=180)  # the same process, started again with the bundle
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps({"id": "later", "text": "Now it speaks."}))
+    finished = [b'"finished"', b'"later"']
+    recorder.wait_for(lambda ms: any(all(x in m.payload for x in finished) for m in ms), 120)
+    assert run.signal_and_wait(signal.SIGTERM, 60) == 0
 
 
-def test_without_embedded_the_default_bundle_is_not_built_and_the_error_names_both_ways(
+def test_without_embedded_the_default_bundle_is_not_built_and_the_problem_names_both_ways(
     tmp_path, mosquitto, runs
 ):
     run = runs(tmp_path, [*daemon_args(mosquitto), "run"])
-    assert run.process.wait(60) == 1
-    assert "qwen3tts build --checkpoint" in run.stderr() and "run --embedded" in run.stderr()
+    run.wait_for_log("qwen3tts build --checkpoint")
+    assert "run --embedded" in run.stderr()
+    assert run.signal_and_wait(signal.SIGTERM, 30) == 0
     assert not default_bundle(tmp_path).exists()
 
 

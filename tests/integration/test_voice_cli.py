@@ -1,5 +1,9 @@
 """`qwen3tts voice add|list|remove` on real tiny bundles: the stored x-vector is the one `say` computes."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import soundfile
@@ -100,10 +104,22 @@ def test_a_voice_design_description_is_saved_as_a_named_voice(tiny_models, files
         (["add", "anna", "--instruct", "A calm voice."], "takes no voice description"),
         (["add", "anna", "--audio", "{dir}/missing.wav", "--x-vector-only"], "cannot read audio"),
         (["remove", "nobody"], "no voice named 'nobody'"),
+        (["add", "anna", "--audio", "{ref}", "--text", "a" * 100_000], "at most 1000"),
+        (["add", "anna", "--audio", "{ref}", "--text", "caf\udce9"], "not valid UTF-8"),
+        (["add", "anna", "--audio", "{dir}/fifo.wav", "--x-vector-only"], "is a FIFO"),
+        (["add", "anna", "--audio", "/dev/zero", "--x-vector-only"], "is a device"),
+        (["add", "anna", "--audio", "{dir}/silent.wav", "--x-vector-only"], "silent"),
+        (["add", "anna", "--audio", "{dir}/cut.wav", "--x-vector-only"], "truncated"),
+        (["add", "anna", "--audio", "{dir}/five.wav", "--x-vector-only"], "(5 frames)"),
     ],
 )
 def test_bad_input_is_a_clear_error_and_stores_nothing(base_bundle, files, capsys, args, message):
     state = files / "state"
+    os.mkfifo(files / "fifo.wav")
+    soundfile.write(files / "silent.wav", np.zeros(3 * RATE, np.float32), RATE, subtype="PCM_16")
+    soundfile.write(files / "five.wav", recording()[:5], RATE, subtype="PCM_16")
+    whole = (files / "ref.wav").read_bytes()
+    (files / "cut.wav").write_bytes(whole[: int(len(whole) * 0.6)])
     args = [a.format(ref=files / "ref.flac", dir=files) for a in args]
     assert voice_cli(base_bundle, state, *args) == 1
     assert message in capsys.readouterr().err
@@ -119,3 +135,12 @@ def test_cloning_needs_a_base_bundle(tiny_models, files, capsys):
         == 1
     )
     assert "needs a Base bundle" in capsys.readouterr().err
+
+
+def test_an_invalid_utf8_transcript_from_the_command_line_is_an_error_not_a_traceback(files):
+    # argv bytes that are not UTF-8 (as a shell passes them) reach Python as lone surrogates
+    command = [sys.executable, "-m", "qwen3tts", "--set", f"model.bundle={files}/no-bundle"]
+    command += ["voice", "--dir", str(files / "voices"), "add", "anna", "--audio", str(files / "ref.wav")]
+    result = subprocess.run([*map(os.fsencode, command), b"--text", b"caf\xe9 au lait"], capture_output=True)
+    assert result.returncode == 1
+    assert b"not valid UTF-8" in result.stderr and b"Traceback" not in result.stderr

@@ -1,33 +1,38 @@
-"""The speech half of the appliance in one process: queue -> announcer -> real Engine -> playback -> sink.
+"""The speech half of the appliance in one process, with its real threads: announcer -> real Engine ->
+playback -> sink.
 
 The engine is the real `Engine`, over the fake runner (tests/support/engine_fakes.py) or a real
 runtime; the announcer and the audio thread run under the real `Supervisor`. Events the announcer
-publishes are recorded. Sampling is greedy, so a sentence's PCM is the same in every run and tests
-can compare what the sink played against each sentence synthesised alone.
+emits are recorded, and `wait_for` waits on a condition the recorder notifies (no polling). Sampling is
+greedy, so a piece's PCM is the same in every run and tests can compare what the sink played against
+each piece synthesised alone. For tests of the announcer's decisions drive `Announcer.turn()` instead
+(announcer_fakes.py: `TurnRig`, no threads); this rig is for the hand-offs between the threads.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from audio_fakes import FakeSink
 from engine_fakes import FakeRunner, fake_prompt_builder
 
-from qwen3tts.appliance.announcer import Announcer, Voice
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Say
-from qwen3tts.appliance.playback import Playback
-from qwen3tts.appliance.queue import AnnouncementQueue
-from qwen3tts.appliance.supervisor import Supervisor
-from qwen3tts.appliance.synthesis import frame_budget
+from qwen3tts.appliance.announcements.announcer import Announcer
+from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
-from qwen3tts.engine.sequence import Request
+from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, split_text
+from qwen3tts.voices.catalog import VoiceCatalog
 
 SAMPLES_PER_FRAME = 1920  # 80 ms at 24 kHz, like the real codec
 
@@ -78,9 +83,50 @@ class RigSink(FakeSink):
         return [item for kind, item, _ in self.events if kind == "begin"]
 
 
+@dataclass
+class GatedSink(RigSink):
+    """Holds the audio thread inside `write()` once the play `item` (`id@n`) has had `after` samples of
+    speech: `reached` is set and the write returns only when the test sets `release`. The test then
+    knows exactly where playback stands while it acts from its own thread."""
+
+    item: str = ""
+    after: int = 0
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def write(self, block: np.ndarray) -> bool:
+        underflow = super().write(block)
+        if self._item == self.item and not self.reached.is_set():
+            spoken = self.played(self.item)
+            if np.count_nonzero(spoken) >= self.after:
+                self.reached.set()
+                if not self.release.wait(60):
+                    raise AssertionError("the test never released the audio thread")
+        return underflow
+
+
 def slow_sink(real_delay_s: float = 0.002) -> RigSink:
     """A sound card that plays 40 ms blocks in `real_delay_s` (20x real time by default)."""
     return RigSink(paced=True, real_delay_s=real_delay_s)
+
+
+class EventLog:
+    """What the announcer emitted, as (id, event, reason) in order; waiters are woken on every event."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, str]] = []
+        self.announcements: list = []
+        self._cond = threading.Condition()
+
+    def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+        with self._cond:
+            self.entries.append((ann.id, event, reason))
+            self.announcements.append(ann)
+            self._cond.notify_all()
+
+    def wait_until(self, condition, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(condition, timeout)
 
 
 @dataclass
@@ -92,40 +138,35 @@ class Rig:
     heartbeat: object = None
     replay: object = None
     """A PhraseReplay for phrase cache tests; None synthesises every play."""
-    published: list = field(default_factory=list)
+    log: EventLog = field(default_factory=EventLog)
     fatal: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         beat = self.heartbeat or (lambda name: None)
         self.queue = AnnouncementQueue(
-            self.settings.announcements.spool_dir,
-            max_attempts=self.settings.announcements.max_attempts,
-            on_change=lambda: self.announcer.wake(),
+            self.settings.announcements.spool_dir, max_attempts=self.settings.announcements.max_attempts
         )
         chimes = ChimeSet({"normal": None, "priority": None, "emergency": None})
         self.playback = Playback(
             self.sink, self.settings.audio, chimes,
             heartbeat=lambda: beat("audio"), on_end=lambda: self.announcer.wake(),
         )  # fmt: skip
+        self.catalog = VoiceCatalog(("ryan",), ())
+        defaults = SpeechDefaults("ryan", "auto", None)
+        self.lookahead = LookAhead(
+            self.engine, self.settings, defaults, TextOptions(), self.catalog, self.replay
+        )
         self.announcer = Announcer(
-            self.settings, self.queue, self.engine, self.playback, self.published.append,
-            Voice("ryan", "auto", None), heartbeat=lambda: beat("announcer"), replay=self.replay,
+            self.settings, self.queue, self.lookahead, self.playback, self.log,
+            heartbeat=lambda: beat("announcer"),
         )  # fmt: skip
         self.supervisor = Supervisor(on_fatal=self.fatal.append, backoff_s=0.01)
 
     def start(self) -> Rig:
-        self.queue.replay()
         self.engine.start()
-        self.supervisor.start("audio", self.playback.run, self.fail_track)
-        self.supervisor.start("announcer", self.announcer.run, self.announcer.fail_handling)
+        self.supervisor.start("audio", self.playback.run)
+        self.supervisor.start("announcer", self.announcer.run)
         return self
-
-    def fail_track(self, exc: BaseException) -> str | None:
-        track, self.playback.current = self.playback.current, None
-        if track is None:
-            return None
-        track.error, track.t_ended = f"{type(exc).__name__}: {exc}", time.time()
-        return track.label
 
     def close(self) -> None:
         self.announcer.drain(finish=False, timeout=5)
@@ -135,31 +176,30 @@ class Rig:
     # ---- driving ----
 
     def say(self, ann_id: str, text: str, **fields):
-        ann = AnnouncementPolicy().admit(Say(text=text, id=ann_id, **fields), time.time()).announcement
-        self.queue.put(ann)
+        if isinstance(fields.get("priority"), str):
+            fields["priority"] = Priority.announcement_level(fields["priority"])
+        ann = AnnouncementPolicy().admit(Say(text=text, id=ann_id, **fields), time.time())
+        self.announcer.enqueue(ann)
         return ann
 
     def events(self, ann_id: str | None = None) -> list[tuple[str, str]]:
-        return [(e.event, e.reason) for e in list(self.published) if ann_id is None or e.id == ann_id]
+        return [
+            (event, reason) for i, event, reason in list(self.log.entries) if ann_id is None or i == ann_id
+        ]
 
     def kinds(self, ann_id: str) -> list[str]:
         return [kind for kind, _ in self.events(ann_id)]
 
     def wait_for(self, ann_id: str, kind: str, count: int = 1, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.kinds(ann_id).count(kind) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{ann_id}: no {kind} #{count} within {timeout} s; {self.events()}")
-            time.sleep(0.005)
+        if not self.log.wait_until(lambda: self.kinds(ann_id).count(kind) >= count, timeout):
+            raise AssertionError(f"{ann_id}: no {kind} #{count} within {timeout} s; {self.events()}")
 
     def sentence_pcm(self, text: str, cursor: int = 0) -> list[np.ndarray]:
-        """Each sentence of `text` synthesised alone (greedy: the same PCM the announcer gets)."""
-        ann = replace(AnnouncementPolicy().admit(Say(text=text), 0.0).announcement, cursor=cursor)
-        self.announcer.synthesis.prepare(ann)
+        """Each piece of `text` synthesised alone (greedy: the same PCM the announcer gets)."""
         out = []
-        for i, sentence in enumerate(ann.sentences):
-            max_frames = frame_budget(sentence.text, self.settings.engine.max_frames)
-            request = Request(id=f"alone-{threading.get_ident()}-{i}", text=sentence.text, speaker="ryan",
+        for i, piece in enumerate(split_text(text, "auto", TextOptions())[cursor:]):
+            max_frames = frame_budget(piece, self.settings.engine.max_frames)
+            request = Request(id=f"alone-{threading.get_ident()}-{i}", text=piece, speaker="ryan",
                               language="auto", max_frames=max_frames)  # fmt: skip
             out.append(self.engine.submit(request).result(timeout=30))
         return out

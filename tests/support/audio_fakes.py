@@ -1,6 +1,6 @@
 """Fakes for the audio pipeline: a sink that records every block, and a clock that only moves when told.
 
-Shared by tests/unit/appliance/test_playback*.py and the service tests that need an audio sink.
+Shared by tests/unit/appliance/audio/, the announcer's and the service's tests that need an audio sink.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from qwen3tts.appliance import thermal_sensors
+from qwen3tts.appliance.thermal import sysfs as thermal_sysfs
+from qwen3tts.appliance.thermal.accelerators import THROTTLE_REASONS
 
 
 def _milli(celsius: float) -> str:
@@ -79,7 +80,7 @@ class FakeSysfs:
         reasons = set(reasons)
         base = f"class/drm/card{card}/gt/gt{gt}"
         self.write(f"{base}/throttle_reason_status", int(bool(reasons)))
-        for name in thermal_sensors.THROTTLE_REASONS:
+        for name in THROTTLE_REASONS:
             self.write(f"{base}/throttle_reason_{name}", int(name in reasons))
 
     def i915_legacy(self, card: int = 0, act_mhz: int = 300, rp0_mhz: int = 1100) -> None:
@@ -98,7 +99,7 @@ class FakeSysfs:
         reasons = set(reasons)
         base = f"class/drm/card{card}/device/tile{tile}/gt{gt}/freq0/throttle"
         self.write(f"{base}/status", int(bool(reasons)))
-        for name in thermal_sensors.THROTTLE_REASONS:
+        for name in THROTTLE_REASONS:
             self.write(f"{base}/reason_{name}", int(name in reasons))
 
     # ---- NPU ----
@@ -124,7 +125,7 @@ class FakeSysfs:
                 raise OSError(error, os.strerror(error), str(path))
             return builtins.open(path, *args, **kwargs)
 
-        monkeypatch.setattr(thermal_sensors, "open", stub_open, raising=False)
+        monkeypatch.setattr(thermal_sysfs, "open", stub_open, raising=False)
 
 
 def laptop(root: Path, package_c: float = 50.0) -> FakeSysfs:

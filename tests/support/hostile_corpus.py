@@ -36,6 +36,14 @@ SAY_KEYS = (
 )
 COMMAND_SUFFIXES = ("say", "stop", "volume/set", "voice/set")
 HERMES_SAY = "hermes/tts/say"
+ANSWERS = {
+    "say": {"queued", "expired", "rejected"},
+    HERMES_SAY: {"queued", "expired", "rejected"},
+    "stop": {"stopped", "not_found", "rejected"},
+    "volume/set": {"volume_set", "rejected"},
+    "voice/set": {"voice_set", "rejected"},
+}
+"""The documented answers to a message on each topic (docs/mqtt.md): exactly one of these, never `error`."""
 
 nasty_chars = st.sampled_from(
     ["\x00", "\x07", "\x1b", "\n", "\r", "\u200b", "\ufeff", "\u2028", "\ud800", "\udfff", "+", "#", "/"]

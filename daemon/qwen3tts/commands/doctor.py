@@ -46,7 +46,7 @@ def doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core=None) -> list:
     """Every check, in the order a sound goes: model and devices, storage, broker, speaker, heat."""
-    from qwen3tts.doctor import platform, service
+    from qwen3tts.doctor import daemon, platform
     from qwen3tts.doctor.check import Check
 
     checks = []
@@ -59,13 +59,13 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
     except Exception as exc:  # a broken OpenVINO install is exactly what the doctor is for
         fix = "reinstall the package's venv (scripts/setup.sh or scripts/install-unit.sh)"
         checks.append(Check("OpenVINO", False, f"{type(exc).__name__}: {exc}", fix))
-    checks += service.bundle_check(settings.model.bundle)
-    checks += service.codec_variant_check(settings.model.bundle, settings.devices, core)
-    checks += service.spool_checks(settings.announcements.spool_dir)
+    checks += daemon.bundle_check(settings.model.bundle)
+    checks += daemon.codec_variant_check(settings.model.bundle, settings.devices, core)
+    checks += daemon.spool_checks(settings.announcements.spool_dir)
     checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))
-    checks += service.broker_checks(settings.mqtt, timeout)
-    checks.append(service.audio_check(settings.audio))
+    checks += daemon.broker_checks(settings.mqtt, timeout)
+    checks.append(daemon.audio_check(settings.audio))
     checks += _server_checks(settings)
     checks.append(platform.thermal_check(thermal))
     return checks
@@ -74,7 +74,7 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
 def _server_checks(settings: Settings) -> list:
     """The Wyoming and HTTP servers: disabled, or their bind, guard and whether the port is free."""
     from qwen3tts.doctor.check import Check
-    from qwen3tts.servers.doctor import server_checks
+    from qwen3tts.doctor.servers import server_checks
 
     fix = "see docs/servers.md: servers.*.host, allow_network, token_file"
     return [

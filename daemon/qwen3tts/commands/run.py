@@ -16,7 +16,6 @@ import socket
 import sys
 import threading
 
-from qwen3tts.errors import BundleError
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,6 +63,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         startup.stop_broker()
         raise startup.error
     service = startup.service
+    if getattr(service, "found", None) is not None:  # waiting for a bundle (service/waiting.py)
+        return _wait_for_bundle(service, stop_requested, stoppers)
     try:
         if stop_requested.is_set():  # the signal came in the last poll interval
             stoppers.append(_stop_in_background(service))
@@ -94,13 +95,17 @@ class _Startup:
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from qwen3tts.appliance.service import Service
+        from qwen3tts.service.service import Service
+        from qwen3tts.service.waiting import WaitingForBundle
 
         try:
-            require_bundle(self.settings, self.embedded)
+            if not require_bundle(self.settings, self.embedded):
+                self.service = WaitingForBundle(self.settings)
+                self.service.start()
+                return
             if self.embedded:
-                from qwen3tts.appliance.embedded import ensure_broker
                 from qwen3tts.paths import state_dir
+                from qwen3tts.service.embedded import ensure_broker
 
                 ensure_broker(self.settings, state_dir() / "mosquitto", on_created=self._keep_broker)
             self.service = Service(self.settings, config_path=self.config_path)
@@ -122,24 +127,44 @@ class _Startup:
             self.broker.stop()
 
 
-def require_bundle(settings: Settings, embedded: bool) -> None:
-    """The configured bundle, or with --embedded the random tiny one built at its own default path."""
+def require_bundle(settings: Settings, embedded: bool) -> bool:
+    """True when the configured bundle exists (with --embedded the random tiny one is built at its own
+    default path first); False when the daemon must wait for one (service/waiting.py)."""
     from qwen3tts.paths import default_bundle
 
     bundle = settings.model.bundle
     if (bundle / "manifest.json").exists():
-        return
-    is_default = bundle == default_bundle()
-    if embedded and is_default:
-        from qwen3tts.appliance.embedded import ensure_tiny_bundle
+        return True
+    if embedded and bundle == default_bundle():
+        from qwen3tts.service.embedded import ensure_tiny_bundle
 
         ensure_tiny_bundle(settings)
-        return
-    hint = " or `qwen3tts run --embedded` for the random demo bundle" if is_default else ""
-    raise BundleError(
-        f"model.bundle: no bundle at {bundle}. Build it from a release checkpoint with "
-        f"`qwen3tts build --checkpoint DIR --out {bundle}` (docs/models.md){hint}"
-    )
+        return True
+    return False
+
+
+BUNDLE_FOUND_EXIT = 75
+"""EX_TEMPFAIL: the bundle appeared while the daemon waited; systemd (Restart=on-failure) starts it again
+at once, now with the bundle, through a proper start (start timeout, compile, READY)."""
+
+
+def _wait_for_bundle(waiting, stop_requested: threading.Event, stoppers: list[threading.Thread]) -> int:
+    """Serve the waiting mode until a signal stops it or the bundle appears; then hand over: under
+    systemd by exiting for a restart, in a terminal by running again in this process."""
+    if stop_requested.is_set():
+        stoppers.append(_stop_in_background(waiting))
+    while not waiting.wait(1.0):
+        pass
+    for stopper in stoppers:
+        stopper.join()
+    if not waiting.found:
+        return waiting.exit_code
+    if os.environ.get("NOTIFY_SOCKET"):
+        log.info("exiting so that systemd starts the daemon with the bundle")
+        return BUNDLE_FOUND_EXIT
+    logging.shutdown()
+    os.execv(sys.executable, [sys.executable, "-m", "qwen3tts", *sys.argv[1:]])
+    return 0  # not reached
 
 
 def _leave_during_startup(startup: _Startup) -> None:

@@ -72,10 +72,10 @@ def say(args: argparse.Namespace, settings: Settings) -> int:
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
     seconds = pcm.size / SAMPLE_RATE
     if args.out:
-        from qwen3tts.wavfile import write_wav
+        import soundfile
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_wav(args.out, pcm, SAMPLE_RATE)
+        soundfile.write(str(args.out), np.clip(pcm, -1.0, 1.0), SAMPLE_RATE, subtype="PCM_16")
     else:
         _play(pcm, settings)
     rtf = elapsed / seconds if seconds else float("inf")
@@ -158,7 +158,7 @@ def _default_speaker(spec) -> str | None:
 
 def _play(pcm: np.ndarray, settings: Settings) -> None:
     """Through the configured sink (ALSA, or a WAV file in audio.wav_dir when there is no sound card)."""
-    from qwen3tts.appliance.alsa import open_sink
+    from qwen3tts.appliance.audio.alsa import open_sink
 
     sink = open_sink(settings.audio)
     block = SAMPLE_RATE * settings.audio.block_ms // 1000

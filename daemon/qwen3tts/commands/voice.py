@@ -26,9 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = sub.add_parser("add", help="add a named voice from reference audio or a description")
     add.add_argument("name", help="voice name: 1-64 letters, digits, '.', '_', '-'")
     source = add.add_mutually_exclusive_group(required=True)
-    source.add_argument("--audio", type=Path, help="reference recording (WAV, FLAC, Ogg, ...; 1-30 s)")
+    source.add_argument(
+        "--audio", type=Path, help="reference recording (a regular WAV, FLAC, Ogg, ... file; 1-30 s)"
+    )
     source.add_argument("--instruct", help="VoiceDesign description of the voice")
-    add.add_argument("--text", help="transcript of the reference recording (needed unless --x-vector-only)")
+    add.add_argument(
+        "--text", help="transcript of the recording, at most 1,000 characters (needed unless --x-vector-only)"
+    )
     add.add_argument("--x-vector-only", action="store_true", help="clone from the x-vector alone (no ICL)")
     add.add_argument("--replace", action="store_true", help="overwrite an existing voice of that name")
     add.add_argument("--bundle", type=Path, help="bundle directory (default: model.bundle setting)")
@@ -64,9 +68,13 @@ def _list(registry: VoiceRegistry, settings: Settings) -> int:
 
 def _add(args: argparse.Namespace, registry: VoiceRegistry, settings: Settings) -> int:
     from qwen3tts.model.bundle import read_manifest
-    from qwen3tts.voices.registry import validate_name
+    from qwen3tts.voices.registry import validate_name, validate_transcript
 
     name = validate_name(args.name)  # before any expensive work
+    if args.text is not None:
+        args.text = validate_transcript(args.text)
+    if args.instruct is not None:
+        args.instruct = _checked_instruct(args.instruct)
     if (registry.directory / name).exists() and not args.replace:
         raise VoiceError(f"voice {name!r} exists; remove it first or pass --replace")
     bundle_dir = args.bundle or settings.model.bundle
@@ -83,7 +91,7 @@ def _add(args: argparse.Namespace, registry: VoiceRegistry, settings: Settings) 
     else:
         if spec.speaker_encoder is None:
             raise VoiceError(f"cloning from audio needs a Base bundle; this one is {spec.variant}")
-        if not args.x_vector_only and not (args.text and args.text.strip()):
+        if not args.x_vector_only and not args.text:
             raise VoiceError("--text (the transcript of the recording) is needed unless --x-vector-only")
         voice = _clone(name, args, bundle_dir, digest, settings)
     registry.add(voice, replace=args.replace)
@@ -111,11 +119,24 @@ def _clone(name: str, args, bundle_dir: Path, digest: str, settings: Settings) -
         "clone",
         digest,
         x_vector_only=args.x_vector_only,
-        ref_text=None if args.x_vector_only else args.text.strip(),
+        ref_text=None if args.x_vector_only else args.text,
         xvector=xvector,
         ref_audio=wave24,
         ref_codes=ref_codes,
     )
+
+
+def _checked_instruct(instruct: str) -> str:
+    """A VoiceDesign description: UTF-8 text of at most MAX_TRANSCRIPT_CHARS, like a transcript."""
+    from qwen3tts.voices.registry import MAX_TRANSCRIPT_CHARS
+
+    try:
+        instruct.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise VoiceError(f"--instruct is not valid UTF-8 (at character {exc.start})") from None
+    if len(instruct) > MAX_TRANSCRIPT_CHARS:
+        raise VoiceError(f"--instruct is {len(instruct)} characters; at most {MAX_TRANSCRIPT_CHARS}")
+    return instruct
 
 
 def encode_reference_codes(bundle_dir: Path, settings: Settings, wave24: np.ndarray) -> np.ndarray | None:

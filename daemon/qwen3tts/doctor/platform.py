@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from qwen3tts.appliance.thermal import ThermalGovernor
-from qwen3tts.appliance.thermal_sensors import read_sensors
+from qwen3tts.appliance.thermal.governor import ThermalGovernor
+from qwen3tts.appliance.thermal.sensors import read_sensors
 from qwen3tts.doctor.check import Check
 from qwen3tts.settings import DeviceSettings, ThermalSettings
 

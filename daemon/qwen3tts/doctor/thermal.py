@@ -7,8 +7,8 @@ Unknown readings print as "unknown"; nothing here needs privileges or a model.
 
 from __future__ import annotations
 
-from qwen3tts.appliance.thermal import ThermalGovernor, level_names
-from qwen3tts.appliance.thermal_sensors import SensorSnapshot, read_sensors
+from qwen3tts.appliance.thermal.governor import ThermalGovernor, level_names
+from qwen3tts.appliance.thermal.sensors import SensorSnapshot, read_sensors
 from qwen3tts.settings import ThermalSettings
 
 UNKNOWN = "unknown"

@@ -34,6 +34,21 @@ class Priority(enum.IntEnum):
     PRIORITY = 1
     EMERGENCY = 2
 
+    @property
+    def label(self) -> str:
+        """The name a publisher writes (`normal`, `priority`, `emergency`) and the spool stores."""
+        return self.name.lower()
+
+    @classmethod
+    def announcement_level(cls, label: str) -> Priority | None:
+        """The announcement level named `label`, None for any other name (BACKGROUND is not one)."""
+        level = cls.__members__.get(label.upper()) if label.isascii() else None
+        return level if level is not None and level is not cls.BACKGROUND else None
+
+
+ANNOUNCEMENT_LEVELS = (Priority.NORMAL, Priority.PRIORITY, Priority.EMERGENCY)
+"""The levels an announcement may have, lowest first (PA paging: normal, priority, emergency)."""
+
 
 @dataclass(frozen=True)
 class Request:
@@ -214,6 +229,11 @@ class Handle:
     def frames(self) -> np.ndarray:
         """(n, 16) int64 codes generated so far; complete once wait() returned True."""
         return self._seq.frames.copy()
+
+    @property
+    def cancelled(self) -> bool:
+        """Cancel was asked for: the stream ends without its remaining audio (it did not finish)."""
+        return self._seq.cancel_requested
 
     def cancel(self) -> bool:
         """Stop the request within one frame; False if it had already finished."""

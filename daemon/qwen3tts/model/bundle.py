@@ -20,7 +20,7 @@ from typing import Any
 from qwen3tts.errors import BundleError
 from qwen3tts.model import spec as spec_types
 from qwen3tts.model.spec import ModelSpec
-from qwen3tts.model.tiny_config import RANDOM_WEIGHTS_KEY
+from qwen3tts.model.tiny.config import RANDOM_WEIGHTS_KEY
 
 FORMAT = "qwen3tts-bundle"
 FORMAT_VERSION = 1

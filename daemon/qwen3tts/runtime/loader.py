@@ -20,6 +20,7 @@ from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs.talker import to_paged
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
+from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
@@ -28,7 +29,6 @@ from qwen3tts.runtime.native_plan import choose_native
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
-from qwen3tts.runtime.voice import VoiceEncoder, read_audio
 from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
 from qwen3tts.runtime.weight_pages import mapped_files
 from qwen3tts.settings import Settings

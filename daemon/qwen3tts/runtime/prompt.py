@@ -30,7 +30,7 @@ from qwen3tts.engine.sequence import Prompt, Request
 from qwen3tts.errors import RequestError
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
-from qwen3tts.runtime.voice import VoiceInputs
+from qwen3tts.runtime.cloning import VoiceInputs
 
 DIALECT_LANGUAGES = ("chinese", "auto")  # the official dialect override applies only to these
 

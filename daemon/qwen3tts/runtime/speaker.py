@@ -26,7 +26,6 @@ import soxr
 
 from qwen3tts.errors import RequestError
 from qwen3tts.model.graphs.speaker_encoder import MELS, XVECTOR
-from qwen3tts.wavfile import read_wav
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +39,7 @@ MAGNITUDE_EPS = 1e-9  # added to |STFT|^2 before the square root
 LOG_FLOOR = 1e-5  # dynamic_range_compression_torch clip value
 # Below this the encoder's reflect paddings would exceed the number of frames; it is no voice anyway.
 MIN_REFERENCE_SECONDS = 0.1
+MAX_FILE_SECONDS = 60.0  # a reference file longer than this is refused before its samples are read
 
 
 def resample_to_speaker_rate(wave: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -144,6 +144,10 @@ class SpeakerEncoder:
         return np.array(self._request.get_tensor(XVECTOR).data[0], dtype=np.float32)
 
     def xvector_from_file(self, path: str | Path) -> np.ndarray:
-        """The x-vector of a WAV file (read_wav: PCM or float, any rate, stereo averaged)."""
-        wave, sample_rate = read_wav(path)
+        """The x-vector of a reference recording in any format libsndfile reads, checked before and
+        while it is read (voices/reference_audio.py: regular file, length from the header, streamed,
+        no silence, clipping or non-finite samples), between MIN_REFERENCE_SECONDS and 60 s."""
+        from qwen3tts.voices.reference_audio import read_reference_audio
+
+        wave, sample_rate = read_reference_audio(Path(path), MIN_REFERENCE_SECONDS, MAX_FILE_SECONDS)
         return self.xvector(wave, sample_rate)

@@ -1,9 +1,16 @@
 """Network front doors sharing the engine: a Wyoming server (Home Assistant) and an OpenAI-style HTTP API.
 
-`start_servers(settings, engine, bundle_info, metrics_source)` binds the enabled servers (bind errors and
+`start_servers(settings, engine, offer, metrics_source)` binds the enabled servers (bind errors and
 unsafe binds raise here, before anything is served), runs both on one asyncio loop in one thread, and
 returns a `Servers` whose `.stop()` cancels every network request and closes the sockets. With both
 servers disabled (the default) there is no loop and no thread.
+
+    offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
+    streams.py  StreamPool (slots, validation) and SpeechStream (one request: pieces -> engine handles)
+    limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
+    wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
+    http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
+                page (status_page.py); encoding.py the response formats
 """
 
 from __future__ import annotations
@@ -13,16 +20,19 @@ import logging
 import socket
 import threading
 from concurrent.futures import Future
+from contextlib import ExitStack
 
-from qwen3tts.appliance.synthesis import TextOptions
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
+from qwen3tts.servers.limits import FileBudget
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
-from qwen3tts.servers.synthesis import Synthesizer
-from qwen3tts.servers.voices import BundleInfo
+from qwen3tts.servers.offer import Offer
+from qwen3tts.servers.status_page import RecentEvents
+from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import Settings, read_http_token
+from qwen3tts.synthesis import TextOptions
 
-__all__ = ["ApplianceFigures", "BundleInfo", "Servers", "start_servers"]
+__all__ = ["ApplianceFigures", "Offer", "RecentEvents", "Servers", "start_servers"]
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 5.0
@@ -30,10 +40,10 @@ STOP_TIMEOUT_S = 5.0
 
 class Servers:
     """The running servers: their loop thread (started with the first server), bound ports, metrics
-    and synthesizer."""
+    and stream pool."""
 
-    def __init__(self, synth: Synthesizer, metrics: ServerMetrics):
-        self.synth = synth
+    def __init__(self, pool: StreamPool, metrics: ServerMetrics):
+        self.pool = pool
         self.metrics = metrics
         self.wyoming_port: int | None = None
         self.http_port: int | None = None
@@ -74,31 +84,36 @@ class Servers:
         if self._loop is not None:
             try:
                 self.call(self._shutdown(), timeout=STOP_TIMEOUT_S + 1)
-            except Exception:
-                log.exception("servers: unclean shutdown")
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(STOP_TIMEOUT_S)
+            except TimeoutError:
+                log.error("servers: the listeners did not close within %.0f s", STOP_TIMEOUT_S + 1)
+            finally:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(STOP_TIMEOUT_S)
             log.info("network servers closed")
-        self.synth.shutdown()
+        self.pool.shutdown()
 
     async def _shutdown(self) -> None:
-        self.synth.close_all()
+        self.pool.close_all()
         for close in reversed(self._closers):
             try:
                 await asyncio.wait_for(close(), STOP_TIMEOUT_S)
-            except Exception:
+            except Exception:  # a shutdown boundary: uvicorn's serve task re-raises whatever ended it,
+                # and one listener that fails to close must not keep the other open
                 log.exception("servers: closing a listener failed")
 
 
 def start_servers(
     settings: Settings,
     engine,
-    bundle_info: BundleInfo,
+    offer: Offer,
     metrics_source: ApplianceSource | None = None,
     environ: dict[str, str] | None = None,
     text: TextOptions | None = None,
+    console=None,
 ) -> Servers:
-    """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port."""
+    """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port.
+
+    `console` (status_page.Console, the running appliance) adds the HTTP server's status page."""
     config = settings.servers
     token = read_http_token(config.http, environ) if config.http.enabled else None
     if config.http.enabled:
@@ -106,45 +121,46 @@ def start_servers(
     if config.wyoming.enabled:
         check_wyoming_bind(config.wyoming.host, config.wyoming.allow_network)
     metrics = ServerMetrics(engine, metrics_source)
-    synth = Synthesizer(
+    pool = StreamPool(
         engine,
-        bundle_info,
+        offer,
         metrics,
         max_concurrent=config.max_concurrent_requests,
         max_text_chars=settings.engine.max_text_chars,
         max_frames=settings.engine.max_frames,
         text=text or TextOptions(normalize=settings.text.normalize),
     )
-    servers = Servers(synth, metrics)
-    sockets = []
-    try:
+    servers = Servers(pool, metrics)
+    with ExitStack() as undo:  # whatever fails on the way closes what was opened, then raises
+        undo.callback(servers.stop)
+        sockets = []
         if config.wyoming.enabled:
             sockets.append(("wyoming", _bind(config.wyoming.host, config.wyoming.port, "servers.wyoming")))
+            undo.callback(sockets[-1][1].close)
         if config.http.enabled:
             sockets.append(("http", _bind(config.http.host, config.http.port, "servers.http")))
+            undo.callback(sockets[-1][1].close)
         if sockets:
             servers.start_loop()
+            files = FileBudget(config.file_reserve, config.max_connections * len(sockets))
         for name, sock in sockets:
-            servers.call(_start(servers, name, sock, token, config.max_body_bytes), timeout=30)
-    except BaseException:
-        for _, sock in sockets:
-            sock.close()
-        servers.stop()
-        raise
+            servers.call(_start(servers, name, sock, token, config, files, console), timeout=30)
+        undo.pop_all()  # started: nothing to undo
     return servers
 
 
-async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, max_body: int) -> None:
+async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, config,
+                 files: FileBudget, console=None) -> None:  # fmt: skip
     port = sock.getsockname()[1]
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 
-        servers._closers.append(await start_wyoming(sock, servers.synth, max_body))
+        servers._closers.append(await start_wyoming(sock, servers.pool, config, files))
         servers.wyoming_port = port
     else:
         from qwen3tts.servers.http import start_http
 
-        servers._closers.append(await start_http(sock, servers.synth, max_body, token))
+        servers._closers.append(await start_http(sock, servers.pool, config, token, files, console))
         servers.http_port = port
     log.info("%s server listening on %s port %d", name, sock.getsockname()[0], port)
 

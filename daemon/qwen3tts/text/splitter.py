@@ -28,6 +28,8 @@ Span = tuple[int, int]
 # A clause ends at ,;: followed by a space (so 1,250 and 14:05 are not clause ends), or at CJK punctuation.
 _CLAUSE_END = re.compile(r"[,;:](?=\s)|[，、；：]")
 _SPACE = re.compile(r"\s+")
+# The characters _is_cjk accepts, as one class (kana, ideographs, hangul, CJK punctuation, full width).
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 
 
 def split_spans(
@@ -38,9 +40,17 @@ def split_spans(
     return [part for span in sentences for part in _limit(text, span, max_weight)]
 
 
+def split_spoken(spoken: str, max_weight: int = MAX_WEIGHT) -> list[str]:
+    """A spoken form that normalisation made heavier than `max_weight` (a 2000-digit number read digit
+    by digit), cut with the same preferences as a sentence; a token longer than the limit stays whole.
+    """
+    spans = [span for span in (_trim(spoken, 0, len(spoken)),) if span]
+    return [spoken[a:b] for span in spans for a, b in _limit(spoken, span, max_weight)]
+
+
 def weight(text: str) -> int:
     """Length in Latin-character equivalents: a CJK character carries about two letters' worth."""
-    return sum(2 if _is_cjk(ch) else 1 for ch in text)
+    return 2 * len(text) - len(_CJK.sub("", text))  # the class counts in C, not per character here
 
 
 def _sentence_spans(text: str, code: str) -> list[Span]:
@@ -96,8 +106,7 @@ def _limit(text: str, span: Span, max_weight: int) -> list[Span]:
     """Cut an over-long sentence at the best boundary inside each window of `max_weight`."""
     parts: list[Span] = []
     start, end = span
-    while weight(text[start:end]) > max_weight:
-        limit = _window_end(text, start, end, max_weight)
+    while (limit := _window_end(text, start, end, max_weight)) < end:  # O(max_weight) per cut
         cut = _best_cut(text, start, limit)
         if cut is None:  # one token longer than the limit (a long URL): it stands alone, whole
             space = _SPACE.search(text, limit, end)

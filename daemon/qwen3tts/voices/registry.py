@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,6 +37,10 @@ FORMAT = 1
 VOICE_JSON = "voice.json"
 ARRAYS = ("xvector", "reference", "ref_codes")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# A reference is at most 30 s; fast speech is ~20 characters a second, so 1,000 leaves room for any
+# language and rejects a pasted document (a 100,000-character transcript).
+MAX_TRANSCRIPT_CHARS = 1_000
+MAX_TRANSCRIPT_SECONDS = 30
 Kind = Literal["clone", "design"]
 
 
@@ -70,6 +75,32 @@ def validate_name(name: object) -> str:
             "not starting with '.'"
         )
     return name
+
+
+def validate_transcript(text: object) -> str:
+    """The reference transcript, stripped; VoiceError when it is not text one can store and say.
+
+    Every ICL request carries it in its prompt, so it is bounded like the recording (30 s of speech
+    is a few hundred characters). Command-line bytes that are not UTF-8 arrive as lone surrogates.
+    """
+    if not isinstance(text, str):
+        raise VoiceError(f"the transcript must be text, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise VoiceError(f"the transcript is not valid UTF-8 (at character {exc.start})") from None
+    text = text.strip()
+    if len(text) > MAX_TRANSCRIPT_CHARS:
+        raise VoiceError(
+            f"the transcript is {len(text)} characters; at most {MAX_TRANSCRIPT_CHARS} "
+            f"(what {MAX_TRANSCRIPT_SECONDS:g} s of speech can say)"
+        )
+    control = next((ch for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"), None)
+    if control is not None:
+        raise VoiceError(f"the transcript holds the control character U+{ord(control):04X}")
+    if not text:
+        raise VoiceError("the transcript is empty (ICL cloning needs what the recording says)")
+    return text
 
 
 def bundle_hash(bundle_dir: Path) -> str:
@@ -154,6 +185,8 @@ class VoiceRegistry:
     def add(self, voice: RegisteredVoice, replace: bool = False) -> Path:
         """Store `voice` atomically; VoiceError if the name exists (unless `replace`)."""
         name = validate_name(voice.name)
+        if voice.ref_text is not None:
+            validate_transcript(voice.ref_text)
         target = self.directory / name
         if target.exists() and not replace:
             raise VoiceError(f"voice {name!r} exists; remove it first (`qwen3tts voice remove {name}`)")

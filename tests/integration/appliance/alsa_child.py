@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.appliance.alsa import AlsaSink, list_output_devices, open_sink
-from qwen3tts.appliance.chimes import ChimeSet
-from qwen3tts.appliance.jitter import PcmBuffer
-from qwen3tts.appliance.playback import Playback, Track
+from qwen3tts.appliance.audio.alsa import AlsaSink, list_output_devices, open_sink
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.audio.track import Track
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings
 
@@ -32,11 +32,10 @@ def main() -> int:
     playback = Playback(sink, settings, ChimeSet.silent())
     for name in ("first", "second"):
         speech = signals[name]
-        buffer = PcmBuffer()
+        track = Track(name)
         for i in range(0, len(speech), 1000):
-            buffer.put(speech[i : i + 1000])
-        buffer.close()
-        track = Track(name, buffer)
+            track.put(speech[i : i + 1000])
+        track.close()
         playback.play(track)
         events += [["started", name, track.error]] if track.t_started is not None else []
         events += [["first_audio", name, track.error]] if track.t_first_audio is not None else []

@@ -1,4 +1,9 @@
-"""The MQTT front door against a real mosquitto: what is accepted, rejected, ignored, ordered."""
+"""The MQTT front door against a real mosquitto: what is accepted, rejected, ignored, ordered.
+
+The runner (mqtt_intake_runner.py) runs the real intake and announcer workers; nothing is synthesised,
+so the first announcement plays (waiting for speech) and the rest wait in the queue. Its `started`
+event is the only one of an announcement's later life that shows up here, and is left out.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,18 @@ import json
 import time
 
 import pytest
-from mqtt_intake_runner import IntakeRunner
+from front_door import policy_for
+from mqtt_intake_runner import IntakeRunner, spooled
 
-from qwen3tts.appliance.intake import AnnouncementPolicy
-from qwen3tts.appliance.messages import Stop
+from qwen3tts.engine.sequence import Priority
 
 
 @pytest.fixture
 def runner(mosquitto, tmp_path, request):
-    policy = AnnouncementPolicy(voices=("ryan", "vivian"), languages=("english", "german"))
     site = request.node.name[:40].replace("[", "_").replace("]", "_")
-    made = IntakeRunner(mosquitto.host, mosquitto.port, site, tmp_path / "spool", policy=policy, hermes=True)
+    made = IntakeRunner(
+        mosquitto.host, mosquitto.port, site, tmp_path / "spool", policy=policy_for(), hermes=True
+    )
     made.start()
     yield made
     made.stop()
@@ -28,20 +34,28 @@ def recorder(mosquitto, recorder_factory, runner):
 
 
 def events(recorder, runner) -> list[dict]:
-    return [json.loads(m.payload) for m in recorder.on(f"{runner.base}/event")]
+    got = [json.loads(m.payload) for m in recorder.on(f"{runner.base}/event")]
+    return [e for e in got if e["event"] != "started"]
 
 
 def wait_events(recorder, runner, count: int, timeout: float = 5.0) -> list[dict]:
-    recorder.wait_for(lambda ms: sum(m.topic == f"{runner.base}/event" for m in ms) >= count, timeout)
+    recorder.wait_for(lambda ms: len(events(recorder, runner)) >= count, timeout)
     return events(recorder, runner)
+
+
+def say(recorder, runner, **fields) -> None:
+    recorder.publish(f"{runner.base}/say", json.dumps(fields))
 
 
 def test_plain_text_say_is_queued_with_a_generated_id(runner, recorder):
     recorder.publish(f"{runner.base}/say", "Der Zug fährt ein.")
     (event,) = wait_events(recorder, runner, 1)
     assert event["event"] == "queued"
-    ann = runner.queue.pop_next()
-    assert ann.text == "Der Zug fährt ein." and ann.id == event["id"] and ann.priority == "normal"
+    (ann,) = runner.accepted()
+    assert ann.text == "Der Zug fährt ein." and ann.id == event["id"] and ann.priority is Priority.NORMAL
+    assert runner.log.wait_until(
+        lambda: (ann.id, "started", "") in runner.log.entries, 5
+    )  # nothing else waited
 
 
 def test_json_say_carries_every_field_into_the_announcement(runner, recorder):
@@ -61,13 +75,13 @@ def test_json_say_carries_every_field_into_the_announcement(runner, recorder):
     recorder.publish(f"{runner.base}/say", json.dumps(body))
     (event,) = wait_events(recorder, runner, 1)
     assert (event["event"], event["id"]) == ("queued", "a1")
-    ann = runner.queue.pop_next()
+    (ann,) = runner.accepted()
     assert (ann.id, ann.lang, ann.voice, ann.instruct, ann.priority) == (
         "a1",
         "english",
         "vivian",
         "calm",
-        "priority",
+        Priority.PRIORITY,
     )
     assert (ann.volume, ann.chime, ann.repeat, ann.repeat_interval) == (0.4, "none", 2, 3.0)
     assert ann.interrupt is True  # priority barges in unless told otherwise
@@ -93,48 +107,53 @@ def test_json_say_carries_every_field_into_the_announcement(runner, recorder):
 )
 def test_invalid_say_becomes_a_rejected_event_and_the_client_keeps_serving(runner, recorder, payload, reason):
     recorder.publish(f"{runner.base}/say", payload)
-    recorder.publish(f"{runner.base}/say", '{"text": "still here", "id": "after"}')
+    say(recorder, runner, text="still here", id="after")
     rejected, queued = wait_events(recorder, runner, 2)
     assert rejected["event"] == "rejected" and reason in rejected["reason"]
     assert queued == {**queued, "event": "queued", "id": "after"}
-    assert runner.queue.ids() == ["after"]
+    assert [a.id for a in runner.accepted()] == ["after"] and [
+        a["id"] for a in spooled(runner.queue.spool.directory)
+    ] == ["after"]
 
 
 def test_duplicate_ids_are_dropped(runner, recorder):
     for text in ("first", "second copy"):
-        recorder.publish(f"{runner.base}/say", json.dumps({"text": text, "id": "same"}))
-    recorder.publish(f"{runner.base}/say", json.dumps({"text": "other", "id": "other"}))
-    wait_events(recorder, runner, 2)
-    time.sleep(0.2)  # room for a wrong third event
-    assert [(e["event"], e["id"]) for e in events(recorder, runner)] == [
+        say(recorder, runner, text=text, id="same")
+    say(recorder, runner, text="other", id="other")
+    runner.settle(recorder)  # every answer to the three is out; the last one is the settling stop's
+    assert [(e["event"], e.get("id")) for e in events(recorder, runner)][:-1] == [
         ("queued", "same"),
         ("queued", "other"),
     ]
-    assert runner.queue.pop_next().text == "first"
+    assert [a.text for a in runner.accepted()] == ["first", "other"]
 
 
 def test_priority_order_is_emergency_then_priority_then_normal_fifo(runner, recorder):
+    say(recorder, runner, text="blocker", id="playing", priority="emergency")  # plays: nothing barges in
     for ident, priority in [("n1", "normal"), ("p1", "priority"), ("n2", "normal"), ("e1", "emergency")]:
-        recorder.publish(f"{runner.base}/say", json.dumps({"text": ident, "id": ident, "priority": priority}))
-    wait_events(recorder, runner, 4)
-    assert [runner.queue.pop_next().id for _ in range(4)] == ["e1", "p1", "n1", "n2"]
+        say(recorder, runner, text=ident, id=ident, priority=priority)
+    runner.wait_accepted(5)
+    assert runner.log.wait_until(lambda: ("playing", "started", "") in runner.log.entries, 5)
+    assert runner.queue.ids() == ["e1", "p1", "n1", "n2"]
 
 
-def test_ttl_expiry_drops_the_announcement_and_past_deadlines_are_expired_at_once(runner, recorder):
-    recorder.publish(f"{runner.base}/say", json.dumps({"text": "soon stale", "id": "t1", "ttl": 0.3}))
-    recorder.publish(f"{runner.base}/say", json.dumps({"text": "too late", "id": "t2", "expires_at": 1000.0}))
-    first, second = wait_events(recorder, runner, 2)
-    assert (first["event"], second["event"], second["id"]) == ("queued", "expired", "t2")
-    time.sleep(0.4)
-    assert runner.queue.pop_next() is None
-    assert [a.id for a in runner.queue.expire()] == ["t1"]
-    assert list(runner.queue.spool.directory.glob("*.json")) == []
+def test_ttl_expiry_drops_the_waiting_announcement_and_past_deadlines_are_expired_at_once(runner, recorder):
+    say(recorder, runner, text="blocker", id="playing")
+    say(recorder, runner, text="soon stale", id="t1", ttl=0.3)
+    say(recorder, runner, text="too late", id="t2", expires_at=1000.0)
+    got = wait_events(recorder, runner, 4)
+    assert [(e["event"], e["id"]) for e in got[:2]] == [("queued", "playing"), ("queued", "t1")]
+    assert {(e["event"], e["id"], e["reason"]) for e in got[2:]} == {
+        ("expired", "t2", "expired before it was queued"),
+        ("expired", "t1", "time to live ran out before it could play"),  # the announcer expires what waits
+    }
+    assert [a["id"] for a in spooled(runner.queue.spool.directory)] == ["playing"]
 
 
 def test_mqtt5_message_expiry_sets_the_deadline(runner, recorder):
     recorder.publish(f"{runner.base}/say", "doorbell", MessageExpiryInterval=30)
     wait_events(recorder, runner, 1)
-    assert runner.queue.pop_next().expires_at == pytest.approx(time.time() + 30, abs=3)
+    assert runner.accepted()[0].expires_at == pytest.approx(time.time() + 30, abs=3)
 
 
 def test_response_topic_gets_the_events_with_the_correlation_data(runner, recorder):
@@ -146,33 +165,37 @@ def test_response_topic_gets_the_events_with_the_correlation_data(runner, record
         CorrelationData=b"\x01corr",
     )
     recorder.wait_for(lambda ms: any(m.topic == reply_topic for m in ms))
-    (reply,) = recorder.on(reply_topic)
+    reply = recorder.on(reply_topic)[0]
     assert json.loads(reply.payload)["event"] == "queued"
     assert reply.properties.CorrelationData == b"\x01corr"
-    (event,) = recorder.on(f"{runner.base}/event")
+    event = recorder.on(f"{runner.base}/event")[0]
     assert event.properties.CorrelationData == b"\x01corr"
 
 
-def test_stop_all_cancels_waiting_announcements_and_tells_the_player(runner, recorder):
-    for ident in ("s1", "s2"):
-        recorder.publish(f"{runner.base}/say", json.dumps({"text": ident, "id": ident}))
+def test_stop_all_cancels_waiting_announcements_and_cuts_the_playing_one(runner, recorder):
+    for ident in ("playing", "s1", "s2"):
+        say(recorder, runner, text=ident, id=ident)
+    runner.wait_accepted(3)
     recorder.publish(f"{runner.base}/stop", '{"scope": "all"}')
-    got = wait_events(recorder, runner, 5)
-    assert [(e["event"], e.get("id")) for e in got[2:]] == [
+    got = wait_events(recorder, runner, 7)
+    assert [(e["event"], e.get("id")) for e in got[3:]] == [
         ("cancelled", "s1"),
         ("cancelled", "s2"),
         ("stopped", None),
+        ("cancelled", "playing"),  # once the audio thread ended its cut track
     ]
-    assert runner.queue.ids() == [] and runner.commands == [Stop(scope="all")]
+    assert got[5]["cancelled"] == ["s1", "s2"] and got[6]["reason"] == "stopped"
+    assert runner.queue.ids() == [] and spooled(runner.queue.spool.directory) == []
 
 
 def test_hermes_say_for_our_site_is_queued_and_other_sites_are_ignored(runner, recorder):
     recorder.publish("hermes/tts/say", json.dumps({"text": "elsewhere", "siteId": "garage", "id": "h0"}))
     recorder.publish("hermes/tts/say", json.dumps({"text": "hallo", "siteId": "default", "id": "h1"}))
-    (event,) = wait_events(recorder, runner, 1)
-    assert event["id"] == "h1"
-    ann = runner.queue.pop_next()
-    assert ann.hermes_site_id == "default" and runner.queue.pop_next() is None
+    runner.settle(recorder)
+    (event,) = [e for e in events(recorder, runner) if e["event"] != "not_found"]
+    assert (event["event"], event["id"]) == ("queued", "h1")
+    (ann,) = runner.accepted()
+    assert ann.hermes_site_id == "default"
 
 
 def test_home_assistant_birth_republishes_discovery(runner, mosquitto, recorder_factory):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mosquitto_broker import Mosquitto
 
-from qwen3tts.appliance.mqtt import MqttClient
+from qwen3tts.appliance.mqtt.client import MqttClient
 from qwen3tts.settings import MqttSettings
 
 PASSWORD = "s3cret-über"

@@ -16,9 +16,9 @@ import soundfile
 from announcer_rig import RigSink
 from bundles import PARITY_OVERRIDES
 
-from qwen3tts.appliance.service import Service
 from qwen3tts.cli import main
 from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 from qwen3tts.voices import VoiceRegistry, bundle_hash
 

@@ -11,12 +11,26 @@ from types import SimpleNamespace
 
 import pytest
 from announcer_rig import RigSink, fake_engine
-from test_service_workers import SITE, wait_event
 
-from qwen3tts.appliance.service import Service
+from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
+SITE = "text"
 TEXT = "Qwen3 leaves platform 4 at 14:05."
+
+
+def wait_event(recorder, ann_id: str, kind: str, timeout: float = 20.0) -> dict:
+    """The first `kind` event of `ann_id`; fails the test at once when it ends another way."""
+
+    def mine(msgs) -> list[dict]:
+        found = [json.loads(m.payload) for m in msgs if m.topic == f"qwen3tts/{SITE}/event"]
+        return [e for e in found if e.get("id") == ann_id]
+
+    ends = {kind, "rejected", "error", "cancelled", "expired"}
+    msgs = recorder.wait_for(lambda msgs: any(e["event"] in ends for e in mine(msgs)), timeout)
+    event = next(e for e in mine(msgs) if e["event"] in ends)
+    assert event["event"] == kind, event
+    return event
 
 
 @pytest.fixture

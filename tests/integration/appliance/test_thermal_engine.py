@@ -8,7 +8,7 @@ import pytest
 from bundles import PARITY_OVERRIDES
 from fake_sysfs import laptop
 
-from qwen3tts.appliance.thermal import ThermalMonitor
+from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.runtime.loader import load_runtime

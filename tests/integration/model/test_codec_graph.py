@@ -31,7 +31,7 @@ from qwen3tts.model.graphs.codec import (
 )
 from qwen3tts.model.safetensors_io import SafetensorsFile
 from qwen3tts.model.spec_parse import parse_codec_spec
-from qwen3tts.model.tiny_codec import write_speech_tokenizer
+from qwen3tts.model.tiny.codec import write_speech_tokenizer
 from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}

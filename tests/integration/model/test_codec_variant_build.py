@@ -171,7 +171,7 @@ class CoreWith:
 
 @needs_bf16
 def test_doctor_says_which_codec_graphs_this_cpu_would_load(gated):
-    from qwen3tts.doctor.service import codec_variant_check
+    from qwen3tts.doctor.daemon import codec_variant_check
     from qwen3tts.settings import DeviceSettings
 
     bundle, _, _ = gated

@@ -71,7 +71,7 @@ def core():
 def use_golden_voice(builder, case: dict, golden: dict) -> str | None:
     """Base cases: the official x-vector (and, for ICL, reference codes and transcript ids) as the
     voice; returns the request's ref_audio key. The derivation of these inputs has its own tests."""
-    from qwen3tts.runtime.voice import VoiceInputs
+    from qwen3tts.runtime.cloning import VoiceInputs
 
     if "xvector" not in golden:
         return None

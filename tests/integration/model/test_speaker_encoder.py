@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import struct
 import wave
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from qwen3tts.errors import AudioError, CheckpointError, RequestError
+from qwen3tts.errors import CheckpointError, RequestError
 from qwen3tts.model.checkpoint import load_checkpoint
 from qwen3tts.model.graphs.speaker_encoder import MELS, XVECTOR, build_speaker_encoder
 from qwen3tts.model.tiny import write_checkpoint
@@ -24,7 +23,6 @@ from qwen3tts.runtime.speaker import (
     SpeakerEncoder,
     mel_filterbank,
     mel_spectrogram,
-    read_wav,
     resample_to_speaker_rate,
 )
 
@@ -146,7 +144,7 @@ def test_reference_audio_must_be_mono():
         mel_spectrogram(np.zeros((24000, 2), np.float32), 24000)
 
 
-# ---------------------------------------------------------------- WAV reading
+# ---------------------------------------------------------------- a WAV file
 
 
 def write_pcm16(path: Path, samples: np.ndarray, rate: int) -> Path:
@@ -157,96 +155,3 @@ def write_pcm16(path: Path, samples: np.ndarray, rate: int) -> Path:
         out.setframerate(rate)
         out.writeframes(samples.astype("<i2").tobytes())
     return path
-
-
-def write_float_wav(path: Path, samples: np.ndarray, rate: int, extensible: bool = False) -> Path:
-    """samples (frames, channels) float32 as an IEEE-float WAV (format 3, or 0xFFFE with float GUID)."""
-    channels, bits = samples.shape[1], 32
-    block = channels * bits // 8
-    if extensible:
-        guid = struct.pack("<H", 3) + bytes.fromhex("000000001000800000aa00389b71")
-        fmt = struct.pack("<HHIIHHHHI", 0xFFFE, channels, rate, rate * block, block, bits, 22, bits, 0) + guid
-    else:
-        fmt = struct.pack("<HHIIHH", 3, channels, rate, rate * block, block, bits)
-    data = samples.astype("<f4").tobytes()
-    body = b"WAVE" + chunk(b"fmt ", fmt) + chunk(b"LIST", b"odd") + chunk(b"data", data)
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
-    return path
-
-
-def chunk(chunk_id: bytes, body: bytes) -> bytes:
-    return chunk_id + struct.pack("<I", len(body)) + body + b"\0" * (len(body) & 1)
-
-
-def test_read_wav_scales_16_bit_pcm_by_32768(tmp_path):
-    samples = np.array([[0], [1], [-1], [16384], [-32768], [32767]], np.int16)
-    wave_, rate = read_wav(write_pcm16(tmp_path / "a.wav", samples, 16000))
-    assert rate == 16000
-    assert wave_.dtype == np.float32
-    np.testing.assert_array_equal(wave_, samples[:, 0] / np.float32(32768))
-
-
-@pytest.mark.parametrize(
-    ("width", "raw", "expected"),
-    [
-        (1, bytes([128, 255, 0, 192]), [0.0, 127 / 128, -1.0, 0.5]),  # 8-bit is unsigned, 128 = silence
-        (3, bytes.fromhex("000000 ffff7f 000080 feffff"), [0.0, (2**23 - 1) / 2**23, -1.0, -2 / 2**23]),
-        (4, struct.pack("<4i", 0, 2**30, -(2**31), -1), [0.0, 0.5, -1.0, -1 / 2**31]),
-    ],
-    ids=["8bit", "24bit", "32bit"],
-)
-def test_read_wav_scales_other_pcm_widths_like_soundfile(tmp_path, width, raw, expected):
-    path = tmp_path / "pcm.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(width)
-        out.setframerate(8000)
-        out.writeframes(raw)
-    wave_, rate = read_wav(path)
-    assert rate == 8000
-    np.testing.assert_allclose(wave_, np.array(expected, np.float32), rtol=0, atol=1e-9)
-
-
-def test_read_wav_averages_stereo_channels(tmp_path):
-    samples = np.array([[1000, 3000], [-2000, 0], [32767, 32767]], np.int16)
-    wave_, rate = read_wav(write_pcm16(tmp_path / "stereo.wav", samples, 44100))
-    assert rate == 44100
-    np.testing.assert_allclose(wave_, samples.mean(axis=1) / 32768, rtol=0, atol=1e-7)
-
-
-@pytest.mark.parametrize("extensible", [False, True], ids=["format3", "extensible"])
-def test_read_wav_keeps_float_samples_and_skips_unknown_chunks(tmp_path, extensible):
-    samples = np.random.default_rng(0).uniform(-1, 1, (300, 2)).astype(np.float32)
-    wave_, rate = read_wav(write_float_wav(tmp_path / "f.wav", samples, 24000, extensible))
-    assert rate == 24000
-    np.testing.assert_allclose(wave_, samples.mean(axis=1), rtol=0, atol=1e-7)
-
-
-def test_read_wav_of_missing_file_raises_audio_error_naming_it(tmp_path):
-    missing = tmp_path / "nope.wav"
-    with pytest.raises(AudioError, match=r"nope\.wav"):
-        read_wav(missing)
-
-
-def test_read_wav_of_garbage_raises_audio_error(tmp_path):
-    garbage = tmp_path / "garbage.wav"
-    garbage.write_bytes(b"this is not audio at all" * 10)
-    with pytest.raises(AudioError, match="not a RIFF/WAVE"):
-        read_wav(garbage)
-
-
-def test_read_wav_without_data_chunk_raises_audio_error(tmp_path):
-    path = tmp_path / "empty.wav"
-    body = b"WAVE" + chunk(b"fmt ", struct.pack("<HHIIHH", 1, 1, 16000, 32000, 2, 16))
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
-    with pytest.raises(AudioError, match="'data'"):
-        read_wav(path)
-
-
-def test_read_wav_of_compressed_encoding_raises_audio_error(tmp_path):
-    path = tmp_path / "adpcm.wav"
-    fmt = struct.pack("<HHIIHH", 2, 1, 16000, 8000, 256, 4)  # format tag 2: Microsoft ADPCM
-    body = b"WAVE" + chunk(b"fmt ", fmt) + chunk(b"data", b"\0" * 64)
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
-    with pytest.raises(AudioError, match="unsupported WAV encoding"):
-        read_wav(path)

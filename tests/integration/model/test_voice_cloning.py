@@ -18,8 +18,8 @@ from bundles import PARITY_OVERRIDES
 
 from qwen3tts.engine.sequence import Request
 from qwen3tts.errors import RequestError
+from qwen3tts.runtime.cloning import VoiceInputs, read_audio
 from qwen3tts.runtime.loader import load_runtime
-from qwen3tts.runtime.voice import VoiceInputs, read_audio
 from qwen3tts.settings_loader import load_settings
 
 FRAMES = 8
@@ -120,5 +120,5 @@ def test_bad_voice_inputs_are_request_errors(base_runtime, tmp_path):
     with pytest.raises(RequestError, match="not a saved voice"):
         VoiceInputs.load(tmp_path / "junk.npz")
     (tmp_path / "empty.wav").write_bytes(b"RIFF")
-    with pytest.raises(RequestError, match="cannot read reference audio"):
+    with pytest.raises(RequestError, match=r"reference audio: .*cannot read audio"):
         read_audio(tmp_path / "empty.wav")

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mosquitto_broker import free_port
 
-from qwen3tts.appliance.service import Service
+from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
 SITE = "doors"

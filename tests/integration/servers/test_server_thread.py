@@ -19,7 +19,7 @@ from mosquitto_broker import free_port
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
-from qwen3tts.servers import BundleInfo, Servers, start_servers
+from qwen3tts.servers import Offer, Servers, start_servers
 from qwen3tts.settings_loader import load_settings
 
 THREAD = "qwen3tts-servers"
@@ -36,8 +36,8 @@ def start():
 
     def start(*overrides: str) -> Servers:
         settings = load_settings(None, list(overrides))
-        info = BundleInfo.from_spec("fake", SPEC, settings.voice)
-        started.append(start_servers(settings, fake_engine(), info, environ={}))
+        offer = Offer.from_spec("fake", SPEC, settings.voice)
+        started.append(start_servers(settings, fake_engine(), offer, environ={}))
         return started[-1]
 
     yield start

@@ -12,7 +12,7 @@ from qwen3tts.model.safetensors_io import SafetensorsFile, write_safetensors
 from qwen3tts.model.spec import GenerationDefaults
 from qwen3tts.model.spec_parse import parse_codec_spec, parse_generation, parse_model_spec
 from qwen3tts.model.tensor_layout import model_tensor_shapes
-from qwen3tts.model.tiny_config import GENERATION_CONFIG, model_config
+from qwen3tts.model.tiny.config import GENERATION_CONFIG, model_config
 
 TEXT_IDS = {"assistant": 77091, "<|im_start|>": 151644, "<|im_end|>": 151645, "<tts_pad>": 151671,
             "<tts_text_bos>": 151672, "<tts_text_eod>": 151673}  # fmt: skip

@@ -4,7 +4,7 @@ import pytest
 
 from qwen3tts.errors import CheckpointError
 from qwen3tts.model.spec_parse import parse_speech_encoder_spec
-from qwen3tts.model.tiny_codec import speech_tokenizer_config
+from qwen3tts.model.tiny.codec import speech_tokenizer_config
 
 
 def test_the_release_encoder_config_gives_the_mimi_shapes_and_rates():

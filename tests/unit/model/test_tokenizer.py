@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qwen3tts.errors import TokenizerError
-from qwen3tts.model import tiny_vocab
+from qwen3tts.model.tiny import vocab as tiny_vocab
 from qwen3tts.model.tokenizer import TextTokenizer, assistant_text, instruct_text, ref_text
 
 EXPECTATIONS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "tokenizer_expectations.json"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from qwen3tts.text.normalize import chinese, english, other
+from qwen3tts.text.normalize.scanner import URL
 
 _CHINESE = ("chinese", "sichuan_dialect", "beijing_dialect")
 _HALF_WIDTH = str.maketrans(
@@ -21,6 +22,7 @@ _HALF_WIDTH = str.maketrans(
 )
 # full-width : and . only between digits (elsewhere they are CJK punctuation and stay)
 _DIGIT_PUNCTUATION = re.compile(r"(?<=[0-9])[：．](?=[0-9])")
+_URL = re.compile(URL, re.ASCII)
 
 
 def normalize(text: str, language: str) -> str:
@@ -31,3 +33,15 @@ def normalize(text: str, language: str) -> str:
     if language in _CHINESE:
         return chinese.normalize(text)
     return other.normalize(text, language)
+
+
+def unread(spoken: str) -> list[str]:
+    """The tokens of a normalised text that still hold ASCII digits (no rule read them), URLs aside.
+
+    Digits of other scripts (٣, ²) are not listed: the rules leave those to the model on purpose.
+    """
+    tokens = []
+    for token in spoken.split():
+        if any("0" <= ch <= "9" for ch in token) and not _URL.search(token):
+            tokens.append(token)
+    return tokens

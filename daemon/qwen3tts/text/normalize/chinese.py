@@ -11,9 +11,17 @@ from decimal import Decimal
 
 import cn2an
 
-from qwen3tts.text.normalize.scanner import MAX_CARDINAL_DIGITS, URL, Rule, keep, rewrite, rule
+from qwen3tts.text.normalize.scanner import (
+    MAX_CARDINAL_DIGITS,
+    NUMBER,
+    URL,
+    Rule,
+    keep,
+    rewrite,
+    rule,
+    scientific,
+)
 
-NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 CURRENCIES = {"¥": "元", "￥": "元", "€": "欧元", "$": "美元", "£": "英镑", "HK$": "港币"}
 UNITS = {
     "km/h": "公里每小时",
@@ -58,6 +66,11 @@ def spell(number: str) -> str:
 def spell_phone(number: str) -> str:
     """Phone numbers are read digit by digit with 幺 for 1, so it is not heard as 七."""
     return spell(number).replace("一", "幺")
+
+
+def _scientific(m: re.Match[str]) -> str:
+    minus = "负" if m["sign"] in ("-", "−") else ""
+    return f"{cardinal(m['mantissa'])}乘以十的{minus}{cardinal(m['exponent'])}次方"
 
 
 def _time(m: re.Match[str]) -> str | None:
@@ -119,6 +132,7 @@ _CUR = "|".join(re.escape(c) for c in sorted(CURRENCIES, key=len, reverse=True))
 
 RULES: tuple[Rule, ...] = (
     rule("url", URL, keep),
+    rule("scientific", scientific(NUMBER), lambda m: _scientific(m)),
     rule("iso_date", r"(?<!\d)(?P<y>\d{4})[-/.](?P<mo>\d{1,2})[-/.](?P<d>\d{1,2})(?!\d)", _iso_date),
     rule("year", r"(?<!\d)(?P<y>\d{4})(?=年)", lambda m: spell(m["y"])),
     rule(

@@ -21,6 +21,7 @@ from qwen3tts.text.normalize.scanner import (
     keep,
     rewrite,
     rule,
+    scientific,
 )
 
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -109,6 +110,11 @@ def cardinal(number: str) -> str:
     else:
         said = num2words(int(whole), lang="en").replace(",", "")
     return f"{said} point {digits(fraction, DIGITS)}" if fraction else said
+
+
+def _scientific(m: re.Match[str]) -> str:
+    minus = "minus " if m["sign"] in ("-", "−") else ""
+    return f"{cardinal(m['mantissa'])} times ten to the power of {minus}{cardinal(m['exponent'])}"
 
 
 def _time(m: re.Match[str]) -> str | None:
@@ -210,6 +216,7 @@ _ABBR = "|".join(re.escape(a) for a in ABBREVIATIONS)
 
 RULES: tuple[Rule, ...] = (
     rule("url", URL, keep),
+    rule("scientific", scientific(NUMBER), lambda m: _scientific(m)),
     rule("iso_date", r"\b(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b", _iso_date),
     # day first, as in Britain and most of the world: 05/03/2025 is the fifth of March
     rule("slash_date", r"\b(?P<d>\d{1,2})/(?P<mo>\d{1,2})/(?P<y>\d{4})\b", _iso_date),

@@ -14,7 +14,16 @@ from functools import cache
 
 from num2words import num2words
 
-from qwen3tts.text.normalize.scanner import MAX_CARDINAL_DIGITS, URL, Rule, keep, rewrite, rule
+from qwen3tts.text.normalize.scanner import (
+    MAX_CARDINAL_DIGITS,
+    NUMBER,
+    URL,
+    Rule,
+    keep,
+    rewrite,
+    rule,
+    scientific,
+)
 from qwen3tts.text.normalize.words import WORDS, Words
 
 
@@ -23,14 +32,33 @@ def normalize(text: str, language: str) -> str:
 
 
 def _cardinal(number: str, words: Words) -> str:
-    thousands, decimal = (".", ",") if words.decimal_comma else (",", ".")
-    plain = number.replace(thousands, "") if re.search(rf"\d\{thousands}\d{{3}}(?!\d)", number) else number
-    whole, _, fraction = plain.partition(decimal)
+    whole, fraction = _parts(number, words)
     if (len(whole) > 1 and whole.startswith("0") and not fraction) or len(whole) > MAX_CARDINAL_DIGITS:
         said = _digits(whole, words)
     else:
         said = num2words(int(whole), lang=words.code)
     return f"{said}{words.joiner}{words.point}{words.joiner}{_digits(fraction, words)}" if fraction else said
+
+
+_GROUPED = {
+    True: re.compile(r"[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?"),
+    False: re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"),
+}
+
+
+def _parts(number: str, words: Words) -> tuple[str, str]:
+    """(whole digits, fraction digits) of a number as `words`' language writes it.
+
+    Thousands groups are dropped (1.250,50 or 1,250.50); in a decimal-comma language a point that
+    does not group thousands (0.555, 12.5) is read as the decimal point people meant.
+    """
+    thousands, decimal = (".", ",") if words.decimal_comma else (",", ".")
+    if _GROUPED[words.decimal_comma].fullmatch(number):
+        number = number.replace(thousands, "")
+    elif words.decimal_comma:
+        number = number.replace(".", ",")
+    whole, _, fraction = number.partition(decimal)
+    return whole, fraction
 
 
 def _digits(number: str, words: Words) -> str:
@@ -40,10 +68,13 @@ def _digits(number: str, words: Words) -> str:
 @cache
 def _rules(language: str) -> tuple[Rule, ...]:
     words = WORDS[language]
+    # As scanner.NUMBER (never from inside a digit run, at most five thousands groups), with the
+    # separators of a decimal-comma language; there a point before anything but a thousands group
+    # (0.555, 12.5) is a decimal point too, as people write it.
     number = (
-        r"\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d+(?:,\d+)?"
+        r"(?<!\d)(?:[1-9]\d{0,2}(?:\.\d{3}){1,5}(?![\d.])(?:,\d+)?|\d+(?:[,.]\d+)?)"
         if words.decimal_comma
-        else (r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+        else NUMBER
     )
     units = "|".join(re.escape(u) for u in sorted(words.units, key=len, reverse=True))
     j = words.joiner
@@ -68,8 +99,15 @@ def _rules(language: str) -> tuple[Rule, ...]:
             return words.one_euro if whole == 1 else words.euros_whole.format(w=w)
         return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))
 
+    def power(m: re.Match[str]) -> str:
+        minus = f"{words.minus}{j}" if m["sign"] in ("-", "−") else ""
+        return words.scientific.format(
+            m=_cardinal(m["mantissa"], words), e=minus + _cardinal(m["exponent"], words)
+        )
+
     return (
         rule("url", URL, keep),
+        rule("scientific", scientific(number), power),
         rule("time", r"(?<!\d)(?P<h>\d{1,2})(?::|\s?h\s?)(?P<m>[0-5]\d)(?!\d)(?:\s?Uhr\b)?", time),
         rule(
             "money",
@@ -92,7 +130,6 @@ def _rules(language: str) -> tuple[Rule, ...]:
 
 
 def _cardinal_source(number: str, words: Words) -> str:
-    """1.250,50 (decimal comma) or 1,250.50 -> 1250.50, for Decimal."""
-    if words.decimal_comma:
-        return number.replace(".", "").replace(",", ".")
-    return number.replace(",", "")
+    """1.250,50 (decimal comma), 1,250.50 or 0.55 -> 1250.50 / 0.55, for Decimal."""
+    whole, fraction = _parts(number, words)
+    return f"{whole}.{fraction}" if fraction else whole

@@ -16,9 +16,24 @@ from dataclasses import dataclass
 Say = Callable[[re.Match[str]], str | None]
 
 # ASCII only, so a URL ends where CJK text or full-width punctuation starts.
-URL = r"(?:https?://|www\.)[!-~]*[A-Za-z0-9/#=_-]|[A-Za-z0-9.+_-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+# The address part starts only where a run of its characters starts: otherwise every position inside a
+# long run ("1.1.1.1...", "xxxx...") would scan the rest of the run again for an @ (quadratic).
+URL = (
+    r"(?:https?://|www\.)[!-~]*[A-Za-z0-9/#=_-]"
+    r"|(?<![A-Za-z0-9.+_-])[A-Za-z0-9.+_-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+)
+
+
+# Scientific notation, 1E-999 or 6.02e23: the mantissa's pattern is the language's number.
+def scientific(number: str) -> str:
+    return rf"(?<![\w.,])(?P<mantissa>{number})[eE](?P<sign>[-+−]?)(?P<exponent>\d{{1,4}})(?!\w|[.,]\d)"
+
+
 # A number as written in English and Chinese text: 1,250.50 / 12.5 / 7 (no sign; rules add one).
-NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# It never starts inside a run of digits and has at most five thousands groups: a rule that searches
+# for "NUMBER %" in 2,000 digits would otherwise retry from every digit, each try running to the end
+# (quadratic: 0.3 s per rule). Longer groupings are read in parts.
+NUMBER = r"(?<!\d)(?:\d{1,3}(?:,\d{3}){1,5}(?:\.\d+)?|\d+(?:\.\d+)?)"
 
 
 @dataclass(frozen=True)
@@ -73,10 +88,15 @@ def _earliest(
         matches[order] = rules[order].pattern.search(text, match.start() + 1)
 
 
+_BLANKS = re.compile(r"[ \t]{2,}")
+# A run of spaces is tried once, from its first space: from each later one it would run to the end of
+# the run again (quadratic on a text of spaces).
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<! ) +(?=[,.;:!?])")
+
+
 def tidy(text: str) -> str:
     """Collapse the double spaces that replacements leave behind, and spaces before punctuation."""
-    text = re.sub(r"[ \t]{2,}", " ", text)
-    return re.sub(r" +([,.;:!?])", r"\1", text).strip()
+    return _SPACE_BEFORE_PUNCTUATION.sub("", _BLANKS.sub(" ", text)).strip()
 
 
 # The longest whole number said as a number; longer runs (an id, a card number) are read digit by digit.

@@ -34,6 +34,10 @@ class Words:
     """What goes between words ("" for Japanese)."""
     minute_zero: str = ""
     """Said before minutes 1-9 (Russian: четырнадцать ноль пять)."""
+    scientific: str = "{m} E {e}"
+    """Template for scientific notation, 1E-3: {m} the mantissa, {e} the exponent (with minus)."""
+    minus: str = "minus"
+    """The word for a minus sign."""
 
 
 WORDS: dict[str, Words] = {
@@ -43,6 +47,7 @@ WORDS: dict[str, Words] = {
         euros="{w} Euro {c}", euros_whole="{w} Euro", one_euro="ein Euro",
         units={"km/h": "Kilometer pro Stunde", "km": "Kilometer", "kg": "Kilogramm", "°C": "Grad Celsius",
                "m": "Meter", "min": "Minuten", "h": "Stunden"},
+        scientific="{m} mal zehn hoch {e}", minus="minus",
     ),
     "french": Words(
         code="fr", point="virgule", percent="pour cent",
@@ -50,6 +55,7 @@ WORDS: dict[str, Words] = {
         euros="{w} euros {c}", euros_whole="{w} euros", one_euro="un euro",
         units={"km/h": "kilomètres heure", "km": "kilomètres", "kg": "kilos", "°C": "degrés",
                "m": "mètres", "min": "minutes", "h": "heures"},
+        scientific="{m} fois dix puissance {e}", minus="moins",
     ),
     "spanish": Words(
         code="es", point="coma", percent="por ciento",
@@ -57,6 +63,7 @@ WORDS: dict[str, Words] = {
         euros="{w} euros con {c}", euros_whole="{w} euros", one_euro="un euro",
         units={"km/h": "kilómetros por hora", "km": "kilómetros", "kg": "kilos", "°C": "grados",
                "m": "metros", "min": "minutos", "h": "horas"},
+        scientific="{m} por diez elevado a {e}", minus="menos",
     ),
     "italian": Words(
         code="it", point="virgola", percent="per cento",
@@ -64,6 +71,7 @@ WORDS: dict[str, Words] = {
         euros="{w} euro e {c}", euros_whole="{w} euro", one_euro="un euro",
         units={"km/h": "chilometri orari", "km": "chilometri", "kg": "chili", "°C": "gradi",
                "m": "metri", "min": "minuti", "h": "ore"},
+        scientific="{m} per dieci alla {e}", minus="meno",
     ),
     "portuguese": Words(
         code="pt", point="vírgula", percent="por cento",
@@ -71,6 +79,7 @@ WORDS: dict[str, Words] = {
         euros="{w} euros e {c}", euros_whole="{w} euros", one_euro="um euro",
         units={"km/h": "quilómetros por hora", "km": "quilómetros", "kg": "quilos", "°C": "graus",
                "m": "metros", "min": "minutos", "h": "horas"},
+        scientific="{m} vezes dez elevado a {e}", minus="menos",
     ),
     "russian": Words(
         code="ru", point="запятая", percent="процентов",
@@ -78,6 +87,7 @@ WORDS: dict[str, Words] = {
         euros="{w} евро {c} центов", euros_whole="{w} евро", one_euro="один евро",
         units={"km/h": "километров в час", "km": "километров", "kg": "килограммов", "°C": "градусов",
                "m": "метров", "min": "минут", "h": "часов"},
+        scientific="{m} умножить на десять в степени {e}", minus="минус",
     ),
     "japanese": Words(
         code="ja", point="点", percent="パーセント",
@@ -86,6 +96,7 @@ WORDS: dict[str, Words] = {
         units={"km/h": "キロ毎時", "km": "キロ", "kg": "キロ", "°C": "度",
                "m": "メートル", "min": "分", "h": "時間"},
         decimal_comma=False, joiner="",
+        scientific="{m}かける十の{e}乗", minus="マイナス",
     ),
     "korean": Words(
         code="ko", point="점", percent="퍼센트",
@@ -94,5 +105,6 @@ WORDS: dict[str, Words] = {
         units={"km/h": "킬로미터", "km": "킬로미터", "kg": "킬로그램", "°C": "도",
                "m": "미터", "min": "분", "h": "시간"},
         decimal_comma=False,
+        scientific="{m} 곱하기 십의 {e}제곱", minus="마이너스",
     ),
 }  # fmt: skip

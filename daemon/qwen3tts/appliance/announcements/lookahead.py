@@ -1,0 +1,259 @@
+"""Synthesis ahead of playback: which pieces go to the engine now, and their PCM into tracks.
+
+Called only from the announcer's loop. Pieces are submitted in the order they will play (the current
+announcement's, then the next waiting announcements'), while the audio that plays before a piece is
+shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch limit (which the
+thermal governor sets). The piece that plays next is always submitted, and an emergency's pieces ignore
+both limits (the engine lets emergencies bypass its batch limit too). PCM is taken from the engine
+handles without waiting and appended to the announcement's track in piece order; a later piece's PCM
+waits in its handle until the ones before it are complete.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+
+import numpy as np
+
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
+from qwen3tts.appliance.audio.sinks import MODEL_RATE
+from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.systemd.supervisor import isolated
+from qwen3tts.engine.engine import Engine
+from qwen3tts.engine.sequence import Priority
+from qwen3tts.errors import RequestError
+from qwen3tts.settings import Settings
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, sentence_request, split_text
+from qwen3tts.text.splitter import weight
+from qwen3tts.voices.catalog import VoiceCatalog
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_SECOND = 14.0  # rough speaking rate, for the look-ahead horizon before a piece is synthesised
+FRAME_S = 0.08  # audio per frame of the 12.5 Hz codec
+
+
+def jitter_threshold(jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None) -> int:
+    """Samples to buffer before speech starts: max(jitter_buffer_ms, expected * max(0, 1 - 1/rtf)).
+
+    rtf = synthesis time / audio time. With rtf > 1 the audio arrives at 1/rtf of real time, so a
+    T-second piece needs T * (1 - 1/rtf) seconds in hand at the start to play without a stall.
+    Unknown rtf or duration -> just jitter_buffer_ms.
+    """
+    floor = jitter_buffer_ms * MODEL_RATE // 1000
+    if not expected_duration_s or not rtf or rtf <= 0:
+        return floor
+    shortfall = expected_duration_s * max(0.0, 1.0 - 1.0 / rtf)
+    return max(floor, int(np.ceil(shortfall * MODEL_RATE)))
+
+
+class LookAhead:
+    """Prepares announcements, submits due pieces, moves their PCM; keeps the measured real-time factor."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        defaults: SpeechDefaults,
+        text: TextOptions,
+        voices: VoiceCatalog,
+        replay: PhraseReplay | None = None,
+    ):
+        self.engine = engine
+        self.settings = settings
+        self.defaults = defaults
+        """What an announcement that names no voice, language or instruct gets (voice/set changes it)."""
+        self.text = text
+        self.voices = voices
+        self.replay = replay
+        """Plays whole announcements again from the phrase cache; None synthesises everything."""
+        self.rtf: float | None = None
+        """EWMA of synthesis time / audio time of one stream, once it produces audio."""
+        self._request_ids = itertools.count()
+
+    # ---- what plays, and how long it takes ----
+
+    def prepare(self, ann: Announcement, use_cache: bool = False) -> None:
+        """The pieces to play (from `cursor`): the text front end's pieces, as the model gets them.
+
+        With `use_cache`, a whole play found in the phrase cache becomes one complete piece whose audio
+        is all in the track: it starts playing without synthesis.
+        """
+        language = ann.lang or self.defaults.language
+        texts = split_text(ann.text, language, self.text, normalize=ann.normalize)
+        ann.cursor = min(ann.cursor, len(texts) - 1)
+        ann.pieces, ann.handles, ann.ends = texts[ann.cursor :], {}, []
+        ann.track = Track(ann.id)
+        ann.from_cache, ann.rendition = False, None
+        if use_cache and self.replay is not None:
+            self._replay(ann, texts, language)
+
+    def _replay(self, ann: Announcement, texts: list[str], language: str) -> None:
+        voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
+        key = self.replay.key(texts, voice, language, instruct, ann.seed)
+        pcm = self.replay.lookup(ann, key)
+        if pcm is None:
+            self.replay.start_collecting(ann, key)
+            return
+        ann.pieces, ann.ends = [" ".join(texts)], [len(pcm)]
+        ann.track.put(pcm)
+        ann.track.close()
+        ann.from_cache = True
+        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", ann.id, len(pcm) / MODEL_RATE)
+
+    def start_threshold(self, ann: Announcement) -> int:
+        """Samples to hold back before speech starts so the piece playing first does not run dry.
+
+        Revised every turn until speech starts: one stream slows down as the batch grows.
+        """
+        jitter_ms = self.settings.audio.jitter_buffer_ms
+        if not ann.pieces or ann.ends:
+            return jitter_threshold(jitter_ms, None, None)
+        return jitter_threshold(jitter_ms, self.estimate(ann, 0), self.stream_rtf())
+
+    def stream_rtf(self) -> float | None:
+        """Synthesis time / audio time of one stream now: from the engine's live figures while it runs
+        (over its last 2 s, so it errs slow at first), else as last measured."""
+        stats = self.engine.stats()
+        if stats.frames_per_second > 0 and stats.num_running > 0:
+            return stats.num_running / (stats.frames_per_second * FRAME_S)
+        return self.rtf
+
+    def estimate(self, ann: Announcement, index: int) -> float:
+        """Seconds of audio piece `index` gives (measured once it is complete)."""
+        if index < len(ann.ends):
+            return (ann.ends[index] - (ann.ends[index - 1] if index else 0)) / MODEL_RATE
+        return weight(ann.pieces[index]) / CHARS_PER_SECOND
+
+    def _arrived_s(self, ann: Announcement, index: int) -> float:
+        """Seconds of piece `index` already in the track (only the arriving piece has any)."""
+        if index != len(ann.ends):
+            return 0.0
+        return (ann.track.received - (ann.ends[-1] if ann.ends else 0)) / MODEL_RATE
+
+    def piece_playing(self, ann: Announcement) -> int:
+        """Index of the piece playback is in (the first not yet fully played)."""
+        position = ann.track.taken if ann.track is not None else 0
+        return next((i for i, end in enumerate(ann.ends) if end > position), len(ann.ends))
+
+    # ---- submission ----
+
+    def submit_due(self, plan: list[Announcement]) -> list[Announcement]:
+        """Submit what is due in play order; returns the announcements that got a request.
+
+        A piece that cannot be submitted (the engine refuses it, or anything on the way raises) fails
+        its announcement: `ann.error` is set and it is returned too; the caller fails it.
+        """
+        lookahead = self.settings.announcements.lookahead_s
+        in_flight = sum(len(ann.handles) for ann in plan)
+        max_batch = self.engine.stats().max_batch
+        horizon = 0.0  # seconds of audio that play before the piece being considered
+        first = True  # the first piece not yet complete in the whole plan: it plays next
+        touched: list[Announcement] = []
+        for ann in plan:  # each one prepared by the caller
+            horizon += ann.track.available / MODEL_RATE
+            for index in range(len(ann.ends), ann.playing_end):
+                if index in ann.handles:
+                    horizon += max(0.0, self.estimate(ann, index) - self._arrived_s(ann, index))
+                    first = False
+                    continue
+                urgent = first or ann.priority is Priority.EMERGENCY
+                if not urgent and (horizon >= lookahead or in_flight >= max_batch):
+                    break  # the rest waits; a later emergency's pieces still go (they ignore both limits)
+                first = False
+                touched.append(ann)
+                if not self._submit_piece(ann, index):
+                    break
+                in_flight += 1
+                horizon += self.estimate(ann, index)
+        return list(dict.fromkeys(touched))  # each once, however many of its pieces went
+
+    def _submit_piece(self, ann: Announcement, index: int) -> bool:
+        """Submit one piece; False, with `ann.error` set, when it could not be (that announcement only)."""
+
+        def failed(exc: BaseException) -> None:
+            ann.error = f"{type(exc).__name__}: {exc}"
+
+        with isolated(f"{ann.id}: submitting piece {ann.cursor + index}", failed):
+            try:
+                ann.handles[index] = self.engine.submit(self._request(ann, index))
+            except RequestError as exc:  # refused (bad input, no room): the engine's reason
+                ann.error = str(exc)
+        return index in ann.handles
+
+    def _request(self, ann: Announcement, index: int):
+        request = sentence_request(
+            f"{ann.id}#{next(self._request_ids)}",
+            ann.pieces[index],
+            language=ann.lang or self.defaults.language,
+            voice=ann.voice or self.defaults.voice,
+            instruct=ann.instruct or self.defaults.instruct,
+            priority=ann.priority,
+            max_frames=self.settings.engine.max_frames,
+            voices=self.voices,
+            seed=ann.seed,
+        )
+        log.debug("%s: submitting piece %d as %s", ann.id, ann.cursor + index, request.id)
+        return request
+
+    # ---- PCM ----
+
+    def move_pcm(self, ann: Announcement) -> None:
+        """Append the PCM that is ready, in piece order; close the track after the last piece.
+
+        Raises the RequestError of a piece whose synthesis failed. A cancelled request is not an ended
+        one: its piece stays incomplete (only a finished request completes a piece).
+        """
+        track = ann.track
+        if track is None or track.closed or (ann.cut is not None and ann.cut is not Cut.TAKEOVER):
+            return  # a cut play takes no more PCM: what its cancelled requests left is not the piece
+        while len(ann.ends) < ann.playing_end:
+            index = len(ann.ends)
+            handle = ann.handles.get(index)
+            if handle is None:
+                return
+            chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
+            for chunk in chunks:
+                self._arrived(ann, chunk)
+            if not ended or handle.cancelled:
+                return
+            del ann.handles[index]
+            ann.ends.append(track.received)
+            self._measure(ann, index)
+        track.close()
+
+    def _arrived(self, ann: Announcement, chunk: np.ndarray) -> None:
+        if ann.arriving_since is None:
+            ann.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
+        ann.track.put(chunk)
+        if ann.rendition is not None:
+            ann.rendition.append(chunk)
+
+    def _measure(self, ann: Announcement, index: int) -> None:
+        since, ann.arriving_since = ann.arriving_since, None
+        audio_s = self.estimate(ann, index)
+        if since is None or audio_s < 0.5:
+            return
+        sample = (time.monotonic() - since) / audio_s
+        self.rtf = sample if self.rtf is None else 0.7 * self.rtf + 0.3 * sample
+
+    # ---- takeover ----
+
+    def take_over(self, ann: Announcement) -> None:
+        """End `ann` after the piece it is playing; the rest is cancelled in the engine."""
+        cut_at = self.piece_playing(ann) + 1
+        while cut_at < len(ann.pieces):
+            if cut_at > len(ann.ends):
+                break  # its PCM is not all in yet: move_pcm stops at cut_at and closes the track
+            if ann.track.end_at(ann.ends[cut_at - 1]):
+                break
+            cut_at += 1  # playback crossed the boundary meanwhile
+        if cut_at >= len(ann.pieces):
+            return  # it is on its last piece: it ends before anything could take over
+        ann.cut_at, ann.cut = cut_at, Cut.TAKEOVER
+        log.info("%s: a priority announcement takes over after piece %d", ann.id, ann.cursor + cut_at)
+        for index in [i for i in ann.handles if i >= cut_at]:
+            ann.handles.pop(index).cancel()

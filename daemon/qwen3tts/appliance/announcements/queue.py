@@ -1,0 +1,152 @@
+"""The durable priority queue of accepted announcements; only the announcer's loop uses it.
+
+Waiting announcements are ordered emergency > priority > normal, first in first out within a level. An
+announcement is *waiting*, *current* (popped, being spoken; still spooled so a crash replays it) or gone
+(finished, cancelled, expired, failed: removed from the spool). Every change is written to the spool
+(spool.py) before it returns. The queue also keeps the duplicate memory (recent_ids.py): an id it has
+accepted is not accepted again, nor a broker's redelivery of a message it has already spooled.
+
+Poison: each time an announcement becomes the current one its `attempts` count is spooled; an orderly
+end (finished, interrupted, repeat, shutdown) resets it. An entry found at start-up with `max_attempts`
+unfinished attempts killed the process that many times: it moves to the quarantine and is never replayed.
+
+One owner, no lock: the announcer's thread is the only caller, except `len()` and `ids()` (read-only
+copies, for the status and the servers' /metrics).
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from pathlib import Path
+
+from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.recent_ids import FILE_NAME, RecentIds
+from qwen3tts.appliance.announcements.spool import Spool
+from qwen3tts.errors import RequestError
+
+log = logging.getLogger(__name__)
+
+
+class Accepted(Enum):
+    """What `put()` did with an announcement."""
+
+    QUEUED = "queued"
+    DUPLICATE = "a duplicate of an announcement already accepted"
+    REDELIVERY = "the broker's redelivery of a message already spooled"
+
+
+class AnnouncementQueue:
+    """Priority queue over a `Spool`, with the duplicate memory of what it accepted."""
+
+    def __init__(
+        self, spool_dir: Path, *, max_queue: int = 100, max_attempts: int = 2, dedup_window: int = 1000
+    ):
+        self.spool = Spool(spool_dir)
+        self.max_queue = max_queue
+        self.max_attempts = max_attempts
+        self.recent = RecentIds(dedup_window, self.spool.directory / FILE_NAME)
+        self._waiting: list[Announcement] = []
+        self._next_seq = 1
+        self.quarantined: list[Announcement] = []
+        """Announcements this process moved to the quarantine at start (the announcer reports them)."""
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def ids(self) -> list[str]:
+        """Ids of waiting announcements in the order they would play."""
+        return [a.id for a in sorted(list(self._waiting), key=Announcement.rank)]
+
+    def waiting(self) -> list[Announcement]:
+        """Every waiting announcement in play order (also those not due yet)."""
+        return sorted(self._waiting, key=Announcement.rank)
+
+    def replay(self, now: float) -> tuple[list[Announcement], list[Announcement]]:
+        """Load the spool after a start: (replayed and waiting again, expired and removed).
+
+        Entries that reached `max_attempts` are quarantined instead and returned with neither.
+        """
+        replayed, expired = [], []
+        for ann in self.spool.load():
+            self._next_seq = max(self._next_seq, ann.seq + 1)
+            self.recent.add(ann.id, ann, message_id=ann.message_id, persist=False)  # the spool remembers them
+            if ann.attempts >= self.max_attempts:
+                self.spool.quarantine(ann, f"the process ended {ann.attempts} times while it played")
+                self.quarantined.append(ann)
+            elif ann.expired(now):
+                self.spool.remove(ann)
+                expired.append(ann)
+            else:
+                self._waiting.append(ann)
+                replayed.append(ann)
+        if replayed:
+            log.info("replayed %d spooled announcements: %s", len(replayed), [a.id for a in replayed])
+        return replayed, expired
+
+    def put(self, ann: Announcement, redelivered: bool = False) -> Accepted:
+        """Spool `ann` (fsynced) and queue it, unless it is a duplicate.
+
+        RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued).
+        `redelivered` is the MQTT DUP flag it came with (`ann.message_id` its packet id).
+        """
+        if self.recent.seen(ann.id):
+            return Accepted.DUPLICATE
+        if redelivered and self.recent.redelivered(ann, ann.message_id) is not None:
+            return Accepted.REDELIVERY
+        if len(self._waiting) >= self.max_queue:
+            raise RequestError(f"queue full ({self.max_queue} announcements waiting)")
+        ann.seq = self._next_seq
+        self.spool.write(ann)
+        self._next_seq += 1
+        self._waiting.append(ann)
+        self.recent.add(ann.id, ann, message_id=ann.message_id)
+        return Accepted.QUEUED
+
+    def ordered(self, now: float) -> list[Announcement]:
+        """Waiting announcements that may play now, in the order they would play."""
+        due = (a for a in self._waiting if a.not_before <= now and not a.expired(now))
+        return sorted(due, key=Announcement.rank)
+
+    def pop(self, ann: Announcement) -> None:
+        """`ann` (waiting) becomes the current one; its attempt is spooled before it plays, so a process
+        that dies now counts against it. OSError if that cannot be written (it is then no longer waiting)."""
+        self._waiting.remove(ann)
+        ann.attempts += 1
+        self.spool.write(ann)
+
+    def done(self, ann: Announcement, now: float) -> bool:
+        """The current announcement finished playing; True if it waits again for a repeat."""
+        ann.plays_done += 1
+        ann.attempts, ann.cursor = 0, 0
+        if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
+            ann.not_before = now + ann.repeat_interval
+            self._waiting.append(ann)
+            self.spool.write(ann)
+            return True
+        self.spool.remove(ann)
+        return False
+
+    def requeue(self, ann: Announcement) -> None:
+        """The current announcement waits again, to resume from `ann.cursor` (spooled: a crash does too)."""
+        ann.attempts = 0  # it was interrupted in order, not by a crash
+        self._waiting.append(ann)
+        self.spool.write(ann)
+
+    def release(self, ann: Announcement) -> None:
+        """The current announcement stopped in order without ending (shutdown): it stays spooled."""
+        ann.attempts = 0
+        self.spool.write(ann)
+
+    def discard(self, ann: Announcement) -> None:
+        """`ann` is gone (cancelled, failed, expired): out of the queue if it waited, out of the spool."""
+        if ann in self._waiting:
+            self._waiting.remove(ann)
+        self.spool.remove(ann)
+
+    def find(self, ann_id: str) -> Announcement | None:
+        return next((a for a in self._waiting if a.id == ann_id), None)
+
+    def expired(self, now: float) -> list[Announcement]:
+        """Waiting announcements whose time is up (still queued: the caller discards them)."""
+        return [a for a in self._waiting if a.expired(now)]

@@ -1,0 +1,120 @@
+"""The spool: one fsynced JSON file per accepted announcement, and the quarantine beside it.
+
+Each file is written to a temp name, fsynced and renamed (and the directory fsynced) before the MQTT
+message is acknowledged, so a crash at any moment either keeps the announcement or leaves it
+unacknowledged at the broker, which redelivers it. A file is as hostile as any other input: every file is
+validated as a whole when read (announcement.py `from_json`), and anything malformed moves to
+`quarantine/` with a log line; it never stops the daemon from starting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from qwen3tts.appliance.announcements.announcement import Announcement
+
+log = logging.getLogger(__name__)
+
+SPOOL_VERSION = 1
+MAX_FILE_BYTES = 1 << 20
+"""No spooled announcement is this large (text is bounded far below it); a larger file is not one of ours."""
+
+
+QUARANTINE = "quarantine"
+
+
+def quarantined(spool_dir: Path) -> list[Path]:
+    """Files in the quarantine beside the spool, oldest first (for `qwen3tts doctor`)."""
+    directory = Path(spool_dir) / QUARANTINE
+    if not directory.is_dir():
+        return []
+    return sorted((p for p in directory.iterdir() if p.is_file()), key=lambda p: (p.stat().st_mtime, p.name))
+
+
+class Spool:
+    """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def path_of(self, ann: Announcement) -> Path:
+        return self.directory / f"{ann.seq:012d}.json"
+
+    def write(self, ann: Announcement) -> None:
+        """Store `ann` durably; when this returns the announcement survives a power cut."""
+        final = self.path_of(ann)
+        tmp = final.with_suffix(".json.tmp")
+        data = json.dumps({"version": SPOOL_VERSION, "announcement": ann.to_json()}).encode("utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+        self._fsync_directory()
+
+    def remove(self, ann: Announcement) -> None:
+        try:
+            self.path_of(ann).unlink()
+        except FileNotFoundError:
+            return
+        self._fsync_directory()
+
+    def load(self) -> list[Announcement]:
+        """Every stored announcement in spool order; corrupt entries are quarantined, not fatal."""
+        for leftover in self.directory.glob("*.json.tmp"):
+            # Written but never renamed: never acknowledged, so the broker still holds the message.
+            leftover.unlink(missing_ok=True)
+        loaded = []
+        for path in sorted(self.directory.glob("*.json")):
+            try:
+                loaded.append(self._read(path))
+            except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+                self._quarantine(path, exc)
+        return loaded
+
+    def _read(self, path: Path) -> Announcement:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+        if not isinstance(doc, dict) or doc.get("version") != SPOOL_VERSION or "announcement" not in doc:
+            raise ValueError(f"not a spool file of version {SPOOL_VERSION}")
+        ann = Announcement.from_json(doc["announcement"])
+        if f"{ann.seq:012d}.json" != path.name:
+            raise ValueError(f"sequence {ann.seq} does not match the file name")
+        return ann
+
+    def quarantine(self, ann: Announcement, why: str) -> Path:
+        """Move a spooled announcement out of the way for good; returns where it went."""
+        target = self._quarantine_path(self.path_of(ann))
+        os.replace(self.path_of(ann), target)
+        self._fsync_directory()
+        log.error("%s: quarantined to %s (%s)", ann.id, target, why)
+        return target
+
+    def _quarantine(self, path: Path, exc: Exception) -> None:
+        target = self._quarantine_path(path)
+        log.warning("spool entry %s is corrupt (%s: %s); moved to %s", path.name, type(exc).__name__,
+                    str(exc)[:200], target)  # fmt: skip
+        try:
+            os.replace(path, target)
+        except OSError as move_error:  # a read-only spool: leave it, it is skipped at every start
+            log.error("cannot move %s to the quarantine: %s", path.name, move_error.strerror)
+
+    def _quarantine_path(self, path: Path) -> Path:
+        target_dir = self.directory / QUARANTINE
+        target_dir.mkdir(exist_ok=True)
+        return target_dir / f"{path.name}.{int(time.time())}"
+
+    def _fsync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

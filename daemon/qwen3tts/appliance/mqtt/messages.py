@@ -1,0 +1,300 @@
+"""Typed MQTT messages: every payload the appliance reads or writes, with its topic.
+
+Each message class knows its topic (relative to the appliance's base topic, `qwen3tts/<site>`),
+encodes its payload to bytes and decodes itself back with `from_mqtt(topic, payload, meta)`.
+Nothing here imports paho: an `Inbound` is a received message as client.py hands it over (with its
+MQTT 5 properties and how to acknowledge it), `MqttMeta` the properties a message is published with.
+Parsing problems raise `RequestError` with a reason that the intake turns into a `rejected` event.
+Which topic carries which message is routing.py's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from qwen3tts.appliance.mqtt.fields import (
+    NAME_MAX_CHARS,
+    SESSION_MAX_CHARS,
+    chime_of,
+    field_of,
+    id_of,
+    name_of,
+    number_of,
+    priority_of,
+    seed_of,
+)
+from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, encode_json, quote
+from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
+from qwen3tts.errors import RequestError
+
+EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")
+"""Events in an announcement's life."""
+ANSWERS = ("stopped", "not_found", "volume_set", "voice_set")
+"""Answers to commands: stop acknowledged, stop for an unknown id, volume and voice applied."""
+STOP_SCOPES = ("current", "all", "id")
+COMMAND_MAX_BYTES = 1024
+"""Size limit of stop, volume/set and voice/set payloads (say and Hermes say use the policy's)."""
+CHIME_VALUES = ("default", "none", *(level.label for level in ANNOUNCEMENT_LEVELS))
+"""What an announcement's `chime` may name (JSON true = default, false = none)."""
+
+
+@dataclass(frozen=True)
+class MqttMeta:
+    """The MQTT 5 properties a message is published with (all optional)."""
+
+    retain: bool = False
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    message_expiry: int | None = None
+    """MQTT 5 Message Expiry Interval in seconds."""
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A message as it arrived, before parsing: topic, payload, the MQTT facts about it, its ack."""
+
+    topic: str
+    payload: bytes
+    retain: bool = False
+    dup: bool = False
+    """The broker flagged the message as a redelivery (MQTT DUP)."""
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    message_expiry: int | None = None
+    """MQTT 5 Message Expiry Interval in seconds (the remaining interval)."""
+    message_id: int | None = None
+    """The packet id of a QoS 1 message: a redelivery carries the same one."""
+    ack: Callable[[], object] | None = None
+    """Acknowledges it to the broker (QoS 1, by hand, once it is spooled); None when nothing needs it."""
+
+
+class Message:
+    """Base of every typed MQTT message."""
+
+    SUFFIX: ClassVar[str] = ""
+    """Topic below the base topic; absolute topics override `topic()` instead."""
+    retain: ClassVar[bool] = False
+    qos: ClassVar[int] = 1
+    max_bytes: ClassVar[int] = COMMAND_MAX_BYTES
+    """Largest inbound payload; Say and HermesSay are bounded by the policy's max_payload_bytes."""
+
+    # `meta` in from_mqtt: anything with response_topic / correlation_data / message_expiry (an Inbound
+    # as received, or an MqttMeta in a round trip).
+
+    @classmethod
+    def topic_for(cls, base: str) -> str:
+        return f"{base}/{cls.SUFFIX}"
+
+    def topic(self, base: str) -> str:
+        return self.topic_for(base)
+
+    def payload(self) -> bytes:
+        raise NotImplementedError
+
+    def meta(self) -> MqttMeta:
+        """The MQTT properties to publish with (correlation data, expiry)."""
+        return MqttMeta(retain=self.retain)
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Message:
+        raise NotImplementedError
+
+
+# --- commands in ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Say(Message):
+    """An announcement request on `<base>/say`: plain UTF-8 text or a JSON object."""
+
+    SUFFIX: ClassVar[str] = "say"
+    max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
+
+    text: str
+    id: str | None = None
+    lang: str | None = None
+    voice: str | None = None
+    instruct: str | None = None
+    priority: Priority = Priority.NORMAL
+    volume: float | None = None
+    chime: str | None = None
+    repeat: int = 1
+    repeat_interval: float = 0.0
+    ttl: float | None = None
+    expires_at: float | None = None
+    """Absolute expiry, Unix time in seconds."""
+    interrupt: bool | None = None
+    session_id: str | None = None
+    normalize: bool | None = None
+    """Run the text normaliser (numbers, dates, units); None follows the setting."""
+    seed: int | None = None
+    """Sampling seed for a reproducible rendition, 0..2^32-1; None draws one."""
+    cache: bool | None = None
+    """May the rendition come from / go to the audio cache; None follows the setting."""
+    plain: bool = False
+    """The request came as plain text, not JSON (kept so the payload round-trips)."""
+    response_topic: str | None = None
+    correlation_data: bytes | None = None
+    message_expiry: int | None = None
+
+    def payload(self) -> bytes:
+        if self.plain:
+            return self.text.encode("utf-8")
+        body = {k: v for k, v in asdict(self).items() if k not in _NOT_IN_SAY_JSON and v is not None}
+        body["priority"] = self.priority.label
+        if self.priority is Priority.NORMAL:
+            del body["priority"]
+        if body.get("repeat") == 1:
+            del body["repeat"]
+        if body.get("repeat_interval") == 0.0:
+            del body["repeat_interval"]
+        if "session_id" in body:
+            body["sessionId"] = body.pop("session_id")
+        return encode_json(body)
+
+    def meta(self) -> MqttMeta:
+        return MqttMeta(False, self.response_topic, self.correlation_data, self.message_expiry)
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Say:
+        meta = meta or MqttMeta()
+        extra = {
+            "response_topic": meta.response_topic,
+            "correlation_data": meta.correlation_data,
+            "message_expiry": meta.message_expiry,
+        }
+        text = decode_text(payload)
+        if not text.lstrip().startswith("{"):
+            return cls(text=check_clean("text", text, allow_line_breaks=True).strip(), plain=True, **extra)
+        return cls.from_json(decode_json_object(text), **extra)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], **extra: Any) -> Say:
+        if "text" not in obj:
+            raise RequestError("missing field 'text'")
+        return cls(
+            text=field_of(obj, "text", str, ""),
+            id=id_of(obj),
+            lang=name_of(obj, "lang"),
+            voice=name_of(obj, "voice") or name_of(obj, "speaker"),
+            instruct=field_of(obj, "instruct", str),
+            priority=priority_of(obj),
+            volume=number_of(obj, "volume"),
+            chime=chime_of(obj),
+            repeat=field_of(obj, "repeat", int, 1),
+            repeat_interval=number_of(obj, "repeat_interval") or 0.0,
+            ttl=number_of(obj, "ttl"),
+            expires_at=number_of(obj, "expires_at"),
+            interrupt=field_of(obj, "interrupt", bool),
+            session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
+            normalize=field_of(obj, "normalize", bool),
+            seed=seed_of(obj),
+            cache=field_of(obj, "cache", bool),
+            **extra,
+        )
+
+
+_NOT_IN_SAY_JSON = ("plain", "response_topic", "correlation_data", "message_expiry")
+"""Say fields that are not payload: how it came (plain text) and its MQTT 5 properties."""
+
+
+@dataclass(frozen=True)
+class Stop(Message):
+    """`<base>/stop`: stop the current announcement, all of them, or one by id."""
+
+    SUFFIX: ClassVar[str] = "stop"
+
+    scope: str = "current"
+    id: str | None = None
+
+    def payload(self) -> bytes:
+        return encode_json({"scope": self.scope, **({"id": self.id} if self.id else {})})
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Stop:
+        text = decode_text(payload).strip()
+        if not text.startswith("{"):
+            obj: dict[str, Any] = {
+                "scope": check_clean("stop scope", text, allow_line_breaks=False) or "current"
+            }
+        else:
+            obj = decode_json_object(text)
+        scope = name_of(obj, "scope") or "current"
+        stop_id = id_of(obj)
+        if scope not in STOP_SCOPES:
+            raise RequestError(f"unknown stop scope {quote(scope)}; expected one of {', '.join(STOP_SCOPES)}")
+        if scope == "id" and not stop_id:
+            raise RequestError("stop with scope 'id' needs an id")
+        return cls(scope=scope, id=stop_id)
+
+
+@dataclass(frozen=True)
+class SetVolume(Message):
+    """`<base>/volume/set`: master volume 0..1, as a plain number or {"volume": x}."""
+
+    SUFFIX: ClassVar[str] = "volume/set"
+
+    volume: float
+
+    def payload(self) -> bytes:
+        return repr(float(self.volume)).encode()
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> SetVolume:
+        text = decode_text(payload).strip()
+        if text.startswith("{"):
+            value = number_of(decode_json_object(text), "volume")
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                raise RequestError(f"volume must be a number, got {quote(text, 40)}") from None
+        if value is None or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise RequestError(
+                f"volume must be between 0 and 1, got {quote(text, 40) if value is None else value}"
+            )
+        return cls(volume=float(value))
+
+
+@dataclass(frozen=True)
+class SetVoice(Message):
+    """`<base>/voice/set`: the default voice (what Home Assistant's voice select publishes)."""
+
+    SUFFIX: ClassVar[str] = "voice/set"
+
+    voice: str
+
+    def payload(self) -> bytes:
+        return self.voice.encode("utf-8")
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> SetVoice:
+        voice = check_clean("voice", decode_text(payload), allow_line_breaks=False).strip()
+        if not voice:
+            raise RequestError("voice/set needs a voice name")
+        if len(voice) > NAME_MAX_CHARS:
+            raise RequestError(f"voice name too long ({len(voice)} characters > {NAME_MAX_CHARS})")
+        return cls(voice=voice)
+
+
+@dataclass(frozen=True)
+class HomeAssistantStatus(Message):
+    """`homeassistant/status`: Home Assistant's birth/will; `online` means send discovery again."""
+
+    max_bytes: ClassVar[int] = 64
+
+    online: bool
+    discovery_prefix: str = "homeassistant"
+
+    def topic(self, base: str) -> str:
+        return f"{self.discovery_prefix}/status"
+
+    def payload(self) -> bytes:
+        return b"online" if self.online else b"offline"
+
+    @classmethod
+    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> HomeAssistantStatus:
+        return cls(online=payload.strip() == b"online", discovery_prefix=topic.rsplit("/", 1)[0])

@@ -1,0 +1,59 @@
+"""Which topic carries which message: what the appliance subscribes to and how an inbound topic is parsed.
+
+The one table between topics (topics.py) and typed messages (messages.py, hermes.py), so neither of those
+needs the other.
+"""
+
+from __future__ import annotations
+
+from qwen3tts.appliance.mqtt.hermes import HermesSay
+from qwen3tts.appliance.mqtt.messages import (
+    HomeAssistantStatus,
+    Inbound,
+    Message,
+    Say,
+    SetVoice,
+    SetVolume,
+    Stop,
+)
+from qwen3tts.appliance.mqtt.payload import quote
+from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.errors import RequestError
+
+COMMANDS: tuple[type[Message], ...] = (Say, Stop, SetVolume, SetVoice)
+"""The commands under `<base>/`."""
+
+
+def subscriptions(topics: Topics) -> list[tuple[str, bool]]:
+    """(topic filter, drop retained messages at subscribe) for every topic the appliance reads."""
+    subs = [(cls.topic_for(topics.base), True) for cls in COMMANDS]
+    subs.append((topics.ha_status, False))
+    if topics.hermes:
+        subs.append((HermesSay.TOPIC, True))
+    return subs
+
+
+def inbound_type(topics: Topics, topic: str) -> type[Message] | None:
+    """The message class of a topic we subscribe to, None for any other topic."""
+    for cls in COMMANDS:
+        if topic == cls.topic_for(topics.base):
+            return cls
+    if topic == topics.ha_status:
+        return HomeAssistantStatus
+    if topics.hermes and topic == HermesSay.TOPIC:
+        return HermesSay
+    return None
+
+
+def parse_inbound(topics: Topics, inbound: Inbound, *, say_max_bytes: int = 65536) -> Message:
+    """The typed message for a message that arrived on one of `subscriptions(topics)`.
+
+    The size limit of the topic is checked first, so an oversized payload is never decoded.
+    """
+    cls = inbound_type(topics, inbound.topic)
+    if cls is None:
+        raise RequestError(f"no handler for topic {quote(inbound.topic, 80)}")
+    limit = cls.max_bytes or say_max_bytes
+    if len(inbound.payload) > limit:
+        raise RequestError(f"payload too large ({len(inbound.payload)} bytes > {limit})")
+    return cls.from_mqtt(inbound.topic, inbound.payload, inbound)

@@ -1,0 +1,252 @@
+"""Network requests -> the shared engine, streamed back as PCM on the servers' event loop.
+
+One `SpeechStream` carries one network request from open to close: its validated voice, language and
+instruct, the pieces of text not yet submitted, the engine handle of the piece being synthesised, and
+its figures. Text is validated like an announcement's (length, voice, language), split by the same
+function, and submitted one piece at a time at Priority.BACKGROUND: below every announcement, so an
+emergency preempts it and the speaker never queues behind a network client. Audio goes back to the
+caller only. Closing a stream (client gone, error, shutdown) cancels its engine request at once.
+
+The `StreamPool` holds the slots: at most `max_concurrent_requests` streams exist; one more is refused
+as Busy. Both live on the servers' event loop thread; blocking waits on engine handles run in the pool's
+executor threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from qwen3tts.engine.sequence import Priority
+from qwen3tts.errors import RequestError
+from qwen3tts.servers.metrics import ServerMetrics
+from qwen3tts.servers.offer import Offer
+from qwen3tts.synthesis import TextOptions, sentence_request, sentences, split_text
+from qwen3tts.text.checks import checked_text
+
+log = logging.getLogger(__name__)
+
+
+class Busy(RequestError):
+    """Every network request slot is taken; the client should retry later."""
+
+
+class InvalidField(RequestError):
+    """A request field refused before any engine work; `field` is text, voice or language."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class StreamPool:
+    """The request slots, the validation and the engine hand-off shared by the Wyoming and HTTP servers."""
+
+    def __init__(
+        self,
+        engine,
+        offer: Offer,
+        metrics: ServerMetrics,
+        *,
+        max_concurrent: int,
+        max_text_chars: int,
+        max_frames: int,
+        text: TextOptions | None = None,
+    ):
+        self.engine = engine
+        self.offer = offer
+        self.metrics = metrics
+        self.text = text or TextOptions()
+        """The appliance's own text options (lexicon, normalisation), shared so SIGHUP reaches both."""
+        self.max_concurrent = max_concurrent
+        self.max_text_chars = max_text_chars
+        self.max_frames = max_frames
+        self.streams: set[SpeechStream] = set()
+        self._executor = ThreadPoolExecutor(max_concurrent + 1, thread_name_prefix="qwen3tts-net")
+        self._ids = itertools.count(1)
+
+    def open(self, server: str, text: object, voice: str | None = None, language: str | None = None,
+             instruct: str | None = None) -> SpeechStream:  # fmt: skip
+        """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio."""
+        try:
+            text = self._checked_text(text)
+        except InvalidField:
+            self.metrics.requests.labels(server, "rejected").inc()
+            raise
+        stream = self.open_stream(server, voice, language, instruct)
+        try:
+            stream.say(text)
+        except RequestError:  # the engine refused the first piece at submit
+            stream.close("rejected")
+            raise
+        return stream
+
+    def open_stream(self, server: str, voice: str | None = None, language: str | None = None,
+                    instruct: str | None = None) -> SpeechStream:  # fmt: skip
+        """A stream whose text comes later, piece by piece (Wyoming's synthesize-start .. -stop)."""
+        try:
+            voice = self._checked(self.offer.resolve_voice, "voice", voice)
+            language = self._checked(self.offer.resolve_language, "language", language)
+        except InvalidField:
+            self.metrics.requests.labels(server, "rejected").inc()
+            raise
+        if len(self.streams) >= self.max_concurrent:
+            self.metrics.requests.labels(server, "busy").inc()
+            raise Busy(f"busy: {self.max_concurrent} network requests are already synthesising")
+        instruct = instruct or self.offer.defaults.instruct
+        stream = SpeechStream(self, f"{server}-{next(self._ids)}", server, voice, language, instruct)
+        self.streams.add(stream)
+        self.metrics.active.set(len(self.streams))
+        return stream
+
+    def _checked_text(self, text: object) -> str:
+        """Checked as an MQTT announcement's text is (text/checks.py), with the same reasons."""
+        if not isinstance(text, str):
+            raise InvalidField("text", "text must be a string")
+        try:
+            return checked_text(text, self.max_text_chars)
+        except RequestError as exc:
+            raise InvalidField("text", str(exc)) from exc
+
+    @staticmethod
+    def _checked(resolve, field: str, name: str | None):
+        try:
+            return resolve(name)
+        except RequestError as exc:
+            raise InvalidField(field, str(exc)) from exc
+
+    def close_all(self) -> None:
+        for stream in list(self.streams):
+            stream.close("cancelled")
+
+    def shutdown(self) -> None:
+        self.close_all()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _released(self, stream: SpeechStream) -> None:
+        self.streams.discard(stream)
+        self.metrics.active.set(len(self.streams))
+
+
+class SpeechStream:
+    """One network request: its voice fields, its pieces, the engine handle of the one being synthesised."""
+
+    def __init__(self, pool: StreamPool, stream_id: str, server: str, voice: str | None, language: str,
+                 instruct: str | None):  # fmt: skip
+        self.pool = pool
+        self.id = stream_id
+        self.server = server
+        self.voice = voice
+        self.language = language
+        self.instruct = instruct
+        self.outcome: str | None = None  # set once, by close()
+        self._pending: list[str] = []  # pieces not yet submitted
+        self._handle = None  # the engine Handle of the piece being synthesised
+        self._streamed = ""  # streamed text not yet a complete sentence (feed)
+        self._streamed_chars = 0
+        self._num_pieces = 0
+        self._num_samples = 0
+        self._started = time.perf_counter()
+        self._first_audio: float | None = None
+        log.info("%s: opened", self.id)
+
+    def say(self, text: str) -> None:
+        """Queue the pieces of `text`; the first is submitted now if nothing runs (errors raise here)."""
+        self._pending += split_text(text, self.language, self.pool.text)
+        if self._handle is None:
+            self._submit_next()
+
+    def feed(self, chunk: str) -> list[str]:
+        """Streamed text in: the sentences it completes (every piece but the last, which may still grow).
+
+        Past `max_text_chars` in all the stream is closed as rejected and RequestError raised, once.
+        """
+        self._streamed_chars += len(chunk)
+        limit = self.pool.max_text_chars
+        if self._streamed_chars > limit:
+            if self.outcome is None:
+                self.close("rejected")
+                raise InvalidField("text", f"streamed text too long (> {limit} characters)")
+            return []
+        self._streamed += chunk
+        pieces = sentences(self._streamed, self.language) if self._streamed.strip() else []
+        if len(pieces) < 2:
+            return []
+        # the last piece may continue in the next chunk; keep a trailing space so words do not join
+        self._streamed = pieces[-1] + (" " if self._streamed[-1:].isspace() else "")
+        return pieces[:-1]
+
+    def flush(self) -> list[str]:
+        """The streamed text not yet returned by feed (at the end of the text), as one sentence or none."""
+        rest, self._streamed = self._streamed.strip(), ""
+        return [rest] if rest else []
+
+    def _submit_next(self) -> bool:
+        if not self._pending:
+            self._handle = None
+            return False
+        request = sentence_request(
+            f"{self.id}.{self._num_pieces}",
+            self._pending.pop(0),
+            language=self.language,
+            voice=self.voice,
+            instruct=self.instruct,
+            priority=Priority.BACKGROUND,
+            max_frames=self.pool.max_frames,
+            voices=self.pool.offer.catalog,
+        )
+        self._handle = self.pool.engine.submit(request)  # raises RequestError on bad input
+        self._num_pieces += 1
+        return True
+
+    async def pcm(self) -> AsyncIterator[np.ndarray]:
+        """PCM chunks of every piece queued so far, as the engine produces them.
+
+        Raises RequestError if a piece fails. Being cancelled (client gone) cancels the engine request.
+        """
+        loop = asyncio.get_running_loop()
+        while self._handle is not None or self._submit_next():
+            handle = self._handle
+            chunks = iter(handle)
+            while True:
+                try:
+                    chunk = await loop.run_in_executor(self.pool._executor, next, chunks, None)
+                except asyncio.CancelledError:
+                    handle.cancel()  # the client went away: do not finish the piece
+                    raise
+                if chunk is None:
+                    break
+                self._count(chunk)
+                yield chunk
+            self._handle = None
+            if handle.cancelled:
+                return  # cancelled from outside (shutdown): no more pieces
+
+    def _count(self, chunk: np.ndarray) -> None:
+        if self._first_audio is None:
+            self._first_audio = time.perf_counter()
+            waited = self._first_audio - self._started
+            self.pool.metrics.time_to_first_audio.labels(self.server).observe(waited)
+            log.info("%s: first audio after %.0f ms", self.id, 1000 * waited)
+        self._num_samples += chunk.size
+
+    def close(self, outcome: str | None = None) -> None:
+        """End the request: cancel engine work still running, free the slot, count the outcome. Idempotent."""
+        if self.outcome is not None:
+            return
+        handle, self._handle, self._pending = self._handle, None, []
+        cancelled = handle is not None and handle.cancel()
+        self.outcome = outcome or ("cancelled" if cancelled else "ok")
+        metrics = self.pool.metrics
+        metrics.requests.labels(self.server, self.outcome).inc()
+        audio_s = self._num_samples / self.pool.offer.sample_rate
+        if self.outcome == "ok" and audio_s > 0:
+            metrics.rtf.labels(self.server).observe((time.perf_counter() - self._started) / audio_s)
+        self.pool._released(self)
+        log.info("%s: %s (%d pieces, %.2f s audio)", self.id, self.outcome, self._num_pieces, audio_s)

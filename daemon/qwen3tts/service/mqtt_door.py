@@ -1,0 +1,74 @@
+"""The MQTT front door as the service runs it: the paho client, the intake worker, and their lifecycle.
+
+Built from the `mqtt` settings and the running announcer; started after READY, stopped last (the final
+status and `offline` go out through it), and rebuilt when a SIGHUP changed the MQTT settings.
+"""
+
+from __future__ import annotations
+
+from qwen3tts import __version__
+from qwen3tts.appliance.announcements.announcer import Announcer
+from qwen3tts.appliance.mqtt.client import MqttClient
+from qwen3tts.appliance.mqtt.discovery import discovery_configs, voice_messages
+from qwen3tts.appliance.mqtt.intake import Intake
+from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.systemd.supervisor import Supervisor
+from qwen3tts.settings import Settings
+from qwen3tts.voices.catalog import VoiceCatalog
+
+
+class MqttDoor:
+    """One MQTT connection and the intake behind it."""
+
+    def __init__(self, settings: Settings, announcer: Announcer, catalog: VoiceCatalog, publish, heartbeat,
+                 *, supports_instruct: bool):  # fmt: skip
+        self.settings = settings
+        self.catalog = catalog
+        self.client = MqttClient(settings.mqtt, on_inbound=self._post)
+        policy = AnnouncementPolicy.from_settings(
+            settings.announcements,
+            max_text_chars=settings.engine.max_text_chars,
+            catalog=catalog,
+            supports_instruct=supports_instruct,
+        )
+        topics = self.client.topics
+        self.intake = Intake(
+            announcer, policy, topics, publish,
+            hermes_site_id=settings.mqtt.hermes_site_id,
+            hermes_chime=settings.mqtt.hermes_chime,
+            discovery=(lambda: discovery_configs(topics, voices=catalog.names, sw_version=__version__))
+            if settings.mqtt.discovery else None,
+            heartbeat=heartbeat,
+            room=self.client.backlog.wait_for_room,
+        )  # fmt: skip
+
+    def _post(self, inbound) -> None:
+        self.intake.post(inbound)
+
+    @property
+    def topics(self):
+        return self.client.topics
+
+    def start(self, supervisor: Supervisor) -> None:
+        """The intake worker, then the connection (which subscribes and says `online`)."""
+        supervisor.start("intake", self.intake.run)
+        self.client.start()
+        self.announce_voices()
+
+    def stop_intake(self) -> None:
+        """Stop reading: what arrives now stays unacknowledged at the broker, which delivers it again."""
+        self.intake.close()
+
+    def stop(self) -> None:
+        self.intake.close()
+        self.client.stop()
+
+    def publish(self, message) -> None:
+        self.client.publish(message)
+
+    def announce_voices(self) -> None:
+        """The retained `voices` topic and Home Assistant's entities (its voice select lists them all)."""
+        for message in voice_messages(
+            self.topics, self.catalog, discovery=self.settings.mqtt.discovery, sw_version=__version__
+        ):
+            self.client.publish(message)

@@ -1,0 +1,284 @@
+"""The daemon: wiring and lifecycle only (the composition root; the one package that imports every layer).
+
+Workers, each supervised (appliance/systemd/supervisor.py): the intake (MQTT messages -> the announcer's
+inbox), the announcer (the one loop that changes the queue and the announcements), the audio thread
+(playback), the status publisher; beside them the engine step loop, paho's network loop, the thermal
+monitor and the watchdog. Heartbeats come from progress, and WATCHDOG=1 goes out only while all are fresh.
+Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> announcer -> MQTT.
+SIGTERM: STOPPING=1, stop reading MQTT, finish or cut the current announcement, `offline`, exit 0.
+SIGHUP (reload.py): RELOADING=1, topics, voice and volume where the file changed them, the registered
+voices and the lexicon, without touching the queue; then READY=1.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from qwen3tts.appliance.announcements.announcer import Announcer
+from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.audio.alsa import open_sink
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.mqtt.answers import announcement_events
+from qwen3tts.appliance.mqtt.events import Status
+from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
+from qwen3tts.appliance.systemd.supervisor import Supervisor
+from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
+from qwen3tts.appliance.thermal.governor import ThermalMonitor
+from qwen3tts.model.bundle import weights_kind
+from qwen3tts.servers import Offer, RecentEvents, start_servers
+from qwen3tts.service.console import Console
+from qwen3tts.service.mqtt_door import MqttDoor
+from qwen3tts.service.reload import carry_changes, read_settings
+from qwen3tts.service.status import appliance_figures, build_status
+from qwen3tts.service.voices import load_registered_voices
+from qwen3tts.settings import Settings
+from qwen3tts.synthesis import SpeechDefaults, TextOptions
+from qwen3tts.text import reload_lexicon, warm_up
+from qwen3tts.voices import voices_dir
+from qwen3tts.voices.catalog import VoiceCatalog
+
+log = logging.getLogger(__name__)
+
+STATUS_INTERVAL_S = 30.0
+DRAIN_TIMEOUT_S = 45.0
+
+
+class Service:
+    """Owns every component; `start()` then `wait()` until `stop()` (from a signal handler).
+
+    `runtime` and `sink` may be given (tests: the real Engine over a fake runner, a null sink);
+    otherwise they come from the settings. `exit_code` turns 1 when a worker kept failing.
+    """
+
+    def __init__(self, settings: Settings, notifier: Notifier | None = None, config_path: Path | None = None,
+                 *, runtime=None, sink=None):  # fmt: skip
+        self.settings = settings
+        self.config_path = config_path
+        self.notifier = notifier or Notifier()
+        self.heartbeats = Heartbeats()
+        self.supervisor = Supervisor(on_fatal=self._fatal)
+        self.exit_code = 0
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._status_dirty = threading.Event()
+        self._sink_state = "ok"
+        self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
+        self.events = RecentEvents()  # for the status page; read by the servers' thread
+        self.runtime = runtime
+        self.sink = sink
+        self.mqtt: MqttDoor | None = None
+        self.announcer: Announcer | None = None
+        self.thermal: ThermalMonitor | None = None
+        self.servers = None
+        self.watchdog: Watchdog | None = None
+
+    # ---- start ----
+
+    def start(self) -> None:
+        settings = self.settings
+        self._load_runtime()
+        engine, spec = self.runtime.engine, self.runtime.spec
+        if self.sink is None:
+            self.sink = open_sink(settings.audio, on_state=self._on_sink_state)
+        self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
+                                tuple(spec.languages))  # fmt: skip
+        warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
+        self.catalog = VoiceCatalog(spec.speakers, spec.languages)
+        self._load_voices(settings)
+        chimes = ChimeSet.from_settings(settings.audio)
+        self.playback = Playback(self.sink, settings.audio, chimes, heartbeat=self._beat("audio"),
+                                 on_end=lambda: self.announcer.wake())  # fmt: skip
+        self.announcer = self._announcer(engine)
+        if settings.thermal.enabled:
+            beat = self._beat("thermal")
+            self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
+        engine.start()
+        offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
+        console = Console(self)  # the status page's view of the appliance
+        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
+        self.supervisor.start("audio", self.playback.run)
+        self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
+        weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
+        log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
+                 plan, self.sink.name)  # fmt: skip
+        self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
+        self.supervisor.start("announcer", self.announcer.run)  # replays the spool first
+        self.mqtt.start(self.supervisor)
+        self._status_dirty.set()
+        if self.thermal is not None:
+            self.thermal.start()
+        self.watchdog = Watchdog(self.notifier, self.heartbeats)
+        self.watchdog.start()
+        self.supervisor.start("status", self._status_loop)
+
+    def _load_runtime(self) -> None:
+        if self.runtime is not None:
+            return
+        self.notifier.status("loading bundle and compiling graphs")
+        with ExtendStartTimeout(self.notifier):
+            from qwen3tts.runtime.loader import load_runtime
+
+            self.runtime = load_runtime(
+                self.settings.model.bundle, self.settings, heartbeat=self._beat("engine")
+            )
+
+    def _announcer(self, engine) -> Announcer:
+        settings, spec = self.settings, self.runtime.spec
+        queue = AnnouncementQueue(
+            settings.announcements.spool_dir,
+            max_queue=settings.announcements.max_queue,
+            max_attempts=settings.announcements.max_attempts,
+            dedup_window=settings.announcements.dedup_window,
+        )
+        defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
+        replay = PhraseReplay.from_settings(settings, engine, self.catalog)
+        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay)
+        return Announcer(settings, queue, lookahead, self.playback, self._on_event,
+                         heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
+
+    def _load_voices(self, settings: Settings) -> bool:
+        builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
+        return load_registered_voices(self.catalog, voices_dir(settings), settings.model.bundle, builder)
+
+    def _mqtt_door(self) -> MqttDoor:
+        return MqttDoor(self.settings, self.announcer, self.catalog, self._publish, self._beat("mqtt"),
+                        supports_instruct=self.runtime.spec.supports_instruct)  # fmt: skip
+
+    # ---- workers and callbacks ----
+
+    def _status_loop(self, stop: threading.Event) -> None:
+        last = 0.0
+        while not stop.is_set():
+            self._status_dirty.wait(1.0)
+            if self._status_dirty.is_set() or time.monotonic() - last > STATUS_INTERVAL_S:
+                self._status_dirty.clear()
+                last = time.monotonic()
+                self._publish_status()
+
+    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
+        """The announcer's lifecycle events, as MQTT messages (the event, its reply, Hermes answers)."""
+        self.events.add(ann.id, event, reason)
+        for message in announcement_events(ann, event, reason, time.time(), warnings):
+            self._publish(message)
+
+    def _on_thermal(self, level: str, batch: int, reason: str) -> None:
+        self._status_dirty.set()  # the thermal monitor logs the change itself
+
+    def _on_sink_state(self, state: str, detail: str) -> None:
+        self._sink_state = state
+        log.log(logging.INFO if state == "ok" else logging.WARNING, "audio device %s: %s", state, detail)
+        self._status_dirty.set()
+
+    # ---- status ----
+
+    def status(self) -> Status:
+        return build_status(
+            stopping=self._stopping.is_set(), announcer=self.announcer, runtime=self.runtime,
+            thermal=self.thermal, audio=f"{self.sink.name}:{self._sink_state}",
+            bundle=str(self.settings.model.bundle),
+        )  # fmt: skip
+
+    def _publish_status(self) -> None:
+        status = self.status()
+        self._publish(status)
+        thermal = self.thermal.decision.notify_status() if self.thermal and self.thermal.decision else ""
+        self.notifier.status(f"{status.state}; queue={status.queue_depth}; {thermal}".rstrip("; "))
+
+    def _figures(self):
+        """/metrics and /healthz: called on the servers' thread, reads only."""
+        return appliance_figures(queue_depth=len(self.announcer.queue), playback=self.playback,
+                                 thermal=self.thermal, sink_state=self._sink_state,
+                                 counts=self._counts)  # fmt: skip
+
+    # ---- reload and stop ----
+
+    def reload(self) -> None:
+        """SIGHUP (reload.py): topics from the config file; voice and volume only where the file changed
+        them, so a volume or voice set over MQTT survives a reload that did not touch it."""
+        self.notifier.reloading()
+        try:
+            self._reload()
+        finally:
+            self.notifier.ready("reloaded")
+
+    def _reload(self) -> None:
+        fresh = read_settings(self.config_path, self.settings)
+        if fresh is None:
+            return
+        old, self.settings = self.settings, fresh
+        carry_changes(old, fresh, self.announcer, self.text, self.runtime.spec.speakers)
+        voices_changed = self._load_voices(fresh)
+        topics_changed = fresh.mqtt != old.mqtt
+        if topics_changed and self.mqtt is not None:
+            log.info("reload: MQTT settings changed, reconnecting")
+            self.mqtt.stop()
+            self.mqtt = self._mqtt_door()
+            self.mqtt.start(self.supervisor)
+        elif voices_changed and self.mqtt is not None:  # the topic and Home Assistant follow
+            self.mqtt.announce_voices()
+        if not self.announcer.applied(timeout=DRAIN_TIMEOUT_S):
+            log.error("reload: the announcer did not take the new settings within %.0f s", DRAIN_TIMEOUT_S)
+        log.info("reloaded: MQTT %s", "reconnected" if topics_changed else "unchanged")
+        self._status_dirty.set()
+
+    def stop(self) -> None:
+        """Stop accepting, finish or cut what plays, say offline; safe to call once from any thread,
+        also before start() completed. Every wait is bounded: a wedged worker is left behind."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self.notifier.stopping()
+        finish = self.settings.announcements.on_shutdown == "finish"
+        log.info("stopping (%s the current announcement)", "finishing" if finish else "cutting")
+        if self.mqtt is not None:
+            self.mqtt.stop_intake()
+        if self.announcer is not None and not self.announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
+            log.error("the current announcement did not end within %.0f s; stopping anyway", DRAIN_TIMEOUT_S)
+        self.supervisor.stop(timeout=5)
+        for part in (self.thermal, self.servers):
+            if part is not None:
+                part.stop()
+        if self.runtime is not None:
+            self.runtime.engine.stop(timeout=5)
+        if self.watchdog is not None:
+            self.watchdog.stop()
+        if self.mqtt is not None:
+            self._publish_status()
+            self.mqtt.stop()
+        if self.sink is not None:
+            self.sink.close()
+        log.info("stopped")
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    def _fatal(self, worker: str) -> None:
+        """A worker keeps failing: stop (bounded) and let the process exit non-zero for systemd."""
+        self.exit_code = 1
+        threading.Thread(target=self.stop, name="fatal-stop").start()
+
+    # ---- helpers ----
+
+    def _publish(self, message) -> None:
+        """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a
+        response topic with a wildcard) is dropped with a log line: it must not fail the worker."""
+        kind = getattr(message, "event", None)
+        if kind in ("rejected", "error"):
+            self._counts[kind] += 1
+        if self.mqtt is None:
+            return
+        try:
+            self.mqtt.publish(message)
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+            log.warning("dropped an outbound %s: %s: %s", type(message).__name__, type(exc).__name__, exc)
+
+    def _beat(self, name: str):
+        self.heartbeats.register(name)
+        return lambda: self.heartbeats.beat(name)

@@ -1,0 +1,111 @@
+"""Text + voice -> engine requests, one per piece of text: what every front door shares.
+
+The announcer (MQTT announcements) and the network servers (Wyoming, HTTP) turn text into engine work
+the same way, so a change to splitting or to the per-piece frame budget changes both at once. Voice
+names are resolved by the one catalog (voices/catalog.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.text import MODEL_LANGUAGES, Lexicon, prepare
+from qwen3tts.text.splitter import weight
+
+if TYPE_CHECKING:
+    from qwen3tts.voices.catalog import VoiceCatalog
+
+# Runaway guard: a sentence gets at most this many 80 ms frames (about 3x a normal speaking rate), so a
+# model that misses its end-of-speech token cannot hold the speaker for minutes.
+FRAMES_BASE, FRAMES_PER_CHAR = 25, 2.5
+
+
+@dataclass
+class SpeechDefaults:
+    """What a request that names no voice, language or instruct gets; `voice/set` and SIGHUP change it."""
+
+    voice: str | None
+    language: str
+    instruct: str | None
+
+    @classmethod
+    def from_settings(cls, voice_settings, speakers) -> SpeechDefaults:
+        """The `voice` settings, the voice in the bundle's spelling (a Home Assistant select option)."""
+        voice = voice_settings.voice or (next(iter(speakers)) if speakers else None)
+        voice = next((s for s in speakers if voice and s.lower() == voice.lower()), voice)
+        return cls(voice=voice, language=voice_settings.language, instruct=voice_settings.instruct or None)
+
+
+@dataclass
+class TextOptions:
+    """How text becomes model input here: the normalisation default, the site lexicon, the languages.
+
+    One object shared by the announcer and the network servers; SIGHUP replaces `lexicon`.
+    """
+
+    normalize: bool = True
+    lexicon: Lexicon | None = None
+    languages: tuple[str, ...] = MODEL_LANGUAGES
+
+
+def split_text(
+    text: str, language: str = "auto", options: TextOptions | None = None, normalize: bool | None = None
+) -> list[str]:
+    """What the model gets for `text`, one engine request per piece (the one call of the text front end).
+
+    Pieces come from `qwen3tts.text.prepare`: split without changing the text, the site lexicon
+    applied, then numbers, times, units and codes read out for `language` (detected for `auto`).
+    `normalize` (a message's own choice) overrides the configured default.
+    """
+    options = options or TextOptions()
+    normalize = options.normalize if normalize is None else normalize
+    prepared = prepare(text, language, normalize, options.lexicon, options.languages)
+    return [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
+
+
+def sentences(text: str, language: str = "auto") -> list[str]:
+    """The sentences of `text` as written (no lexicon, no normalisation): for text that arrives in chunks."""
+    return [piece.text for piece in prepare(text, language, normalize=False).pieces]
+
+
+def frame_budget(sentence: str, max_frames: int) -> int:
+    """Frames one sentence may take: generous for speech, bounded for a runaway generation."""
+    return min(max_frames, FRAMES_BASE + int(FRAMES_PER_CHAR * weight(sentence)))
+
+
+def sentence_request(
+    request_id: str,
+    sentence: str,
+    *,
+    language: str,
+    voice: str | None,
+    instruct: str | None,
+    priority: Priority,
+    max_frames: int,
+    voices: VoiceCatalog | None = None,
+    seed: int | None = None,
+) -> Request:
+    """The engine request for one sentence, its frame budget derived from the sentence.
+
+    `voice` is a preset speaker or a registered voice of `voices`, which becomes its `voice:NAME`
+    reference key or its VoiceDesign description. `seed` makes the sampling
+    reproducible (same seed, text, voice and engine build: same audio).
+    """
+    if voices is not None:
+        choice = voices.choice(voice, instruct)
+        speaker, ref_audio, instruct = choice.speaker, choice.ref_audio, choice.instruct
+    else:
+        speaker, ref_audio = voice, None
+    return Request(
+        id=request_id,
+        text=sentence,
+        language=language,
+        speaker=speaker,
+        instruct=instruct,
+        priority=priority,
+        seed=seed,
+        max_frames=frame_budget(sentence, max_frames),
+        ref_audio=ref_audio,
+    )

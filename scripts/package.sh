@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Build the Debian package of this checkout: dist/qwen3tts_<version>_amd64.deb.
+#
+#   sudo scripts/package.sh [--version V] [--out DIR] [--base ROOT] [--suite SUITE] [--work DIR]
+#
+# The venv must run on the target's Debian python3, not on whatever python built it (a pyenv
+# interpreter here). So, the way dh-virtualenv builds inside the target release:
+#   1. wheels: the project and every dependency as wheels, with this checkout's pip (.venv);
+#   2. a build root: a copy of a minimal root of SUITE (packaging/make-root.sh, debootstrap; made
+#      once and kept in var/package/ unless --base names one) with that release's python3;
+#   3. the venv: created at its final path /opt/qwen3tts/venv inside the build root with the root's
+#      python3, the wheels installed offline (pip --no-index), byte-compiled hash-based (the .pyc
+#      stay valid whatever mtimes dpkg gives the files);
+#   4. debhelper (packaging/debian) makes the package from that venv and the checkout's unit and
+#      configuration, on this machine (its dpkg-dev/debhelper are the same release's).
+# Run as root (chroot). --version V builds an otherwise identical package of Debian version V (the
+# upgrade test uses it). --work DIR (default var/package) keeps the base root, the wheels and the
+# last venv between builds. Needs debootstrap and debhelper: scripts/setup.sh installs them.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+
+version=""
+out="$repo/dist"
+base=""
+work="$repo/var/package"
+suite="$(. /etc/os-release && echo "$VERSION_CODENAME")"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --version) version="$2"; shift 2 ;;
+        --out) out="$(realpath -m "$2")"; shift 2 ;;
+        --base) base="$(realpath -m "$2")"; shift 2 ;;
+        --suite) suite="$2"; shift 2 ;;
+        --work) work="$(realpath -m "$2")"; shift 2 ;;
+        *) echo "package.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+cd "$repo"  # after the arguments: their relative paths are the caller's
+if [ "$(id -u)" -ne 0 ]; then
+    echo "package.sh: run as root (the venv is built in a chroot of $suite)" >&2
+    exit 1
+fi
+for tool in debootstrap dpkg-buildpackage dh; do
+    command -v "$tool" >/dev/null || { echo "package.sh: $tool missing: run scripts/setup.sh" >&2; exit 1; }
+done
+pip_python="$repo/.venv/bin/python"
+[ -x "$pip_python" ] || { echo "package.sh: no .venv here: run scripts/setup.sh" >&2; exit 1; }
+
+started=$(date +%s)
+step() { echo "package.sh: [$(( $(date +%s) - started ))s] $*"; }
+
+upstream="$("$pip_python" -c 'import qwen3tts; print(qwen3tts.__version__)')"
+changelog_version="$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)"
+if [ "${changelog_version%-*}" != "$upstream" ]; then
+    echo "package.sh: packaging/debian/changelog is at $changelog_version but qwen3tts is $upstream:" \
+         "add a changelog entry" >&2
+    exit 1
+fi
+
+# build_venv DIR: DIR/venv, made at /opt/qwen3tts/venv in a build root with the release's python3.
+build_venv() {
+    step "build root: a copy of $base with $suite's python3"
+    local root="$work/build-root"
+    rm -rf "$root"
+    cp -a "$base" "$root"
+    in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 "$@"; }
+    in_root apt-get update -qq >"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; exit 1; }
+    in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 \
+        >>"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; exit 1; }
+    local target_python
+    target_python="$(in_root python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
+
+    step "venv /opt/qwen3tts/venv with $suite's /usr/bin/$target_python"
+    mkdir -p "$root/tmp/wheels"
+    cp "$wheels"/*.whl "$root/tmp/wheels/"
+    local pip_wheel
+    pip_wheel="$(cd "$root/tmp/wheels" && ls pip-*.whl)"
+    in_root "/usr/bin/$target_python" -m venv --without-pip /opt/qwen3tts/venv
+    # SOURCE_DATE_EPOCH makes pip's byte-compilation hash-based (PEP 552), so the .pyc stay valid
+    # whatever mtimes dpkg gives the files; pip runs from its wheel, so the venv holds no pip and
+    # nothing can be installed into it behind dpkg's back.
+    in_root env SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)" \
+        /opt/qwen3tts/venv/bin/python "/tmp/wheels/$pip_wheel/pip" install -q --no-index \
+        --find-links /tmp/wheels --no-cache-dir --disable-pip-version-check qwen3tts \
+        >"$work/venv.log" 2>&1 || { tail -20 "$work/venv.log" >&2; exit 1; }
+    in_root /opt/qwen3tts/venv/bin/qwen3tts --version >/dev/null
+    mkdir -p "$1"
+    mv "$root/opt/qwen3tts/venv" "$1/venv"
+    rm -rf "$root"
+}
+
+mkdir -p "$work"
+if [ -z "$base" ]; then
+    base="$work/base-$suite"
+    [ -d "$base" ] || { step "making a minimal $suite root in $base (once)"; packaging/make-root.sh "$suite" "$base"; }
+fi
+
+step "wheels of qwen3tts $upstream and its dependencies"
+wheels="$work/wheels"
+rm -rf "$wheels"
+# the changelog's time stamp makes the project's own wheel the same bytes from the same checkout
+SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)" \
+    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$wheels" . pip >"$work/wheels.log" 2>&1 \
+    || { tail -20 "$work/wheels.log" >&2; exit 1; }
+
+# The venv depends only on the wheels and the target release: one built from the same wheels is
+# reused (a second package of another version, as the upgrade test makes, skips 1-2 minutes).
+key="$suite-$(cat "$wheels"/*.whl | sha256sum | cut -c1-16)"
+cache="$work/venv-cache/$key"
+if [ -d "$cache/venv" ]; then
+    step "venv: the one built from the same wheels ($cache)"
+else
+    rm -rf "$work/venv-cache"
+    build_venv "$cache"
+fi
+
+step "debhelper"
+src="$work/src/qwen3tts-$upstream"
+rm -rf "$work/src"
+mkdir -p "$src/upstream"
+cp -a packaging/debian "$src/debian"
+cp -al "$cache/venv" "$src/venv"  # dh_install copies it; nothing writes here
+cp systemd/qwen3tts.service config/qwen3tts.yaml README.md docs/operations.md "$src/upstream/"
+if [ -n "$version" ] && [ "$version" != "$changelog_version" ]; then
+    {
+        echo "qwen3tts ($version) UNRELEASED; urgency=medium"
+        echo
+        echo "  * Local build of $(git describe --always --dirty 2>/dev/null || echo 'this checkout')."
+        echo
+        echo " -- $(dpkg-parsechangelog -l packaging/debian/changelog -S Maintainer)  $(date -R)"
+        echo
+        cat packaging/debian/changelog
+    } >"$src/debian/changelog"
+fi
+(cd "$src" && dpkg-buildpackage -b -us -uc) >"$work/dpkg-buildpackage.log" 2>&1 \
+    || { tail -30 "$work/dpkg-buildpackage.log" >&2; exit 1; }
+
+mkdir -p "$out"
+deb="$(cd "$work/src" && ls qwen3tts_*_amd64.deb)"
+mv "$work/src/$deb" "$out/$deb"
+rm -rf "$work/src"
+step "$out/$deb ($(du -m "$out/$deb" | cut -f1) MB)"

@@ -1,0 +1,91 @@
+"""The look-ahead's arithmetic: the start threshold (jitter buffer vs the predicted shortfall of a slow
+stream), a piece's expected length (from its text until it is complete, then measured), and which piece
+the playback position is in. All sizes in 24 kHz samples (1 ms = 24 samples)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from announcer_fakes import FOUR, TurnRig
+
+from qwen3tts.appliance.announcements.lookahead import jitter_threshold
+from qwen3tts.engine.stats import EngineStats
+
+MS = 24
+
+
+@pytest.mark.parametrize(
+    ("jitter_ms", "duration", "rtf", "expected_ms"),
+    [
+        (300, None, None, 300),
+        (300, 10.0, None, 300),
+        (300, 10.0, 0.5, 300),  # faster than real time: the floor
+        (300, 10.0, 2.0, 5000),  # half speed: half of the 10 s must be in hand
+        (0, 1.0, 4.0, 750),
+        (100, 0.05, 3.0, 100),
+        (300, 10.0, 0.0, 300),  # no measurement yet
+    ],
+)
+def test_jitter_threshold_is_the_larger_of_the_floor_and_the_predicted_shortfall(
+    jitter_ms, duration, rtf, expected_ms
+):
+    assert jitter_threshold(jitter_ms, duration, rtf) == expected_ms * MS
+
+
+class StatsEngine:
+    """An engine that reports given live figures."""
+
+    def __init__(self, running: int, frames_per_second: float):
+        self.figures = EngineStats(running, 0, 0, 0, frames_per_second, 4, 0)
+
+    def stats(self) -> EngineStats:
+        return self.figures
+
+
+def test_the_start_threshold_follows_the_engine_s_live_speed_until_the_first_piece_is_complete(tmp_path):
+    rig = TurnRig(tmp_path)
+    audio = replace(rig.settings.audio, jitter_buffer_ms=200)
+    rig.lookahead.settings = replace(rig.settings, audio=audio)
+    ann = rig.say("a", FOUR)
+    rig.turn()
+    first_s = rig.lookahead.estimate(ann, 0)
+    rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)  # 4 streams at 1/2 real time
+    assert rig.lookahead.stream_rtf() == pytest.approx(2.0)
+    assert rig.lookahead.start_threshold(ann) == jitter_threshold(200, first_s, 2.0) > 200 * MS
+    rig.lookahead.engine = StatsEngine(running=1, frames_per_second=25.0)  # one stream at 2x real time
+    assert rig.lookahead.start_threshold(ann) == 200 * MS
+    rig.lookahead.engine = rig.engine
+    rig.engine.of("a")[0].finish(np.ones(4800, np.float32))
+    rig.turn()
+    rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)
+    assert rig.lookahead.start_threshold(ann) == 200 * MS  # its first piece is all there
+
+
+def test_a_piece_s_length_is_estimated_from_its_text_and_measured_once_complete(tmp_path):
+    rig = TurnRig(tmp_path)
+    ann = rig.say("a", FOUR)
+    rig.turn()
+    guesses = [rig.lookahead.estimate(ann, i) for i in range(4)]
+    assert guesses[2] > guesses[0] > 1.0  # "part three" is longer than "part one"
+    first, second, *_ = rig.engine.of("a")
+    first.finish(np.ones(12000, np.float32))
+    second.finish(np.ones(36000, np.float32))
+    rig.turn()
+    assert [rig.lookahead.estimate(ann, i) for i in range(3)] == [0.5, 1.5, guesses[2]]
+
+
+def test_the_piece_playing_is_the_first_one_not_fully_played(tmp_path):
+    rig = TurnRig(tmp_path)
+    ann = rig.say("a", FOUR)
+    rig.turn()
+    for handle in rig.engine.of("a")[:2]:
+        handle.finish(np.ones(1920, np.float32))
+    rig.turn()
+    assert ann.ends == [1920, 3840] and rig.lookahead.piece_playing(ann) == 0
+    positions = []
+    while ann.track.available:
+        rig.playback.block()
+        positions.append((ann.track.taken, rig.lookahead.piece_playing(ann)))
+    assert positions == [(960, 0), (1920, 1), (2880, 1), (3840, 2)]

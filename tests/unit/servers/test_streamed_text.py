@@ -1,0 +1,67 @@
+"""Streaming text (Wyoming synthesize-chunk) into a SpeechStream: sentences leave once complete, words stay
+whole, and the stream's voice fields are those validated at open."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from qwen3tts.errors import RequestError
+from qwen3tts.servers.metrics import ServerMetrics
+from qwen3tts.servers.offer import Offer
+from qwen3tts.servers.streams import StreamPool
+from qwen3tts.settings import VoiceSettings
+
+SPEC = SimpleNamespace(speakers=("ryan",), languages=("english", "german"))
+
+
+@pytest.fixture
+def pool():
+    def make(max_chars=2000, **voice):
+        offer = Offer.from_spec("fake", SPEC, VoiceSettings(**voice))
+        # no engine: nothing here is submitted
+        pool = StreamPool(
+            None, offer, ServerMetrics(None), max_concurrent=2, max_text_chars=max_chars, max_frames=40
+        )
+        made.append(pool)
+        return pool
+
+    made = []
+    yield make
+    for pool in made:
+        pool.shutdown()
+
+
+def feed(pool, chunks):
+    stream = pool().open_stream("wyoming", "ryan", "en")
+    return [stream.feed(chunk) for chunk in chunks] + [stream.flush()]
+
+
+def test_a_sentence_leaves_once_the_next_one_is_long_enough_to_stand_alone(pool):
+    # the splitter joins a fragment under 12 characters to its neighbour, so "The sec" holds it back
+    assert feed(pool, ["The first sentence is done. The sec", "ond one is still ", "coming.", ""]) == [
+        [],
+        ["The first sentence is done."],
+        [],
+        [],
+        ["The second one is still coming."],
+    ]
+
+
+def test_a_chunk_boundary_after_a_space_does_not_glue_words_together(pool):
+    assert feed(pool, ["Please mind the gap between the train. Mind ", "the gap."])[-1] == ["Mind the gap."]
+
+
+def test_the_stream_carries_the_voice_fields_validated_at_open(pool):
+    stream = pool(instruct="calm").open_stream("wyoming", "RYAN", "de-DE")
+    assert (stream.voice, stream.language, stream.instruct) == ("ryan", "german", "calm")
+    assert stream.feed("Erster Satz ist fertig. Zweiter Satz beginnt") == ["Erster Satz ist fertig."]
+
+
+def test_streamed_text_over_the_limit_is_refused_once_and_closes_the_stream(pool):
+    streams = pool(max_chars=20)
+    stream = streams.open_stream("wyoming")
+    stream.feed("Short enough. ")
+    with pytest.raises(RequestError, match="too long"):
+        stream.feed("This pushes it over the limit.")
+    assert stream.outcome == "rejected" and streams.streams == set()
+    assert stream.feed("More text.") == []
