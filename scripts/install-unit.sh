@@ -28,8 +28,8 @@ cat <<MSG
 installed. Next:
   $PREFIX/.venv/bin/qwen3tts build --checkpoint /path/to/Qwen3-TTS-12Hz-0.6B-CustomVoice --out /var/lib/qwen3tts/bundle
     (docs/models.md: where the checkpoints are and how to download them)
-  $PREFIX/.venv/bin/qwen3tts doctor
-    (as root, without --config: /etc/qwen3tts/qwen3tts.yaml and the service's directories)
+  STATE_DIRECTORY=/var/lib/qwen3tts CACHE_DIRECTORY=/var/cache/qwen3tts $PREFIX/.venv/bin/qwen3tts doctor
+    (without --config, commands read /etc/qwen3tts/qwen3tts.yaml)
   edit /etc/qwen3tts/qwen3tts.yaml (mqtt.host, voice), put the MQTT password in /etc/qwen3tts/mqtt.pass
   systemctl enable --now qwen3tts
 MSG

@@ -19,8 +19,6 @@ from qwen3tts.settings import Settings
 APP = "qwen3tts"
 SYSTEM_CONFIG = Path("/etc/qwen3tts/qwen3tts.yaml")
 """The installed appliance's configuration (the Debian package's conffile, scripts/install-unit.sh's copy)."""
-SERVICE_DIRS = {"STATE_DIRECTORY": "/var/lib/qwen3tts", "CACHE_DIRECTORY": "/var/cache/qwen3tts"}
-"""What the unit's StateDirectory=/CacheDirectory= give the service, for root's commands beside it."""
 TINY_BUNDLE = "bundle-tiny"
 """Name of the embedded random bundle inside the state directory (`run --embedded` builds it there)."""
 
@@ -41,23 +39,19 @@ def default_bundle(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def default_config(
-    environ: dict[str, str] | None = None, system_config: Path = SYSTEM_CONFIG, is_root: bool | None = None
+    environ: Mapping[str, str] | None = None, system_config: Path = SYSTEM_CONFIG
 ) -> Path | None:
     """The configuration a command without --config reads: $QWEN3TTS_CONFIG, else the installed file.
 
-    So `sudo qwen3tts doctor` on an appliance checks what the service runs with, not the defaults: the
-    installed file when it exists; and for root (who shares the service's state and cache) the unit's
-    directories, unless the environment names its own. None (defaults only) on a development checkout.
+    So `sudo qwen3tts doctor` on an appliance checks the configuration the service runs with, not the
+    defaults; None (defaults only) on a development checkout. The directories stay the caller's own:
+    what root wrote into the service's state or cache directory would stay root's, and the service's
+    dynamic user could not write there (systemd fixes only the top directory's owner).
     """
     environ = os.environ if environ is None else environ
     if environ.get("QWEN3TTS_CONFIG"):
         return Path(environ["QWEN3TTS_CONFIG"])
-    if not system_config.is_file():
-        return None
-    if os.geteuid() == 0 if is_root is None else is_root:
-        for key, path in SERVICE_DIRS.items():
-            environ.setdefault(key, path)
-    return system_config
+    return system_config if system_config.is_file() else None
 
 
 def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = None) -> Settings:

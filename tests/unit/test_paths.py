@@ -36,24 +36,9 @@ def test_empty_paths_get_their_defaults_and_configured_ones_stay():
 
 def test_without_config_the_environment_then_the_installed_file_then_none(tmp_path):
     installed = tmp_path / "qwen3tts.yaml"
-    assert default_config({}, installed, is_root=False) is None  # a development checkout
+    assert default_config({}, installed) is None  # a development checkout
     installed.write_text("{}\n")
-    assert default_config({}, installed, is_root=False) == installed
+    assert default_config({}, installed) == installed
     named = {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}
-    assert default_config(named, installed, is_root=True) == tmp_path / "other.yaml"
-    assert "STATE_DIRECTORY" not in named  # an explicit file: the environment stays as it is
-
-
-def test_root_with_the_installed_file_shares_the_services_directories_unless_told_otherwise(tmp_path):
-    installed = tmp_path / "qwen3tts.yaml"
-    installed.write_text("{}\n")
-    environ: dict[str, str] = {}
-    default_config(environ, installed, is_root=True)
-    assert state_dir(environ) == Path("/var/lib/qwen3tts")
-    assert cache_dir(environ) == Path("/var/cache/qwen3tts")
-    own = {"STATE_DIRECTORY": str(tmp_path / "state")}
-    default_config(own, installed, is_root=True)
-    assert state_dir(own) == tmp_path / "state"
-    user: dict[str, str] = {"HOME": str(tmp_path)}
-    default_config(user, installed, is_root=False)
-    assert state_dir(user) == tmp_path / ".local/state/qwen3tts"
+    assert default_config(named, installed) == tmp_path / "other.yaml"
+    assert named == {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}  # the directories stay the caller's
