@@ -308,9 +308,8 @@ class ZoneSettings:
 
     name: str = field(default="", metadata={"topic": "level"})
     """The zone's name (letters, digits, . _ -; also its topic <prefix>/zone/<name>/say). Required."""
-    output: Literal["alsa", "wav", "null", "snapcast", "hermes"] = "alsa"
-    """alsa (a sound card), wav (files), null (discard), snapcast (a snapserver stream) or hermes (a Rhasspy
-    satellite over MQTT). Default alsa."""
+    output: Literal["alsa", "wav", "null", "snapcast"] = "alsa"
+    """alsa (a sound card), wav (files), null (discard) or snapcast (a snapserver stream). Default alsa."""
     device: str = ""
     """alsa: the ALSA/PortAudio device name (substring match); empty is the default device. Default empty."""
     wav_dir: Path | None = None
@@ -319,12 +318,6 @@ class ZoneSettings:
     """wav: write at the speed a loudspeaker plays. Default false."""
     snapcast: SnapcastSettings = field(default_factory=SnapcastSettings)
     """snapcast: the snapserver and stream."""
-    site_id: str = ""
-    """hermes: the satellite's siteId (its audio server plays what is published to
-    hermes/audioServer/<siteId>/playBytes/...). Default empty."""
-    play_timeout_s: float = field(default=30.0, metadata={"min": 1.0, "max": 600.0})
-    """hermes: how long after the end of the audio the satellite may take to say playFinished before the
-    zone reports an error. Default 30 s."""
 
 
 @dataclass(frozen=True)
@@ -465,8 +458,6 @@ class Settings:
                 raise ConfigError(
                     f"zones[{index}].name: {zone.name!r} is already the name of zones[{names.index(zone.name)}]"
                 )
-            if zone.output == "hermes" and not zone.site_id:
-                raise ConfigError(f"zones[{index}].site_id: a hermes zone needs the satellite's siteId")
 
 
 def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None) -> str | None:

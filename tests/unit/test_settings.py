@@ -78,7 +78,6 @@ def test_zones_load_as_a_list_of_sections_and_bad_ones_name_their_entry(tmp_path
         ("zones:\n  - name: ''\n", r"zones\[0\]\.name: expected 1-64"),
         ("zones:\n  - name: a\n  - name: a\n", r"zones\[1\]\.name: 'a' is already the name of zones\[0\]"),
         ("zones:\n  - name: a\n    output: sonos\n", r"zones\[0\]\.output: expected one of"),
-        ("zones:\n  - name: a\n    output: hermes\n", r"zones\[0\]\.site_id: a hermes zone needs"),
         ("zones: {name: a}\n", r"zones: expected a list of sections"),
         ("zones:\n  - name: a\n    snapcast: {port: 1}\n", r"zones\[0\]\.snapcast\.port: unknown key"),
     ]
