@@ -28,6 +28,11 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     return _base_dir(environ, "STATE_DIRECTORY", "XDG_STATE_HOME", (".local", "state"))
 
 
+def snapcast_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """What Snapcast zones must switch back after a crash (zones/restore.py): <state>/snapcast."""
+    return state_dir(environ) / "snapcast"
+
+
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """What can be thrown away (the compile cache): $CACHE_DIRECTORY, else $XDG_CACHE_HOME/qwen3tts."""
     return _base_dir(environ, "CACHE_DIRECTORY", "XDG_CACHE_HOME", (".cache",))

@@ -46,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "appliance/systemd": set(),
     "appliance/thermal": {"errors.py", "settings.py"},
     "appliance/audio": {"appliance/systemd", "errors.py", "settings.py", "engine"},
+    "appliance/zones": {"appliance/audio", "errors.py", "settings.py"},
     "appliance/announcements": {
         "appliance/audio",
         "appliance/systemd",
@@ -81,6 +82,7 @@ ALLOWED: dict[str, set[str]] = {
         "appliance/mqtt",
         "appliance/systemd",
         "appliance/thermal",
+        "appliance/zones",
         "servers",
         "runtime",
         "model",
@@ -97,6 +99,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "doctor": {
         "appliance/audio",
+        "appliance/zones",
         "appliance/mqtt",
         "appliance/thermal",
         "servers",

@@ -21,7 +21,6 @@ from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
-from qwen3tts.appliance.audio.alsa import open_sink
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
@@ -30,7 +29,9 @@ from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
+from qwen3tts.appliance.zones.outputs import open_zone_sinks
 from qwen3tts.model.bundle import weights_kind
+from qwen3tts.paths import snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
@@ -52,8 +53,9 @@ DRAIN_TIMEOUT_S = 45.0
 class Service:
     """Owns every component; `start()` then `wait()` until `stop()` (from a signal handler).
 
-    `runtime` and `sink` may be given (tests: the real Engine over a fake runner, a null sink);
-    otherwise they come from the settings. `exit_code` turns 1 when a worker kept failing.
+    `runtime` and `sink` may be given (tests: the real Engine over a fake runner, a null sink: the one
+    zone `default`); otherwise they come from the settings, one sink per zone. `exit_code` turns 1 when
+    a worker kept failing.
     """
 
     def __init__(self, settings: Settings, notifier: Notifier | None = None, config_path: Path | None = None,
@@ -67,11 +69,12 @@ class Service:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._status_dirty = threading.Event()
-        self._sink_state = "ok"
+        self._sink_states: dict[str, str] = {}  # zone -> its output's state, when not ok
         self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
         self.events = RecentEvents()  # for the status page; read by the servers' thread
         self.runtime = runtime
-        self.sink = sink
+        self.sinks: dict[str, object] = {} if sink is None else {"default": sink}
+        self.playbacks: dict[str, Playback] = {}
         self.mqtt: MqttDoor | None = None
         self.announcer: Announcer | None = None
         self.thermal: ThermalMonitor | None = None
@@ -84,16 +87,18 @@ class Service:
         settings = self.settings
         self._load_runtime()
         engine, spec = self.runtime.engine, self.runtime.spec
-        if self.sink is None:
-            self.sink = open_sink(settings.audio, on_state=self._on_sink_state)
+        if not self.sinks:
+            self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self._on_sink_state)
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
-        self.playback = Playback(self.sink, settings.audio, chimes, heartbeat=self._beat("audio"),
-                                 on_end=lambda: self.announcer.wake())  # fmt: skip
+        for zone, sink in self.sinks.items():  # one audio thread per zone
+            worker = _audio_worker(zone)
+            self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
+                                            on_end=lambda: self.announcer.wake(), zone=zone)  # fmt: skip
         self.announcer = self._announcer(engine)
         if settings.thermal.enabled:
             beat = self._beat("thermal")
@@ -102,11 +107,12 @@ class Service:
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
         console = Console(self)  # the status page's view of the appliance
         self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
-        self.supervisor.start("audio", self.playback.run)
+        for zone, playback in self.playbacks.items():
+            self.supervisor.start(_audio_worker(zone), playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
         log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
-                 plan, self.sink.name)  # fmt: skip
+                 plan, ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.supervisor.start("announcer", self.announcer.run)  # replays the spool first
         self.mqtt.start(self.supervisor)
@@ -139,7 +145,7 @@ class Service:
         defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
         replay = PhraseReplay.from_settings(settings, engine, self.catalog)
         lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay)
-        return Announcer(settings, queue, lookahead, self.playback, self._on_event,
+        return Announcer(settings, queue, lookahead, self.playbacks, self._on_event,
                          heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
 
     def _load_voices(self, settings: Settings) -> bool:
@@ -170,17 +176,43 @@ class Service:
     def _on_thermal(self, level: str, batch: int, reason: str) -> None:
         self._status_dirty.set()  # the thermal monitor logs the change itself
 
-    def _on_sink_state(self, state: str, detail: str) -> None:
-        self._sink_state = state
-        log.log(logging.INFO if state == "ok" else logging.WARNING, "audio device %s: %s", state, detail)
+    def _on_sink_state(self, zone: str, state: str, detail: str) -> None:
+        if state == "ok":
+            self._sink_states.pop(zone, None)
+        else:
+            self._sink_states[zone] = state
+        level = logging.INFO if state == "ok" else logging.WARNING
+        log.log(level, "zone %s output %s: %s", zone, state, detail)
         self._status_dirty.set()
+
+    @property
+    def sink(self):
+        """The first zone's sink (the only one on a box without zones)."""
+        return next(iter(self.sinks.values()), None)
+
+    @property
+    def playback(self) -> Playback | None:
+        return next(iter(self.playbacks.values()), None)
+
+    @property
+    def _sink_state(self) -> str:
+        """`ok`, or the state of the first zone whose output is not ok (`lost`)."""
+        return next(iter(self._sink_states.values()), "ok")
+
+    def _audio_summary(self) -> str:
+        """`<sink>:<state>` on a box with one zone; `<zone>=<sink>:<state>, ...` with several."""
+        states = self._sink_states
+        parts = {zone: f"{sink.name}:{states.get(zone, 'ok')}" for zone, sink in self.sinks.items()}
+        if list(parts) == ["default"]:
+            return parts["default"]
+        return ", ".join(f"{zone}={part}" for zone, part in parts.items())
 
     # ---- status ----
 
     def status(self) -> Status:
         return build_status(
             stopping=self._stopping.is_set(), announcer=self.announcer, runtime=self.runtime,
-            thermal=self.thermal, audio=f"{self.sink.name}:{self._sink_state}",
+            thermal=self.thermal, audio=self._audio_summary(),
             bundle=str(self.settings.model.bundle),
         )  # fmt: skip
 
@@ -251,8 +283,8 @@ class Service:
         if self.mqtt is not None:
             self._publish_status()
             self.mqtt.stop()
-        if self.sink is not None:
-            self.sink.close()
+        for sink in self.sinks.values():
+            sink.close()
         log.info("stopped")
         self._stopped.set()
 
@@ -282,3 +314,8 @@ class Service:
     def _beat(self, name: str):
         self.heartbeats.register(name)
         return lambda: self.heartbeats.beat(name)
+
+
+def _audio_worker(zone: str) -> str:
+    """The supervised worker (and heartbeat) name of a zone's audio thread: `audio` for the one default."""
+    return "audio" if zone == "default" else f"audio:{zone}"
