@@ -2,11 +2,12 @@
 
 Starts the real engine and both servers in this process on free loopback ports, then for each server
 and concurrency runs `--rounds` rounds of N simultaneous requests with real clients (the `wyoming`
-package's AsyncTcpClient, httpx streaming a pcm response) and prints the median and worst time from
-sending the request to the first audio bytes, plus the engine's mean batch.
+package's AsyncTcpClient, httpx streaming each of `--formats`) and prints the median and worst time
+from sending the request to the first bytes of audio, plus the engine's mean batch.
 
     PYTHONPATH=daemon .venv/bin/python scripts/bench_servers.py               # a tiny random bundle
     PYTHONPATH=daemon .venv/bin/python scripts/bench_servers.py --bundle var/bundle-0.6b
+    PYTHONPATH=daemon .venv/bin/python scripts/bench_servers.py --formats mp3,opus --skip-wyoming
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import socket
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -48,10 +50,10 @@ async def wyoming_ttfa(port: int) -> float:
                 return first
 
 
-async def http_ttfa(port: int) -> float:
+async def http_ttfa(port: int, fmt: str = "pcm") -> float:
     async with httpx.AsyncClient(timeout=300) as client:
         started = time.perf_counter()
-        body = {"model": "qwen3tts", "input": TEXT, "response_format": "pcm"}
+        body = {"model": "qwen3tts", "input": TEXT, "response_format": fmt}
         async with client.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json=body) as response:
             first = None
             async for _ in response.aiter_raw():
@@ -82,7 +84,11 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, help="bundle directory (default: build a tiny random one)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="settings override")
+    parser.add_argument("--formats", default="pcm", help="HTTP response formats, comma-separated")
+    parser.add_argument("--skip-wyoming", action="store_true")
     args = parser.parse_args()
+    doors = [] if args.skip_wyoming else [("wyoming", wyoming_ttfa, "wyoming_port")]
+    doors += [(f"http {fmt}", partial(http_ttfa, fmt=fmt), "http_port") for fmt in args.formats.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         bundle = args.bundle or tiny_bundle(Path(tmp))
         settings = load_settings(None, [
@@ -97,8 +103,8 @@ def main() -> None:
         try:
             asyncio.run(measure(http_ttfa, servers.http_port, 1, 1))  # warm-up: first compile-time effects
             print(f"bundle {bundle.name}, text of {len(TEXT)} characters, {args.rounds} rounds")
-            for name, one, port in (("wyoming", wyoming_ttfa, servers.wyoming_port),
-                                    ("http", http_ttfa, servers.http_port)):  # fmt: skip
+            for name, one, port_name in doors:
+                port = getattr(servers, port_name)
                 for concurrency in (1, 4):
                     before = runtime.engine.stats()
                     times = asyncio.run(measure(one, port, concurrency, args.rounds))
@@ -106,7 +112,7 @@ def main() -> None:
                     steps = after.num_steps - before.num_steps
                     batch = (after.num_frames - before.num_frames) / steps if steps else 0.0
                     median, worst = 1000 * statistics.median(times), 1000 * max(times)
-                    print(f"{name:8s} {concurrency} client(s): first audio median {median:6.0f} ms, "
+                    print(f"{name:9s} {concurrency} client(s): first audio median {median:6.0f} ms, "
                           f"worst {worst:6.0f} ms, mean batch {batch:.2f}")  # fmt: skip
         finally:
             servers.stop()

@@ -9,13 +9,15 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # mosquitto: the local broker (tests and the embedded demo); libportaudio2: the ALSA sink;
 # alsa-utils: aplay -L diagnostics; systemd: systemd-analyze for the unit tests; libsndfile1: reference
-# recordings in any format (soundfile). The Debian package (scripts/package.sh) and its fresh-root
-# tests: debootstrap, debhelper (with dpkg-dev), lintian, systemd-container (systemd-nspawn boots the
-# root's own systemd), podman and runc (the OCI image; crun refuses this machine's hybrid cgroups).
+# recordings in any format (soundfile); chromium: the status page's tests drive it headless through
+# Playwright (which never downloads a browser of its own here). The Debian package (scripts/package.sh)
+# and its fresh-root tests: debootstrap, debhelper (with dpkg-dev), lintian, systemd-container
+# (systemd-nspawn boots the root's own systemd), podman and runc (the OCI image; crun refuses this
+# machine's hybrid cgroups).
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 \
-    debootstrap debhelper lintian systemd-container podman runc >/dev/null
+    chromium debootstrap debhelper lintian systemd-container podman runc >/dev/null
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

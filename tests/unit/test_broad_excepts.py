@@ -23,7 +23,7 @@ ALLOWED = {
     "appliance/mqtt/pool_rescue.py::Rescue._on_message": "paho's thread: would end its loop",
     "appliance/thermal/governor.py::ThermalMonitor._run": "a bad sample must not end thermal protection",
     "engine/engine.py::Engine._loop": "the step loop: an engine bug must not hang every handle",
-    "servers/wyoming.py::WyomingHandler._do_work": "one connection's worker: an error event, then the close",
+    "servers/wyoming_connection.py::WyomingHandler._do_work": "a connection's worker: error, then close",
     "commands/run.py::_Startup.run": "start-up: the main thread reports it",
     # per-request isolation: one request's failure finishes only that request
     "engine/engine.py::Engine._append_frame": "one sequence's bookkeeping fails that sequence",

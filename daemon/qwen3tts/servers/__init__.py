@@ -7,7 +7,10 @@ servers disabled (the default) there is no loop and no thread.
 
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
     streams.py  StreamPool (slots, validation) and SpeechStream (one request: pieces -> engine handles)
-    wyoming.py  the Wyoming server (Home Assistant); http.py the OpenAI-style API, /healthz, /metrics
+    limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
+    wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
+    http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
+                page (status_page.py); encoding.py the response formats
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from contextlib import ExitStack
 
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
+from qwen3tts.servers.limits import FileBudget
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
 from qwen3tts.servers.offer import Offer
+from qwen3tts.servers.status_page import RecentEvents
 from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import Settings, read_http_token
 from qwen3tts.synthesis import TextOptions
 
-__all__ = ["ApplianceFigures", "Offer", "Servers", "start_servers"]
+__all__ = ["ApplianceFigures", "Offer", "RecentEvents", "Servers", "start_servers"]
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 5.0
@@ -104,8 +109,11 @@ def start_servers(
     metrics_source: ApplianceSource | None = None,
     environ: dict[str, str] | None = None,
     text: TextOptions | None = None,
+    console=None,
 ) -> Servers:
-    """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port."""
+    """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port.
+
+    `console` (status_page.Console, the running appliance) adds the HTTP server's status page."""
     config = settings.servers
     token = read_http_token(config.http, environ) if config.http.enabled else None
     if config.http.enabled:
@@ -134,23 +142,25 @@ def start_servers(
             undo.callback(sockets[-1][1].close)
         if sockets:
             servers.start_loop()
+            files = FileBudget(config.file_reserve, config.max_connections * len(sockets))
         for name, sock in sockets:
-            servers.call(_start(servers, name, sock, token, config.max_body_bytes), timeout=30)
+            servers.call(_start(servers, name, sock, token, config, files, console), timeout=30)
         undo.pop_all()  # started: nothing to undo
     return servers
 
 
-async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, max_body: int) -> None:
+async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, config,
+                 files: FileBudget, console=None) -> None:  # fmt: skip
     port = sock.getsockname()[1]
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 
-        servers._closers.append(await start_wyoming(sock, servers.pool, max_body))
+        servers._closers.append(await start_wyoming(sock, servers.pool, config, files))
         servers.wyoming_port = port
     else:
         from qwen3tts.servers.http import start_http
 
-        servers._closers.append(await start_http(sock, servers.pool, max_body, token))
+        servers._closers.append(await start_http(sock, servers.pool, config, token, files, console))
         servers.http_port = port
     log.info("%s server listening on %s port %d", name, sock.getsockname()[0], port)
 

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TTFA_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 RTF_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0, 8.0)
-OUTCOMES = ("ok", "cancelled", "error", "rejected", "busy", "unauthorized")
+OUTCOMES = ("ok", "cancelled", "error", "rejected", "busy", "unauthorized", "timeout")
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,19 @@ class Offer:
     defaults: SpeechDefaults
     """Voice, language and instruct of a request that names none (the `voice` settings at start)."""
     sample_rate: int = SAMPLE_RATE
+    supports_instruct: bool = True
+    """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instructions are ignored."""
+    model: str = ""
+    """The model as its user knows it, size then kind: `0.6B CustomVoice` (empty when unknown)."""
 
     @classmethod
     def from_spec(cls, name: str, spec, voice_settings, catalog: VoiceCatalog | None = None) -> Offer:
         """From a ModelSpec (`.speakers`, `.languages`), the `voice` settings and the daemon's catalog
         (None: a catalog of the bundle's presets, no registered voices)."""
         catalog = catalog if catalog is not None else VoiceCatalog(spec.speakers, spec.languages)
-        return cls(name, catalog, SpeechDefaults.from_settings(voice_settings, catalog.speakers))
+        defaults = SpeechDefaults.from_settings(voice_settings, catalog.speakers)
+        supports_instruct = getattr(spec, "supports_instruct", True)
+        return cls(name, catalog, defaults, supports_instruct=supports_instruct, model=model_label(spec))
 
     @property
     def voice_names(self) -> tuple[str, ...]:
@@ -74,3 +80,14 @@ class Offer:
         if not tag or not tag.strip():
             return self.defaults.language
         return self.catalog.resolve_language(tag)
+
+
+SIZES = {"0b6": "0.6B", "1b7": "1.7B"}
+KINDS = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
+
+
+def model_label(spec) -> str:
+    """`0.6B CustomVoice` from a ModelSpec's `size` and `variant` (the release's names for them)."""
+    size = SIZES.get(getattr(spec, "size", ""), "")
+    kind = KINDS.get(getattr(spec, "variant", ""), "")
+    return " ".join(part for part in (size, kind) if part)

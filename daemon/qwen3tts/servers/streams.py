@@ -28,6 +28,7 @@ from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.synthesis import TextOptions, sentence_request, sentences, split_text
+from qwen3tts.text.checks import checked_text
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +106,13 @@ class StreamPool:
         return stream
 
     def _checked_text(self, text: object) -> str:
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidField("text", "text must be a non-empty string")
-        text = text.strip()
-        if len(text) > self.max_text_chars:
-            raise InvalidField("text", f"text too long ({len(text)} characters > {self.max_text_chars})")
-        return text
+        """Checked as an MQTT announcement's text is (text/checks.py), with the same reasons."""
+        if not isinstance(text, str):
+            raise InvalidField("text", "text must be a string")
+        try:
+            return checked_text(text, self.max_text_chars)
+        except RequestError as exc:
+            raise InvalidField("text", str(exc)) from exc
 
     @staticmethod
     def _checked(resolve, field: str, name: str | None):

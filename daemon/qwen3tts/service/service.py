@@ -31,7 +31,8 @@ from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.servers import Offer, start_servers
+from qwen3tts.servers import Offer, RecentEvents, start_servers
+from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
@@ -68,6 +69,7 @@ class Service:
         self._status_dirty = threading.Event()
         self._sink_state = "ok"
         self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
+        self.events = RecentEvents()  # for the status page; read by the servers' thread
         self.runtime = runtime
         self.sink = sink
         self.mqtt: MqttDoor | None = None
@@ -98,7 +100,8 @@ class Service:
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
         engine.start()
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
-        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text)
+        console = Console(self)  # the status page's view of the appliance
+        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
         self.supervisor.start("audio", self.playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
@@ -160,6 +163,7 @@ class Service:
 
     def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
         """The announcer's lifecycle events, as MQTT messages (the event, its reply, Hermes answers)."""
+        self.events.add(ann.id, event, reason)
         for message in announcement_events(ann, event, reason, time.time(), warnings):
             self._publish(message)
         if self.mqtt is not None:

@@ -71,7 +71,7 @@ def test_the_unit_is_a_notify_service_with_a_watchdog_and_keeps_write_execute_me
         assert re.search(rf"^{re.escape(line)}", text, flags=re.M), line
 
 
-def test_the_unit_allows_ip_traffic_only_to_loopback_and_private_ranges():
+def test_the_unit_allows_ip_traffic_only_to_loopback_private_ranges_and_the_mdns_group():
     text = UNIT.read_text(encoding="utf-8")
     denied = re.findall(r"^IPAddressDeny=(.*)$", text, flags=re.M)
     allowed = " ".join(re.findall(r"^IPAddressAllow=(.*)$", text, flags=re.M)).split()
@@ -85,6 +85,7 @@ def test_the_unit_allows_ip_traffic_only_to_loopback_and_private_ranges():
             "169.254.0.0/16",
             "fc00::/7",
             "fe80::/10",
+            "224.0.0.251",  # mDNS, for the Wyoming zeroconf announcement
         ]
     )
 
@@ -99,3 +100,13 @@ def test_systemd_sees_the_ip_restriction(unit_with_real_exec):
     (line,) = [line for line in result.stdout.splitlines() if "IPAddressDeny=" in line]
     # without the two directives this reads "Service does not define an IP address allow list"
     assert "defines IP address allow list with non-localhost entries" in line, line
+
+
+def test_the_file_limit_holds_both_servers_full_and_the_reserve_with_room_to_raise_the_caps():
+    from qwen3tts.settings import ServersSettings
+
+    [value] = re.findall(r"^LimitNOFILE=(\d+)$", UNIT.read_text(encoding="utf-8"), flags=re.M)
+    daemon_itself = 256  # about 15 measured with both servers on; OpenVINO plugins and caches vary
+    reserve = ServersSettings().file_reserve
+    raised_caps = 2 * 32 * ServersSettings().max_connections  # both servers, caps raised 32-fold
+    assert int(value) >= raised_caps + reserve + daemon_itself

@@ -2,66 +2,20 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from mosquitto_broker import free_port
+from server_rig import FakeRunning, Running, start_fake_servers
 
 from qwen3tts.runtime.loader import load_runtime
-from qwen3tts.servers import Offer, Servers, start_servers
+from qwen3tts.servers import Offer, start_servers
 from qwen3tts.settings_loader import load_settings
 
 # Short sentences by default: the tiny model on a busy CI core makes ~15 frames per second. Greedy
 # talker sampling never picks the tiny model's end token, so every request runs to its frame budget
 # (a long request stays long, which the cancel, busy and preemption tests rely on).
-QUICK = ("engine.max_frames=30", "engine.temperature=0")
-
-
-class Running:
-    """A started engine + servers, with every engine handle the servers got (to check cancellation)."""
-
-    def __init__(self, runtime, servers: Servers, settings):
-        self.runtime = runtime
-        self.engine = runtime.engine
-        self.servers = servers
-        self.settings = settings
-        self.handles = []
-        self.requests = []
-        submit = self.engine.submit
-
-        def recording_submit(request):
-            handle = submit(request)
-            self.requests.append(request)
-            self.handles.append(handle)
-            return handle
-
-        self.engine.submit = recording_submit  # handles capture the engine's cancel, not this wrapper
-
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.servers.http_port}"
-
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            stats = self.engine.stats()
-            if stats.num_running == 0 and stats.num_waiting == 0:
-                return True
-            time.sleep(0.02)
-        return False
-
-    def outcomes(self, server: str) -> dict[str, float]:
-        from prometheus_client.parser import text_string_to_metric_families
-
-        text = self.servers.metrics.render().decode()
-        found = {}
-        for family in text_string_to_metric_families(text):
-            if family.name == "qwen3tts_network_requests":
-                for sample in family.samples:
-                    if sample.name.endswith("_total") and sample.labels["server"] == server:
-                        found[sample.labels["outcome"]] = sample.value
-        return found
+QUICK = ("engine.max_frames=30", "engine.temperature=0", "servers.wyoming.zeroconf=false")
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +23,8 @@ def tiny_bundle(tiny_models):
     return tiny_models.bundle("custom_voice", "tiny", "f32")
 
 
-@pytest.fixture
-def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
-    """serve(*overrides, metrics_source=None, environ=None) -> Running, with both servers on free ports."""
-    started: list[Running] = []
-
-    def start(*overrides: str, metrics_source=None, environ=None) -> Running:
+def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
+    def start(*overrides: str, metrics_source=None, environ=None, console=None) -> Running:
         settings = load_settings(
             None,
             [
@@ -90,17 +40,38 @@ def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
         runtime.engine.start()
         offer = Offer.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
         try:
-            servers = start_servers(settings, runtime.engine, offer, metrics_source, environ=environ or {})
+            servers = start_servers(settings, runtime.engine, offer, metrics_source, environ=environ or {},
+                                    console=console)  # fmt: skip
         except BaseException:
             runtime.engine.stop()
             raise
         started.append(Running(runtime, servers, settings))
         return started[-1]
 
-    yield start
+    return start
+
+
+def _stop(started: list[Running]) -> None:
     for running in started:
         running.servers.stop()
         running.engine.stop()
+
+
+@pytest.fixture
+def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
+    """serve(*overrides, metrics_source=None, environ=None, console=None) -> Running, with both servers
+    on free ports."""
+    started: list[Running] = []
+    yield _starter(tiny_bundle, started)
+    _stop(started)
+
+
+@pytest.fixture(scope="module")
+def serve_module(tiny_bundle) -> Iterator[Callable[..., Running]]:
+    """serve() for servers a whole module shares."""
+    started: list[Running] = []
+    yield _starter(tiny_bundle, started)
+    _stop(started)
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +85,18 @@ def serve_once(tiny_bundle) -> Iterator[Running]:
     yield Running(runtime, servers, settings)
     servers.stop()
     runtime.engine.stop()
+
+
+@pytest.fixture
+def fake_serve() -> Iterator[Callable[..., FakeRunning]]:
+    """fake_serve(*overrides, frames=24) -> FakeRunning (server_rig.start_fake_servers), stopped after."""
+    stops = []
+
+    def start(*overrides: str, frames: int = 24) -> FakeRunning:
+        running, stop = start_fake_servers(*overrides, frames=frames)
+        stops.append(stop)
+        return running
+
+    yield start
+    for stop in stops:
+        stop()

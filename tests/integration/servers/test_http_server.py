@@ -38,9 +38,9 @@ def test_the_openai_client_streams_pcm_as_it_is_produced(serve):
     assert running.requests[0].priority == Priority.BACKGROUND
 
 
-def test_wav_is_the_default_format_and_a_wav_reader_reads_it(serve):
+def test_a_wav_reader_reads_the_streamed_wav(serve):
     running = serve()
-    body = {"input": "Good morning.", "voice": "ryan"}
+    body = {"input": "Good morning.", "voice": "ryan", "response_format": "wav"}
     response = httpx.post(f"{running.http_url}/v1/audio/speech", json=body, timeout=60)
     assert response.status_code == 200 and response.headers["content-type"] == "audio/wav"
     with wave.open(io.BytesIO(response.content)) as wav:
@@ -52,9 +52,10 @@ def test_wav_is_the_default_format_and_a_wav_reader_reads_it(serve):
 @pytest.mark.parametrize(
     ("body", "param"),
     [
-        ({"input": "Hi there.", "speed": 1.5}, "speed"),
-        ({"input": "Hi there.", "response_format": "mp3"}, "response_format"),
-        ({"input": "Hi there.", "voice": "alloy"}, "voice"),
+        ({"input": "Hi there.", "speed": 4.5}, "speed"),
+        ({"input": "Hi there.", "speed": "fast"}, "speed"),
+        ({"input": "Hi there.", "response_format": "ogg"}, "response_format"),
+        ({"input": "Hi there.", "voice": "nobody"}, "voice"),
         ({"input": "Hi there.", "language": "klingon"}, "language"),
         ({"input": "   "}, "input"),
     ],
@@ -68,7 +69,20 @@ def test_requests_it_cannot_honour_get_a_400_naming_the_parameter(serve_once, bo
 
 def test_the_openai_client_sees_a_bad_request_error(serve_once):
     with pytest.raises(openai.BadRequestError, match="speed"):
-        client_for(serve_once).audio.speech.create(model="tts-1", voice="vivian", input="Hi.", speed=2.0)
+        client_for(serve_once).audio.speech.create(model="tts-1", voice="vivian", input="Hi.", speed=5.0)
+
+
+@pytest.mark.parametrize(
+    ("body", "allowed"),
+    [
+        ({"input": "Hi.", "response_format": "ogg"}, "mp3, opus, aac, flac, wav, pcm"),
+        ({"input": "Hi.", "voice": "nobody"}, "vivian"),
+        ({"input": "Hi.", "voice": "nobody"}, "shimmer"),
+    ],
+)
+def test_an_unknown_format_or_voice_names_the_allowed_values(serve_once, body, allowed):
+    response = httpx.post(f"{serve_once.http_url}/v1/audio/speech", json=body, timeout=30)
+    assert response.status_code == 400 and allowed in response.json()["error"]["message"]
 
 
 def test_a_body_over_the_limit_gets_413(serve):

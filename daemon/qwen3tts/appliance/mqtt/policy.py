@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
-from qwen3tts.appliance.mqtt.payload import check_clean, has_speakable_text, quote
+from qwen3tts.appliance.mqtt.payload import check_clean, quote
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
+from qwen3tts.text.checks import checked_text
 from qwen3tts.voices.catalog import VoiceCatalog
 
 if TYPE_CHECKING:
@@ -100,14 +101,7 @@ class AnnouncementPolicy:
         return ann
 
     def _text(self, raw: str) -> str:
-        text = check_clean("text", raw, allow_line_breaks=True).strip()
-        if not text:
-            raise RequestError("empty text")
-        if not has_speakable_text(text):
-            raise RequestError("text has nothing to speak (only invisible zero-width or BOM characters)")
-        if len(text) > self.max_text_chars:
-            raise RequestError(f"text too long ({len(text)} characters > {self.max_text_chars})")
-        return text
+        return checked_text(raw, self.max_text_chars)  # the same checks, and reasons, as every door
 
     def _check_numbers(self, say: Say) -> None:
         if say.volume is not None and not 0.0 <= say.volume <= 1.0:

@@ -3,13 +3,13 @@
 Writes `config.json`, `model.safetensors` (fp32, keys `decoder.*` and `encoder.*` exactly as the
 state dict of the official `Qwen3TTSTokenizerV2Model`) and `preprocessor_config.json`.
 
-The weights are drawn so the decoder is far from degenerate:
-the official `post_init` leaves codebooks, Snake parameters and biases at zero and layer scales near
-identity, and the random decoder then outputs silence that ignores the codes, which would let a
-parity test pass vacuously. Every tensor has its own generator seeded from (seed, crc32(name)), so
-the bytes are reproducible and do not depend on the order tensors are drawn in. Finally the last
-conv is scaled so the waveform rms is about 0.1 with no clipping, by a gain measured with a numpy
-float64 decode and rounded to a few bits: the bytes are the same on every CPU, and no OpenVINO runs.
+The weights are drawn so the decoder is far from degenerate: the official `post_init` leaves codebooks,
+Snake parameters and biases at zero and layer scales near identity, and the random decoder then outputs
+silence that ignores the codes, which would let a parity test pass vacuously. Every tensor has its own
+generator seeded from (seed, crc32(name)), so the bytes are reproducible and do not depend on the order
+tensors are drawn in. Finally the last conv is scaled so the waveform rms is about 0.1 with no clipping,
+by a gain measured with a numpy float64 decode and rounded to a few bits: the bytes are the same on every
+CPU, and no OpenVINO runs.
 """
 
 from __future__ import annotations
@@ -109,6 +109,15 @@ def _linear(layout: Layout, prefix: str, out_f: int, in_f: int, bias: bool) -> N
         layout[f"{prefix}.bias"] = ((out_f,), _BIAS)
 
 
+def _attention(layout: Layout, prefix: str, cfg: Mapping) -> None:
+    """The q/k/v/o projections of one transformer layer (the decoder's and the encoder's share the layout)."""
+    hidden, head = cfg["hidden_size"], cfg["head_dim"]
+    q_dim, kv_dim = cfg["num_attention_heads"] * head, cfg["num_key_value_heads"] * head
+    for name, dim in (("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)):
+        _linear(layout, f"{prefix}.self_attn.{name}", dim, hidden, bias=False)
+    _linear(layout, f"{prefix}.self_attn.o_proj", hidden, q_dim, bias=False)
+
+
 def _conv(
     layout: Layout, prefix: str, out_ch: int, in_ch: int, k: int, groups: int = 1, bias: bool = True
 ) -> None:
@@ -146,13 +155,9 @@ def decoder_layout(dec: Mapping) -> Layout:
     _linear(out, f"{t}.input_proj", hidden, latent, bias=True)
     _linear(out, f"{t}.output_proj", latent, hidden, bias=True)
     out[f"{t}.norm.weight"] = ((hidden,), _NORM)
-    q_dim = dec["num_attention_heads"] * dec["head_dim"]
-    kv_dim = dec["num_key_value_heads"] * dec["head_dim"]
     for i in range(dec["num_hidden_layers"]):
         p = f"{t}.layers.{i}"
-        for name, dim in (("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)):
-            _linear(out, f"{p}.self_attn.{name}", dim, hidden, bias=False)
-        _linear(out, f"{p}.self_attn.o_proj", hidden, q_dim, bias=False)
+        _attention(out, p, dec)
         _linear(out, f"{p}.mlp.gate_proj", dec["intermediate_size"], hidden, bias=False)
         _linear(out, f"{p}.mlp.up_proj", dec["intermediate_size"], hidden, bias=False)
         _linear(out, f"{p}.mlp.down_proj", hidden, dec["intermediate_size"], bias=False)
@@ -203,13 +208,9 @@ def encoder_layout(enc: Mapping) -> Layout:
         idx, dim = idx + 1, 2 * dim
     hidden = enc["hidden_size"]
     _conv(out, f"encoder.encoder.layers.{idx + 1}.conv", hidden, dim, enc["last_kernel_size"])
-    q_dim = enc["num_attention_heads"] * enc["head_dim"]
-    kv_dim = enc["num_key_value_heads"] * enc["head_dim"]
     for i in range(enc["num_hidden_layers"]):
         p = f"encoder.encoder_transformer.layers.{i}"
-        for name, d in (("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)):
-            _linear(out, f"{p}.self_attn.{name}", d, hidden, bias=False)
-        _linear(out, f"{p}.self_attn.o_proj", hidden, q_dim, bias=False)
+        _attention(out, p, enc)
         _linear(out, f"{p}.mlp.fc1", enc["intermediate_size"], hidden, bias=False)
         _linear(out, f"{p}.mlp.fc2", hidden, enc["intermediate_size"], bias=False)
         for norm in ("input_layernorm", "post_attention_layernorm"):

@@ -1,0 +1,131 @@
+"""uvicorn's HTTP/1.1 protocol on connections the servers' Listener accepted, with the timeouts it lacks.
+
+uvicorn closes a keep-alive connection idle between requests (`timeout_keep_alive`, set to
+`servers.idle_timeout_s`) and bounds a request head's size (h11: 16 KiB), but nothing stops a client that
+connects and sends nothing, sends its headers a byte a second, or never reads the response: each holds
+a file handle and, for the last, a synthesis slot, for as long as it likes (issue 27). Here:
+
+- **idle**: a new connection that sends nothing within `servers.idle_timeout_s` is closed;
+- **headers**: a request head must be complete within `servers.read_timeout_s` of its first byte
+  (the body has the same limit: http_request.py);
+- **write**: a response whose transport buffer stays full (the client does not read) for
+  `servers.write_timeout_s` is aborted, which ends the response and cancels its synthesis (the Listener
+  keeps each socket's kernel send buffer small, so that happens within seconds of the client stopping,
+  not after megabytes of audio piled up).
+
+The connection caps (per server, per client address), the file-handle reserve and the accept loop that
+logs its errors once per interval are the servers' shared `Listener` (limits.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from qwen3tts.servers.limits import ThrottledLog
+from qwen3tts.settings import ServersSettings
+
+log = logging.getLogger(__name__)
+
+BUSY_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
+class GuardedProtocol(H11Protocol):
+    """H11Protocol + idle, header and write timeouts; `closed` completes when the connection is gone."""
+
+    def __init__(self, *args, limits: ServersSettings, warnings: ThrottledLog, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self.warnings = warnings
+        self.closed: asyncio.Future = self.loop.create_future()
+        self._waiting: asyncio.TimerHandle | None = None  # for the first byte, or for the rest of a head
+        self._reading_head = False
+        self._stuck: asyncio.TimerHandle | None = None  # a full write buffer
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._wait("idle", self.limits.idle_timeout_s)
+
+    def data_received(self, data: bytes) -> None:
+        if self._between_requests() and not self._reading_head:
+            self._reading_head = True
+            self._wait("headers", self.limits.read_timeout_s)
+        super().data_received(data)
+        if not self._between_requests():
+            self._reading_head = False
+            self._cancel_wait()
+
+    def _between_requests(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _wait(self, what: str, seconds: float) -> None:
+        self._cancel_wait()
+        self._waiting = self.loop.call_later(seconds, self._timed_out, what, seconds)
+
+    def _cancel_wait(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+
+    def _timed_out(self, what: str, seconds: float) -> None:
+        self._waiting = None
+        self.warnings.log(f"http-{what}", "http: closed a connection from %s: %s",
+                              _client(self), f"no {'request' if what == 'idle' else 'complete request head'} "
+                              f"within {seconds:g} s")  # fmt: skip
+        self.transport.close()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stuck is None:
+            self._stuck = self.loop.call_later(self.limits.write_timeout_s, self._write_timed_out)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stuck is not None:
+            self._stuck.cancel()
+            self._stuck = None
+
+    def _write_timed_out(self) -> None:
+        self._stuck = None
+        self.warnings.log("http-write", "http: disconnected %s: it read nothing for %g s",
+                              _client(self), self.limits.write_timeout_s)  # fmt: skip
+        self.transport.abort()  # close() would wait for the buffer to drain: it never would
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_wait()
+        if self._stuck is not None:
+            self._stuck.cancel()
+        super().connection_lost(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+def _client(protocol: H11Protocol) -> str:
+    return protocol.client[0] if protocol.client else "?"
+
+
+def connection_handler(config, server, limits: ServersSettings):
+    """The Listener's `on_connection` for HTTP: run uvicorn's (guarded) protocol on the accepted socket
+    until the connection ends. `server` is the uvicorn.Server that started without listeners."""
+    warnings = ThrottledLog(log)
+
+    async def connected(sock: socket.socket, client: str) -> None:
+        protocol = GuardedProtocol(config, server.server_state, server.lifespan.state, limits=limits,
+                                   warnings=warnings)  # fmt: skip
+        loop = asyncio.get_running_loop()
+        await loop.connect_accepted_socket(lambda: protocol, sock)
+        await protocol.closed
+
+    return connected
+
+
+def refuse(sock: socket.socket, reason: str) -> None:
+    """A connection over a cap: 503 with the reason (best effort, never blocking), then it is closed."""
+    text = f"busy: {reason}\n".encode("ascii", "backslashreplace")
+    sock.send(BUSY_RESPONSE % (len(text), text))

@@ -1,0 +1,300 @@
+"""One Wyoming client connection: events in on a reader task, audio out in order on a worker task.
+
+Every error ends the connection: one `error` event with its code, then EOF. Home Assistant's client
+reads until audio-stop or EOF and passes over error events, so a socket left open would hang it;
+wyoming-piper closes too. Errors: `busy`, a refused text, voice or language (`RequestError`), a malformed
+event (`bad_event`), an event over the size limit (`too_large`), an event not complete within the read
+timeout, a connection idle for the idle timeout or a request past `servers.max_request_s` (`timeout`),
+a failed synthesis. A client that reads nothing for the write timeout is dropped without one. Events are
+read while audio is written, so a client that disconnects cancels its engine requests at once, and
+every slot the connection held is released however it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event, async_write_event
+from wyoming.info import Describe
+from wyoming.server import AsyncEventHandler
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+
+from qwen3tts.errors import RequestError
+from qwen3tts.servers.limits import ThrottledLog
+from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
+from qwen3tts.servers.streams import Busy, InvalidField, SpeechStream, StreamPool
+from qwen3tts.servers.wyoming_events import BadEvent, EventTimeout, read_event, speakable
+from qwen3tts.settings import ServersSettings
+
+log = logging.getLogger(__name__)
+ENDINGS = ThrottledLog(log, interval_s=10.0, level=logging.INFO)
+"""A connection's error, one line per error code in 10 s: a client that floods bad events cannot flood
+the journal."""
+
+Work = Callable[[], Awaitable[None]]
+LINGER_S = 1.0
+"""After the error event and our FIN, how long the client's last bytes are read and dropped."""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Why a connection ends: the error event to send first (None: nothing to say), the outcome of the
+    streams still open (cut short: cancelled, unless they ran out of time), and whether to drop the
+    connection without a word."""
+
+    error: Error | None = None
+    outcome: str = "cancelled"
+    abort: bool = False
+
+
+GONE = Ending()  # the client closed its side
+STALLED = Ending(abort=True)  # the client reads nothing, or its socket broke
+
+
+def failed(text: str, code: str, outcome: str = "cancelled") -> Ending:
+    return Ending(Error(text=text, code=code), outcome)
+
+
+class ClientStalled(ConnectionError):
+    """The client did not take written data within the write timeout."""
+
+
+class WyomingHandler(AsyncEventHandler):
+    """One client connection: a reader task (events in), a worker task (audio out, in order), one ending."""
+
+    def __init__(self, reader, writer, pool: StreamPool, info_event: Event, limits: ServersSettings,
+                 client: str = "?"):  # fmt: skip
+        super().__init__(reader, writer)
+        self.pool = pool
+        self.info_event = info_event
+        self.limits = limits
+        self.max_bytes = limits.max_body_bytes
+        self.client = client
+        self._work: asyncio.Queue[Work] = asyncio.Queue()
+        self._working = False
+        self._ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
+        self._streaming: SpeechStream | None = None  # set between synthesize-start and synthesize-stop
+        self._open: dict[SpeechStream, asyncio.TimerHandle] = {}  # with its max_request_s timer
+
+    def finish(self, ending: Ending) -> None:
+        """End the connection (the first ending counts); run() does the rest."""
+        if not self._ended.done():
+            self._ended.set_result(ending)
+
+    async def stop(self) -> None:
+        self.finish(failed("the server is shutting down", "shutdown"))
+
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(self._read_events()), asyncio.create_task(self._do_work())]
+        ending = STALLED  # cancelled from outside: drop the connection
+        try:
+            await asyncio.wait([self._ended, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            ending = self._ended.result() if self._ended.done() else self._broken(tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for stream, timer in self._open.items():  # every slot the connection held is released
+                timer.cancel()
+                stream.close(ending.outcome)
+            await self._close(ending)
+
+    def _broken(self, tasks: list[asyncio.Task]) -> Ending:
+        """A task that ended without an ending: a bug, logged with its traceback and answered."""
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                exc = task.exception()
+                log.error("wyoming: connection of %s failed", self.client, exc_info=exc)
+                return failed(f"internal error: {type(exc).__name__}", type(exc).__name__)
+        return STALLED
+
+    async def _close(self, ending: Ending) -> None:
+        if not ending.abort:
+            try:
+                await asyncio.wait_for(self._goodbye(ending.error), self.limits.write_timeout_s)
+            except (TimeoutError, OSError):
+                ending = STALLED
+        if ending.abort:
+            self.writer.transport.abort()
+        else:
+            self.writer.close()
+
+    async def _goodbye(self, error: Error | None) -> None:
+        """The error event if there is one, our FIN, then the client's last bytes read and dropped for up
+        to LINGER_S, so closing does not reset the connection before the client has read the error."""
+        if error is not None:
+            ENDINGS.log(error.code, "wyoming %s: %s: %r; closing", self.client, error.code, error.text)
+            await async_write_event(error.event(), self.writer)
+        self.writer.write_eof()
+        with contextlib.suppress(TimeoutError, OSError):
+            await asyncio.wait_for(self._drop_input(), LINGER_S)
+
+    async def _drop_input(self) -> None:
+        while await self.reader.read(1 << 16):
+            pass
+
+    # ---- events in ----
+
+    async def _read_events(self) -> None:
+        event = None
+        try:
+            while first := await self._first_byte():
+                event = await read_event(self.reader, first, self.max_bytes, self.limits.read_timeout_s)
+                await self.handle_event(event)
+            self.finish(GONE)
+        except BadEvent as exc:
+            self.finish(failed(str(exc), exc.code))
+        except RequestError as exc:
+            self.finish(failed(str(exc), _code(exc)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong shape
+            what = event.type if event is not None else "event"
+            self.finish(failed(f"malformed {what} event: {type(exc).__name__}: {exc}", "bad_event"))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.finish(GONE)
+
+    async def _first_byte(self) -> bytes:
+        """The next event's first byte (b'' at EOF); EventTimeout once idle for the idle timeout."""
+        idle_s = self.limits.idle_timeout_s
+        while True:
+            try:
+                return await asyncio.wait_for(self.reader.read(1), idle_s)
+            except TimeoutError:
+                if not self._working and self._work.empty():
+                    raise EventTimeout(f"no event for {idle_s:g} s and nothing to synthesise") from None
+
+    async def handle_event(self, event: Event) -> bool:
+        if Describe.is_type(event.type):
+            self._work.put_nowait(lambda: self.write_event(self.info_event))
+        elif Synthesize.is_type(event.type):
+            if self._streaming is None:  # inside a stream it repeats the streamed text for old servers
+                self._synthesize(Synthesize.from_event(event))
+        elif SynthesizeStart.is_type(event.type):
+            self._stream_start(SynthesizeStart.from_event(event))
+        elif SynthesizeChunk.is_type(event.type) and self._streaming is not None:
+            stream = self._streaming
+            self._queue_sentences(stream, stream.feed(_text(SynthesizeChunk.from_event(event).text)))
+        elif SynthesizeStop.is_type(event.type) and self._streaming is not None:
+            stream, self._streaming = self._streaming, None
+            self._queue_sentences(stream, stream.flush())
+            self._work.put_nowait(lambda: self._stream_stopped(stream))
+        return True  # other events (audio from a client, unknown types) are passed over, like piper does
+
+    def _synthesize(self, synthesize: Synthesize) -> None:
+        name, language = _voice_fields(synthesize.voice)
+        if isinstance(synthesize.text, str) and synthesize.text.strip() and not speakable(synthesize.text):
+            self.pool.metrics.requests.labels("wyoming", "rejected").inc()
+            raise InvalidField("text", "text has nothing to speak (only white space or invisible characters)")
+        stream = self._opened(self.pool.open("wyoming", synthesize.text, name, language))
+        self._work.put_nowait(lambda: self._speak(stream, close=True))
+
+    def _stream_start(self, start: SynthesizeStart) -> None:
+        if self._streaming is not None:  # a second start replaces the first, which can no longer stop
+            self._streaming.close("cancelled")
+        name, language = _voice_fields(start.voice)
+        self._streaming = self._opened(self.pool.open_stream("wyoming", name, language))
+
+    def _opened(self, stream: SpeechStream) -> SpeechStream:
+        for done in [s for s in self._open if s.outcome is not None]:
+            self._open.pop(done).cancel()
+        loop = asyncio.get_running_loop()
+        self._open[stream] = loop.call_later(self.limits.max_request_s, self._expired, stream)
+        return stream
+
+    def _expired(self, stream: SpeechStream) -> None:
+        if stream.outcome is None:
+            text = f"request still running after {self.limits.max_request_s:g} s (servers.max_request_s)"
+            self.finish(failed(text, "timeout", outcome="timeout"))
+
+    def _queue_sentences(self, stream: SpeechStream, sentences: list[str]) -> None:
+        for sentence in sentences:
+            self._work.put_nowait(lambda sentence=sentence: self._speak_sentence(stream, sentence))
+
+    # ---- audio out (the worker) ----
+
+    async def _speak_sentence(self, stream: SpeechStream, sentence: str) -> None:
+        if stream.outcome is not None or not speakable(sentence):
+            return  # ended earlier, or nothing to say (white space, zero-width characters)
+        try:
+            stream.say(sentence)
+        except RequestError:
+            stream.close("rejected")
+            raise
+        await self._speak(stream, close=False)
+
+    async def _stream_stopped(self, stream: SpeechStream) -> None:
+        stream.close()
+        await self.write_event(SynthesizeStopped().event())
+
+    async def _speak(self, stream: SpeechStream, close: bool) -> None:
+        """audio-start, one audio-chunk per engine chunk, audio-stop; RequestError if synthesis fails.
+
+        A request of its own (`close`) frees its slot before audio-stop, so a client that asks again as
+        soon as it has read audio-stop is never refused as busy by its own last request.
+        """
+        rate = self.pool.offer.sample_rate
+        try:
+            await self.write_event(AudioStart(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS).event())
+            async for pcm in stream.pcm():
+                chunk = AudioChunk(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS, audio=to_s16le(pcm))
+                await self.write_event(chunk.event())
+            if close:
+                stream.close()
+            await self.write_event(AudioStop().event())
+        except RequestError:
+            stream.close("error")
+            raise
+        finally:
+            if close:
+                stream.close()
+
+    async def write_event(self, event: Event) -> None:
+        try:  # wait_for, not asyncio.timeout (see wyoming_events.read_event)
+            await asyncio.wait_for(async_write_event(event, self.writer), self.limits.write_timeout_s)
+        except TimeoutError:
+            raise ClientStalled(f"client read nothing for {self.limits.write_timeout_s:g} s") from None
+
+    async def _do_work(self) -> None:
+        while True:
+            work = await self._work.get()
+            self._working = True
+            try:
+                await work()
+            except RequestError as exc:
+                return self.finish(failed(str(exc), _code(exc)))
+            except (ConnectionError, RuntimeError) as exc:  # the socket broke, or the client stopped reading
+                log.info("wyoming %s: connection dropped: %s", self.client, exc)
+                return self.finish(STALLED)
+            except Exception as exc:  # supervisor of this connection's work: a bug in one request is
+                # logged and answered, never lost, and ends only this connection
+                log.exception("wyoming: work for %s failed; closing the connection", self.client)
+                return self.finish(failed(f"internal error: {type(exc).__name__}", type(exc).__name__))
+            finally:
+                self._working = False
+
+
+def _voice_fields(voice) -> tuple[str | None, str | None]:
+    """The voice name and language of a synthesize event; TypeError (a bad_event) if not strings."""
+    name, language = (voice.name, voice.language) if voice is not None else (None, None)
+    for value in (name, language):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"voice name and language must be strings, got {type(value).__name__}")
+    return name, language
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"text must be a string, got {type(value).__name__}")
+    return value
+
+
+def _code(exc: RequestError) -> str:
+    """The error event's code: `busy`, else the class name (a refused field keeps `RequestError`)."""
+    if isinstance(exc, Busy):
+        return "busy"
+    return "RequestError" if isinstance(exc, InvalidField) else type(exc).__name__
