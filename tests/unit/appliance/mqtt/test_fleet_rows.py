@@ -25,7 +25,7 @@ def test_a_box_is_one_row_from_its_status_and_availability():
                 zones=["hall"],
                 pool={"group": "g", "state": "taking"},
             ),
-        ),  # fmt: skip
+        ),
         ("qwen3tts/kiosk/availability", b"online"),
         ("qwen3tts/shop/availability", b"offline"),
         ("qwen3tts/shop/status", status(state="speaking", queue_depth=1)),
