@@ -168,3 +168,27 @@ def test_a_member_far_behind_leaves_the_round_robin_and_the_anchor_never_does(
     finally:
         b.stop()
         a.stop()
+
+
+def test_a_pooled_announcement_held_past_its_message_expiry_is_expired_not_spoken(
+    mosquitto, recorder_factory, tmp_path
+):
+    recorder = recorder_factory(mosquitto, ["qwen3tts/+/event", f"{POOL_BASE}/members/#"])
+    box = PoolRunner(mosquitto.host, mosquitto.port, "a-box", tmp_path / "a", max_waiting=1).start()
+    try:
+        say(recorder, "plays")  # plays for good
+        say(recorder, "waits")  # one waits: the gate holds the next
+        recorder.wait_for(lambda _: queued(recorder).get("a-box") == ["plays", "waits"], 10)
+        body = json.dumps({"id": "late", "text": "Too late by now."})
+        recorder.publish(SAY, body, MessageExpiryInterval=1)
+        timely = json.dumps({"id": "timely", "text": "Still in time."})
+        recorder.publish(SAY, timely, MessageExpiryInterval=600)
+        # held past its expiry: once the gate opens it is taken with no time left and never queued
+        threading.Event().wait(2.5)  # the 1 s expiry passes while the gate holds: time itself is the input
+        recorder.publish("qwen3tts/a-box/stop", json.dumps({"scope": "id", "id": "waits"}))
+        recorder.wait_for(lambda _: "timely" in queued(recorder).get("a-box", []), 10)
+        late = [json.loads(m.payload) for m in recorder.messages
+                if m.topic.endswith("/event") and json.loads(m.payload).get("id") == "late"]  # fmt: skip
+        assert late and late[-1]["event"] == "expired" and "late" not in queued(recorder).get("a-box", [])
+    finally:
+        box.stop()
