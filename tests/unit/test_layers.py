@@ -58,14 +58,7 @@ ALLOWED: dict[str, set[str]] = {
         "settings.py",
     },
     "servers": {
-        "engine",
-        "synthesis.py",
-        "text",
-        "voices",
-        "errors.py",
-        "settings.py",
-        "tempo.py",
-        "__init__.py",
+        "engine", "synthesis.py", "text", "voices", "errors.py", "settings.py", "tempo.py", "__init__.py",
     },
     "service": {
         "appliance/announcements",

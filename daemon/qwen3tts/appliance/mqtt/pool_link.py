@@ -23,7 +23,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from qwen3tts.appliance.mqtt.client import RECEIVE_MAXIMUM
+from qwen3tts.appliance.mqtt.client import RECEIVE_MAXIMUM, inbound_of
 from qwen3tts.appliance.mqtt.connection import tls_context
 from qwen3tts.appliance.mqtt.messages import Inbound
 from qwen3tts.appliance.mqtt.pool import AWAY, MEMBER, OFFLINE, MemberRecord, PoolTopics
@@ -54,19 +54,9 @@ def connect_properties(settings: MqttSettings) -> Properties:
     return props
 
 
-def inbound_of(msg: paho.MQTTMessage, base: int, ack: Callable[[int], None]) -> Inbound:
-    props = getattr(msg, "properties", None)
-    return Inbound(
-        msg.topic,
-        bytes(msg.payload),
-        retain=bool(msg.retain),
-        dup=bool(msg.dup),
-        response_topic=getattr(props, "ResponseTopic", None),
-        correlation_data=getattr(props, "CorrelationData", None),
-        message_expiry=getattr(props, "MessageExpiryInterval", None),
-        message_id=base + msg.mid if msg.qos else None,
-        ack=partial(ack, msg.mid) if msg.qos else None,
-    )
+def pooled_inbound(msg: paho.MQTTMessage, base: int, ack: Callable[[int], None]) -> Inbound:
+    """A pooled message as ours; its packet id offset by `base` (see POOL_PACKET_BASE)."""
+    return inbound_of(msg, base + msg.mid if msg.qos else None, partial(ack, msg.mid) if msg.qos else None)
 
 
 class PoolLink:
@@ -183,7 +173,7 @@ class PoolLink:
         try:
             site = self.topics.site_of(msg.topic)
             if site is None:
-                self._on_inbound(inbound_of(msg, POOL_PACKET_BASE, self._ack))
+                self._on_inbound(pooled_inbound(msg, POOL_PACKET_BASE, self._ack))
                 return
             if msg.qos:
                 client.ack(msg.mid, msg.qos)

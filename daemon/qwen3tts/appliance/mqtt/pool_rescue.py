@@ -23,7 +23,12 @@ from paho.mqtt.properties import Properties
 
 from qwen3tts.appliance.mqtt.messages import Inbound
 from qwen3tts.appliance.mqtt.pool import MemberRecord, PoolTopics
-from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE, connect_properties, inbound_of, pool_client
+from qwen3tts.appliance.mqtt.pool_link import (
+    POOL_PACKET_BASE,
+    connect_properties,
+    pool_client,
+    pooled_inbound,
+)
 from qwen3tts.settings import MqttSettings, read_mqtt_password
 
 log = logging.getLogger(__name__)
@@ -133,7 +138,7 @@ class Rescue:
                 self._last = time.monotonic()
                 if msg.qos:
                     self._pending.add(msg.mid)
-            self._on_inbound(inbound_of(msg, 2 * POOL_PACKET_BASE, self._ack), self)
+            self._on_inbound(pooled_inbound(msg, 2 * POOL_PACKET_BASE, self._ack), self)
         except Exception:  # the library's thread boundary (as PoolLink._on_message)
             log.exception("pool: could not take a rescued message")
 
