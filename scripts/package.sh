@@ -83,6 +83,9 @@ build_venv() {
         --find-links /tmp/wheels --no-cache-dir --disable-pip-version-check qwen3tts \
         >"$work/venv.log" 2>&1 || { tail -20 "$work/venv.log" >&2; exit 1; }
     in_root /opt/qwen3tts/venv/bin/qwen3tts --version >/dev/null
+    # Wheels that carry every platform's library (audiostretchy: a macOS .dylib and a Windows .dll
+    # beside its Linux .so): what Linux can never load goes, and lintian has nothing to say about it.
+    find "$root/opt/qwen3tts/venv" -type f \( -name '*.dylib' -o -name '*.dll' \) -delete
     mkdir -p "$1"
     mv "$root/opt/qwen3tts/venv" "$1/venv"
     rm -rf "$root"

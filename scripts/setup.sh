@@ -13,15 +13,22 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Playwright (which never downloads a browser of its own here). The Debian package (scripts/package.sh)
 # and its fresh-root tests: debootstrap, debhelper (with dpkg-dev), lintian, systemd-container
 # (systemd-nspawn boots the root's own systemd), podman and runc (the OCI image; crun refuses this
-# machine's hybrid cgroups).
+# machine's hybrid cgroups). cmake, g++: native/ (the OpenVINO CPU extension).
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 \
-    chromium debootstrap debhelper lintian systemd-container podman runc >/dev/null
+    chromium debootstrap debhelper lintian systemd-container podman runc cmake g++ >/dev/null
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
-echo "qwen3tts installed in $(pwd)/.venv ($(.venv/bin/qwen3tts --version))"
+
+# native/: libqwen3tts_native.so against the headers and CMake config of the openvino wheel just installed
+# (every instruction-set path is compiled on any x86-64; which one runs is chosen at run time).
+ov_cmake=$(.venv/bin/python -c 'import openvino, pathlib; print(pathlib.Path(openvino.__file__).parent / "cmake")')
+cmake -S native -B native/build -DCMAKE_BUILD_TYPE=Release -DOpenVINO_DIR="$ov_cmake" -DTBB_DIR="$ov_cmake" \
+    --log-level=WARNING >/dev/null
+cmake --build native/build -j "$(nproc)" >/dev/null
+echo "qwen3tts installed in $(pwd)/.venv ($(.venv/bin/qwen3tts --version)); native kernels in native/build"

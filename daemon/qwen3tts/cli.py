@@ -50,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `qwen3tts COMMAND --help` for the options of one command.",
     )
     parser.add_argument("--version", action="version", version=f"qwen3tts {__version__}")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="YAML configuration file")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="YAML configuration file (default: $QWEN3TTS_CONFIG, else /etc/qwen3tts/qwen3tts.yaml if any)",
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -77,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(logging.DEBUG if args.debug else logging.INFO)
     try:
+        from qwen3tts.paths import default_config
         from qwen3tts.settings_loader import load_settings
 
-        settings = load_settings(args.config, args.overrides)
+        settings = load_settings(args.config or default_config(), args.overrides)
         if not args.debug:
             set_level(settings.logging.level)
         module_name, function_name, _ = COMMANDS[args.command]

@@ -17,6 +17,8 @@ from pathlib import Path
 from qwen3tts.settings import Settings
 
 APP = "qwen3tts"
+SYSTEM_CONFIG = Path("/etc/qwen3tts/qwen3tts.yaml")
+"""The installed appliance's configuration (the Debian package's conffile, scripts/install-unit.sh's copy)."""
 TINY_BUNDLE = "bundle-tiny"
 """Name of the embedded random bundle inside the state directory (`run --embedded` builds it there)."""
 
@@ -34,6 +36,22 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 def default_bundle(environ: Mapping[str, str] | None = None) -> Path:
     """The embedded tiny bundle's one location; no other path ever gets random weights built into it."""
     return state_dir(environ) / TINY_BUNDLE
+
+
+def default_config(
+    environ: Mapping[str, str] | None = None, system_config: Path = SYSTEM_CONFIG
+) -> Path | None:
+    """The configuration a command without --config reads: $QWEN3TTS_CONFIG, else the installed file.
+
+    So `sudo qwen3tts doctor` on an appliance checks the configuration the service runs with, not the
+    defaults; None (defaults only) on a development checkout. The directories stay the caller's own:
+    what root wrote into the service's state or cache directory would stay root's, and the service's
+    dynamic user could not write there (systemd fixes only the top directory's owner).
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("QWEN3TTS_CONFIG"):
+        return Path(environ["QWEN3TTS_CONFIG"])
+    return system_config if system_config.is_file() else None
 
 
 def with_default_paths(settings: Settings, environ: Mapping[str, str] | None = None) -> Settings:

@@ -44,15 +44,24 @@ class DeviceSettings:
     """Device preference for the speech decoder. Default NPU, GPU, CPU."""
     inference_precision: Literal["auto", "f32", "bf16", "f16"] = "auto"
     """INFERENCE_PRECISION_HINT; auto is f32 on CPUs (bf16 measured too lossy for the codec and no faster
-    with compressed weights) and the device default on GPU/NPU. Default auto."""
+    with compressed weights) and the device default on GPU/NPU. An explicit f32 means exact f32 arithmetic:
+    the exact codec graphs (never a lossy variant) and no native kernels. Default auto."""
     codec_variant: Literal["auto", "f32", "bf16-tail"] = "auto"
     """Codec graphs on a CPU: auto loads the bundle's fastest variant that passed its build-time SNR gate
     (>= 35 dB against the exact decode) and whose needs the CPU meets (bf16-tail: AVX-512 BF16 or AMX),
-    else the exact f32 graphs; f32 always loads the exact graphs. Default auto."""
+    else the exact f32 graphs; f32 always loads the exact graphs, and so does devices.inference_precision
+    f32. Default auto."""
     num_threads: int = field(default=0, metadata={"min": 0})
     """CPU inference threads; 0 lets OpenVINO use every core. Default 0."""
     cpu_pinning: bool = True
     """Pin CPU inference threads to cores. Default true."""
+    native_kernels: Literal["auto", "always", "never"] = "auto"
+    """The compiled INT8 matrix products of native/ (libqwen3tts_native.so, built by scripts/setup.sh) for
+    the talker and code predictor on the CPU: auto uses them where they measured faster on this CPU class
+    (docs/benchmarks.md) unless devices.inference_precision is an explicit f32 (their int16 activations
+    are not exact f32); always uses them wherever the library loads; never does not. Default auto."""
+    native_library: Path | None = None
+    """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from."""
 
     def __post_init__(self) -> None:
         for key in ("talker", "codec"):
@@ -109,8 +118,10 @@ class EngineSettings:
     """Penalty on repeated code-0 tokens. Default 1.05 (official)."""
     subtalker_temperature: float = field(default=0.9, metadata={"min": 0.0})
     """Code-predictor sampling temperature; 0 means greedy. Default 0.9 (official)."""
-    subtalker_top_k: int = field(default=50, metadata={"min": 1})
-    """Code-predictor top-k. Default 50 (official)."""
+    subtalker_top_k: int = field(default=50, metadata={"min": 0})
+    """Code-predictor top-k; 0 disables (the sampler then sorts nothing). Default 50 (official)."""
+    subtalker_top_p: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0})
+    """Code-predictor nucleus threshold. Default 1.0 (official)."""
 
 
 @dataclass(frozen=True)

@@ -130,12 +130,13 @@ def commands(args) -> dict[str, tuple[list[str], dict]]:
             args.bundle,
             "--threads",
             str(args.threads),
+            *(arg for setting in args.qwen3tts_set for arg in ("--set", setting)),
             *common,
         ],
         env,
     )
 
-    tmod = peers / "vox-0.6b.q8.tmod"
+    tmod = peers / f"vox-{args.size}.{args.quant}.tmod"
     if not _importable("vox") or not tmod.exists():
         missing.append(f"vox: the package vox-tts 0.19.5 in {sys.executable} or {tmod}")
     env = thread_env(args.threads)
@@ -148,18 +149,22 @@ def commands(args) -> dict[str, tuple[list[str], dict]]:
             str(tmod),
             "--threads",
             str(args.threads),
+            "--mode",
+            args.vox_mode,
             *common,
         ],
         env,
     )
 
-    talker = next(iter(sorted((peers / "qwentts").glob("qwen-talker-*-Q8_0.gguf"))), None)
-    codec = peers / "qwentts" / "qwen-tokenizer-12hz-Q8_0.gguf"
+    qwentts_dir = peers / f"qwentts-{args.size}"
+    suffix = "Q8_0.gguf" if args.quant == "q8" else "Q8_0-cpQ4_0.gguf"
+    talker = next(iter(sorted(qwentts_dir.glob(f"qwen-talker-*-{suffix}"))), None)
+    codec = qwentts_dir / "qwen-tokenizer-12hz-Q8_0.gguf"
     shim = _qwentts_shim()
     if not _importable("qwentts_cpp") or talker is None or not codec.exists() or shim is None:
         missing.append(
             f"qwentts: qwentts-cpp-python 0.5.0 (patched by setup.sh) in {sys.executable} or "
-            f"{peers}/qwentts/*.gguf"
+            f"{qwentts_dir}/qwen-talker-*-{suffix}"
         )
     env = thread_env(args.threads)
     env["LD_PRELOAD"] = str(shim)
@@ -260,6 +265,8 @@ def summarise(results: list[dict], workers: dict[str, Worker], rss: dict[str, in
         "frames": args.frames,
         "threads": args.threads,
         "rounds": args.rounds,
+        "quant": args.quant,
+        "size": args.size,
         "text": args.text,
         "engines": engines,
         "ratio_ours_over_peer": ratios,
@@ -311,6 +318,18 @@ def main() -> int:
     parser.add_argument("--qwen3tts-python", default=str(REPO / ".venv" / "bin" / "python"))
     parser.add_argument(
         "--peers-dir", default=str(REPO / "var" / "peers"), help="where setup.sh put the converted models"
+    )
+    parser.add_argument("--size", default="0.6b", help="model size of the peers' converted files")
+    parser.add_argument(
+        "--quant",
+        choices=("q8", "q4"),
+        default="q8",
+        help="the peers' files: q8 = vox q8 and qwentts Q8_0; q4 = vox q4 and qwentts with a Q4_0 code "
+        "predictor (to compare with an int4-cp bundle)",
+    )
+    parser.add_argument("--vox-mode", default="speed", help="vox's resource mode (speed: its fastest)")
+    parser.add_argument(
+        "--qwen3tts-set", action="append", default=[], metavar="KEY=VALUE", help="qwen3tts settings override"
     )
     parser.add_argument("--json", help="write every run and the summary here")
     args = parser.parse_args()

@@ -7,7 +7,12 @@ names below are the ones its loader looks up. Weights: every matrix of the talke
 projections in F32, which is what upstream's Q8_0 files hold ("RVQ codebooks and projections stay F32").
 Runs in the peers venv (torch for bf16 safetensors, gguf for the writer):
 
-    python scripts/peers/qwentts_gguf.py CHECKPOINT_DIR OUT_DIR
+    python scripts/peers/qwentts_gguf.py CHECKPOINT_DIR OUT_DIR [--code-predictor Q4_0]
+
+`--code-predictor Q4_0` writes the code predictor's layer matrices in Q4_0 (symmetric 4-bit, one f16 scale
+per 32: like our INT4_SYM `int4-cp` bundle) and the rest as above, into `qwen-talker-...-Q8_0-cpQ4_0.gguf`.
+Upstream publishes Q4_K_M files, but gguf-py cannot write k-quants and the wheel has no quantizer, so
+Q4_0 is the 4-bit format we can make here.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 from safetensors import safe_open
 
 Q8 = gguf.GGMLQuantizationType.Q8_0
+Q4 = gguf.GGMLQuantizationType.Q4_0
 LM_SUFFIX = {
     "input_layernorm.weight": "attn_norm.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
@@ -52,9 +58,9 @@ def tensors(path: Path):
             yield key, f.get_tensor(key).float().numpy()
 
 
-def add(writer, name: str, arr: np.ndarray, quantize: bool) -> None:
+def add(writer, name: str, arr: np.ndarray, quantize: bool, kind=Q8) -> None:
     if quantize and arr.ndim == 2 and arr.shape[-1] % 32 == 0:
-        writer.add_tensor(name, gguf.quants.quantize(arr, Q8), raw_dtype=Q8)
+        writer.add_tensor(name, gguf.quants.quantize(arr, kind), raw_dtype=kind)
     else:
         writer.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
 
@@ -75,7 +81,7 @@ def talker_name(key: str) -> str | None:
     return None
 
 
-def write_talker(ckpt: Path, out: Path) -> None:
+def write_talker(ckpt: Path, out: Path, code_predictor=Q8) -> None:
     cfg = json.loads((ckpt / "config.json").read_text())
     t, cp = cfg["talker_config"], cfg["talker_config"]["code_predictor_config"]
     w = gguf.GGUFWriter(str(out), "qwen3-tts")
@@ -143,7 +149,9 @@ def write_talker(ckpt: Path, out: Path) -> None:
         name = talker_name(key)
         if name is None:
             raise SystemExit(f"unhandled talker tensor {key}")
-        add(w, name, arr, quantize=not name.endswith("norm.weight"))
+        layer_matrix = name.startswith("code_pred.blk.") and not name.endswith("norm.weight")
+        kind = code_predictor if layer_matrix else Q8
+        add(w, name, arr, quantize=not name.endswith("norm.weight"), kind=kind)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -264,15 +272,17 @@ def write_codec(ckpt: Path, out: Path) -> None:
 
 def main(argv: list[str]) -> int:
     ckpt, out = Path(argv[0]), Path(argv[1])
+    four_bit = argv[2:] == ["--code-predictor", "Q4_0"]
     out.mkdir(parents=True, exist_ok=True)
     kind = json.loads((ckpt / "config.json").read_text())["tts_model_type"].replace("_", "")
     size = json.loads((ckpt / "config.json").read_text())["tts_model_size"].lower()
-    talker = out / f"qwen-talker-{size}-{kind}-Q8_0.gguf"
-    write_talker(ckpt, talker)
+    talker = out / f"qwen-talker-{size}-{kind}-Q8_0{'-cpQ4_0' if four_bit else ''}.gguf"
+    write_talker(ckpt, talker, Q4 if four_bit else Q8)
     print("wrote", talker)
     codec = out / "qwen-tokenizer-12hz-Q8_0.gguf"
-    write_codec(ckpt / "speech_tokenizer", codec)
-    print("wrote", codec)
+    if not codec.exists():
+        write_codec(ckpt / "speech_tokenizer", codec)
+        print("wrote", codec)
     return 0
 
 

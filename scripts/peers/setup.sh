@@ -38,7 +38,16 @@ fi
 LD_PRELOAD="$SITE/qwentts_cpp/lib/libggml-cuda.so.0" "$PY" -c \
     'from qwentts_cpp import QwenLibrary; print("qwentts.cpp", QwenLibrary().version())'
 
-[ -f "$PEERS/vox-0.6b.q8.tmod" ] || "$PY" -m vox build --model "$CKPT" --dtype bf16 --quant q8 \
-    -o "$PEERS/vox-0.6b.q8.tmod"
-[ -f "$PEERS/qwentts/qwen-tokenizer-12hz-Q8_0.gguf" ] || "$PY" "$HERE/qwentts_gguf.py" "$CKPT" "$PEERS/qwentts"
-echo "peers ready in $PEERS"
+# Per model size: vox q8 (every linear layer 8-bit) and q4 (the talker's attention and MLP 4-bit), and
+# qwentts.cpp Q8_0 and Q8_0 with a Q4_0 code predictor (compare.py --quant q8 | q4).
+# (the config's tts_model_size is "0b6" / "1b7": named 0.6b / 1.7b here, as --size in compare.py)
+SIZE="$("$PY" -c 'import json, sys; s = json.load(open(sys.argv[1]))["tts_model_size"].lower(); print(s.replace("b", ".") + "b")' "$CKPT/config.json")"
+for quant in q8 q4; do
+    [ -f "$PEERS/vox-$SIZE.$quant.tmod" ] || "$PY" -m vox build --model "$CKPT" --dtype bf16 --quant "$quant" \
+        -o "$PEERS/vox-$SIZE.$quant.tmod"
+done
+QDIR="$PEERS/qwentts-$SIZE"
+ls "$QDIR"/qwen-talker-*-Q8_0.gguf >/dev/null 2>&1 || "$PY" "$HERE/qwentts_gguf.py" "$CKPT" "$QDIR"
+ls "$QDIR"/qwen-talker-*-cpQ4_0.gguf >/dev/null 2>&1 || "$PY" "$HERE/qwentts_gguf.py" "$CKPT" "$QDIR" \
+    --code-predictor Q4_0
+echo "peers ready in $PEERS ($SIZE)"

@@ -46,13 +46,26 @@ def synthesise(engine: Engine, timing: TimingRunner, args, seed: int) -> dict:
     return streamed.result(frames, stages, 1e3 * sum(c.seconds for c in prefill))
 
 
+def loaded_description(runtime, settings) -> str:
+    """What this process really runs: the bundle's stored precisions, the codec graphs and native kernels
+    the device plan loaded, the KV cache element type."""
+    stored = ", ".join(f"{name} {value}" for name, value in sorted(runtime.manifest.precision.items()))
+    native = ", ".join(f"{c} {isa}" for c, isa in sorted(runtime.plan.native.items())) or "none"
+    return (
+        f"weights: {stored}; codec graphs {runtime.plan.codec_variant}; native kernels: {native}; "
+        f"KV {settings.engine.kv_cache_precision}; inference precision {settings.devices.inference_precision}"
+    )
+
+
 def main() -> int:
     arguments = parser(__doc__)
     arguments.add_argument("--bundle", required=True)
+    arguments.add_argument("--set", action="append", default=[], help="a settings override, KEY=VALUE")
     args = arguments.parse_args()
-    settings = load_settings(
-        overrides=[f"devices.num_threads={args.threads}", f"engine.max_frames={args.frames + 8}"]
-    )
+    # The prefix cache off: a run would otherwise reuse the warm-up's prompt blocks (about 100 ms of
+    # first audio and 1 ms per frame), which neither peer can.
+    overrides = [f"devices.num_threads={args.threads}", f"engine.max_frames={args.frames + 8}"]
+    settings = load_settings(overrides=[*overrides, "engine.prefix_caching=false", *args.set])
     started = time.perf_counter()
     runtime = load_runtime(args.bundle, settings)
     timing = TimingRunner(runtime.runner)
@@ -65,7 +78,8 @@ def main() -> int:
         "engine": "qwen3tts",
         "load_s": time.perf_counter() - started,
         "speaker": args.speaker,
-        "precision": "talker + code predictor INT8 weights (f32 compute), codec f16-stored f32, KV u8",
+        "loaded": loaded_description(runtime, settings),
+        "prefix_caching": settings.engine.prefix_caching,
     }
     try:
         serve(ready, lambda seed: synthesise(engine, timing, args, seed))

@@ -1,6 +1,7 @@
 """vox-tts side of scripts/peers/compare.py (runs in the peers' venv; same protocol as worker_qwen3tts.py).
 
-vox has no "EOS off" request parameter; its engine reads VOX_DEBUG_NO_EOS (compare.py sets it), and
+It runs in vox's `mode=speed` (its fastest; left alone it picks a mode by the hardware, measured ~5 %
+slower). vox has no "EOS off" request parameter; its engine reads VOX_DEBUG_NO_EOS (compare.py sets it), and
 max_frames caps the stream, so every run yields exactly --frames frames. Per-stage times come from the
 engine's own counters (Engine.stats()["backend"]["seconds"]), differenced around each run.
 """
@@ -38,9 +39,11 @@ def synthesise(engine, voice, args, seed: int) -> dict:
 def main() -> int:
     arguments = parser(__doc__)
     arguments.add_argument("--model", required=True)
+    arguments.add_argument("--mode", default="speed", help="vox's resource mode; speed is its fastest")
     args = arguments.parse_args()
     started = time.perf_counter()
-    engine = vox.Engine(args.model, device="cpu", threads=args.threads)
+    resources = vox.Resources(device="cpu", threads=args.threads, mode=args.mode)
+    engine = vox.Engine(args.model, device="cpu", threads=args.threads, resources=resources)
     speaker = args.speaker or engine.speakers[0]
     voice = engine.speaker_voice(speaker)
     synthesise(engine, voice, warm_up_args(args), seed=0)
@@ -50,6 +53,8 @@ def main() -> int:
         "version": vox.__version__ if hasattr(vox, "__version__") else "",
         "load_s": time.perf_counter() - started,
         "speaker": speaker,
+        "mode": plan.get("mode"),
+        "model": args.model.rsplit("/", 1)[-1],
         "threads": plan.get("threads"),
         "overlap": plan.get("overlap"),
         "stages": [(s["stage"], s["weight_bytes"]) for s in plan["stages"]],

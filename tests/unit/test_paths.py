@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen3tts.paths import cache_dir, default_bundle, state_dir, with_default_paths
+from qwen3tts.paths import cache_dir, default_bundle, default_config, state_dir, with_default_paths
 from qwen3tts.settings import Settings
 from qwen3tts.settings_loader import build
 
@@ -32,3 +32,13 @@ def test_empty_paths_get_their_defaults_and_configured_ones_stay():
     assert resolved.audio.wav_dir == Path("/srv/wav")
     assert resolved.cache.phrase_dir == Path("/var/cache/qwen3tts/phrases")
     assert all(p.is_absolute() for p in (resolved.model.bundle, resolved.announcements.spool_dir))
+
+
+def test_without_config_the_environment_then_the_installed_file_then_none(tmp_path):
+    installed = tmp_path / "qwen3tts.yaml"
+    assert default_config({}, installed) is None  # a development checkout
+    installed.write_text("{}\n")
+    assert default_config({}, installed) == installed
+    named = {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}
+    assert default_config(named, installed) == tmp_path / "other.yaml"
+    assert named == {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}  # the directories stay the caller's

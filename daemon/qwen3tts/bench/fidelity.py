@@ -1,14 +1,17 @@
-"""How far the fast precisions drift from the official f32 outputs: INT8 weights and a u8 KV cache.
+"""How far the fast precisions drift from the official f32 outputs: INT8 weights, a u8 KV cache, and
+the native INT8 kernels (native/: int16 activations) against the plugin's.
 
 Measured on the golden fixtures (tests/fixtures/golden, official PyTorch f32): max |Δlogit| of the
 teacher-forced talker and code predictor, and how many greedy frames stay identical end to end.
-`python -m qwen3tts.bench.fidelity` writes docs/fidelity.md; the test suite prints the same numbers.
+`python -m qwen3tts.bench.fidelity` prints the table (`--out docs/fidelity.md` writes it as that file's
+first table); the test suite prints the same numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +42,25 @@ class Drift:
     logit_scale: float  # max |logit| of the golden talker logits, for scale
     frames_identical: int  # greedy frames equal to the official ones before the first difference
     frames_total: int
+    native: bool = False  # the INT8 MatMuls on native/'s kernels instead of the plugin's
 
 
-def teacher_forced_logits(core: ov.Core, bundle: Path, golden: dict, kv_cache: str) -> np.ndarray:
+def _read(core: ov.Core, path: Path, native) -> ov.Model:
+    """The graph at `path`, with its INT8 MatMuls on the native kernels when `native` is the library."""
+    model = core.read_model(path)
+    if native is not None:
+        from qwen3tts.runtime.native import replace_int8_matmuls
+
+        replace_int8_matmuls(model, native)
+    return model
+
+
+def teacher_forced_logits(
+    core: ov.Core, bundle: Path, golden: dict, kv_cache: str, native=None
+) -> np.ndarray:
     """Prefill + decode logits of the paged talker fed the golden inputs ([1 + N, V])."""
-    model = core.compile_model(
-        to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU", {**F32, "KV_CACHE_PRECISION": kv_cache}
-    )
+    talker = to_paged(_read(core, bundle / layout.TALKER_XML, native))
+    model = core.compile_model(talker, "CPU", {**F32, "KV_CACHE_PRECISION": kv_cache})
     talker = PagedTalker(model, num_blocks=4)
     embeds, table = golden["prompt_embeds"], [0, 1, 2, 3]
     rows = [talker.step([(embeds, 0, table)])[0][0]]
@@ -54,13 +69,13 @@ def teacher_forced_logits(core: ov.Core, bundle: Path, golden: dict, kv_cache: s
     return np.array(rows)
 
 
-def predictor_drift(core: ov.Core, bundle: Path, golden: dict) -> float:
+def predictor_drift(core: ov.Core, bundle: Path, golden: dict, native=None) -> float:
     """Max |Δlogit| of the code predictor over the steps before its first greedy code differs.
 
     The graph feeds back its own codes, so after a differing code its logits answer a different
     question than the teacher-forced golden ones; those steps are not drift.
     """
-    model = core.compile_model(core.read_model(bundle / layout.CODE_PREDICTOR_XML), "CPU", F32)
+    model = core.compile_model(_read(core, bundle / layout.CODE_PREDICTOR_XML, native), "CPU", F32)
     frames = golden["predictor_codes"]
     batch, vocab = frames.shape[0], golden["predictor_logits"].shape[-1]
     out = model(
@@ -82,10 +97,11 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict) -> float:
     return drift
 
 
-def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str) -> np.ndarray:
-    settings = load_settings(
-        None, ["devices.inference_precision=f32", f"engine.kv_cache_precision={kv_cache}"]
-    )
+def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str, native: bool = False) -> np.ndarray:
+    # f32 activations either way: an explicit f32 turns the native kernels off, auto is f32 on CPUs
+    precision = "devices.native_kernels=always" if native else "devices.inference_precision=f32"
+    cpu = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
+    settings = load_settings(None, [precision, *cpu, f"engine.kv_cache_precision={kv_cache}"])
     runtime = load_runtime(bundle, settings)
     if "xvector" in golden:
         runtime.prompt_builder.xvectors = lambda _path: golden["xvector"]
@@ -106,11 +122,14 @@ def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str) -> np.n
     return handle.frames
 
 
-def measure(case: dict, golden: dict, bundle: Path, weights: str, kv_cache: str, core: ov.Core) -> Drift:
+def measure(
+    case: dict, golden: dict, bundle: Path, weights: str, kv_cache: str, core: ov.Core, native=None
+) -> Drift:
+    """`native`: the loaded native library (runtime/native.py) to put in the graphs, or None."""
     expected_logits = np.concatenate([golden["prefill_logits"][None], golden["decode_logits"]])
-    talker = np.abs(teacher_forced_logits(core, bundle, golden, kv_cache) - expected_logits).max()
-    predictor = predictor_drift(core, bundle, golden)
-    ours, theirs = greedy_frames(bundle, case, golden, kv_cache), golden["greedy_codes"]
+    talker = np.abs(teacher_forced_logits(core, bundle, golden, kv_cache, native) - expected_logits).max()
+    predictor = predictor_drift(core, bundle, golden, native)
+    ours, theirs = greedy_frames(bundle, case, golden, kv_cache, native is not None), golden["greedy_codes"]
     n = min(len(ours), len(theirs))
     differs = np.flatnonzero((ours[:n] != theirs[:n]).any(axis=1))
     identical = int(differs[0]) if differs.size else n
@@ -123,19 +142,26 @@ def measure(case: dict, golden: dict, bundle: Path, weights: str, kv_cache: str,
         float(np.abs(expected_logits).max()),
         identical,
         len(theirs),
+        native is not None,
     )
 
 
-def measure_case(case: dict, golden: dict, work: Path, core: ov.Core) -> list[Drift]:
+ROWS = (("f32", "f32", False), ("f32", "u8", False), ("int8", "f32", False), ("int8", "u8", False))
+NATIVE_ROWS = (("int8", "f32", True), ("int8", "u8", True))
+
+
+def measure_case(case: dict, golden: dict, work: Path, core: ov.Core, native=None) -> list[Drift]:
+    """The ROWS, and the NATIVE_ROWS when `native` (the loaded library) is given."""
     checkpoint = work / f"ckpt-{case['checkpoint']}"
     if not checkpoint.exists():
         write_checkpoint(checkpoint, variant=case["variant"], shape=case["shape"], seed=case["seed"])
     results = []
-    for weights, kv_cache in (("f32", "f32"), ("f32", "u8"), ("int8", "f32"), ("int8", "u8")):
+    for weights, kv_cache, on_native in ROWS + (NATIVE_ROWS if native is not None else ()):
         bundle = work / f"bundle-{case['checkpoint']}-{weights}"
         if not bundle.exists():
             build_bundle(checkpoint, bundle, weights=weights, report=lambda line: None)
-        results.append(measure(case, golden, bundle, weights, kv_cache, core))
+        library = native if on_native else None
+        results.append(measure(case, golden, bundle, weights, kv_cache, core, library))
     return results
 
 
@@ -157,8 +183,9 @@ def markdown(results: list[Drift], command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        weights = f"{r.weights}, native kernels" if r.native else r.weights
         lines.append(
-            f"| {r.case} | {r.weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
+            f"| {r.case} | {weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
             f"{r.predictor_logit_drift:.2e} | {r.logit_scale:.1f} | {r.frames_identical}/{r.frames_total} |"
         )
     lines += [
@@ -181,20 +208,32 @@ def markdown(results: list[Drift], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--golden", type=Path, default=Path("tests/fixtures/golden"))
-    parser.add_argument("--out", type=Path, default=Path("docs/fidelity.md"))
+    parser.add_argument(
+        "--out", type=Path, help="write the table as this file (docs/fidelity.md's first part)"
+    )
     parser.add_argument("--cases", default="cv-tiny-preset-english,cv-1.7b-instruct,vd-1.7b-instruct")
+    parser.add_argument("--native", action="store_true", help="add rows with the native INT8 kernels")
     args = parser.parse_args(argv)
     index = json.loads((args.golden / "index.json").read_text())
     wanted = args.cases.split(",")
     core, results = ov.Core(), []
+    native = None
+    if args.native:
+        from qwen3tts.runtime.native import load_library
+
+        native = load_library(core=core)
+        if native is None:
+            parser.error("--native: native/build/libqwen3tts_native.so is not built (scripts/setup.sh)")
     with tempfile.TemporaryDirectory() as work:
         for case in (c for c in index["cases"] if c["name"] in wanted):
             with np.load(args.golden / case["file"]) as data:
                 golden = {name: data[name] for name in data.files}
-            results += measure_case(case, golden, Path(work), core)
-    command = "python -m qwen3tts.bench.fidelity" + (f" --cases {args.cases}" if argv else "")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(results, command))
+            results += measure_case(case, golden, Path(work), core, native)
+    given = sys.argv[1:] if argv is None else argv
+    command = "python -m qwen3tts.bench.fidelity" + (" " + " ".join(given) if given else "")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(markdown(results, command))
     print(markdown(results, command))
     return 0
 

@@ -15,7 +15,9 @@ compare variants on a machine loaded far beyond its cores (wall-clock ratios the
 
 A variant is `label=bundle[,KEY=VALUE...]`: OpenVINO CPU compile properties for every graph, or for
 one graph as `talker.KEY=VALUE`, `code_predictor.KEY=VALUE`, `codec.KEY=VALUE`; `codec_variant=f32`
-(or a variant's name) is the `devices.codec_variant` setting, i.e. which codec graphs of the bundle load.
+(or a variant's name) is the `devices.codec_variant` setting, i.e. which codec graphs of the bundle load;
+`native=always|never|auto` the `devices.native_kernels` setting (native/ INT8 kernels or the plugin's).
+The `prefill` stage is one talker chunk of --prefill positions on an empty cache (time to first audio).
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.settings import Settings
 
 STAGES = ("talker", "code_predictor", "codec")
+ALL_STAGES = (*STAGES, "prefill")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 COMPONENTS = ("talker", "code_predictor", "codec", "speaker_encoder")
 CODEC_VARIANT = "codec_variant"  # a setting, not a compile property: which codec graphs load
+NATIVE = "native"  # a setting too: devices.native_kernels
+SETTINGS_KEYS = (CODEC_VARIANT, NATIVE)
 
 
 @dataclass(frozen=True)
@@ -66,14 +71,20 @@ class OverrideCompiler(PartCompiler):
     def __init__(self, settings: Settings, variant: Variant):
         import dataclasses
 
-        codec_variant = variant.properties.get("*", {}).get(CODEC_VARIANT, settings.devices.codec_variant)
-        super().__init__(dataclasses.replace(settings.devices, codec_variant=codec_variant))
+        chosen = variant.properties.get("*", {})
+        devices = dataclasses.replace(
+            settings.devices,
+            codec_variant=chosen.get(CODEC_VARIANT, settings.devices.codec_variant),
+            native_kernels=chosen.get(NATIVE, settings.devices.native_kernels),
+        )
+        super().__init__(devices)
         self.variant = variant
 
     def compile(self, component, model, preferences, kv_cache_precision=None, cacheable=True):
         capabilities = self.capabilities("CPU")
         props = compile_properties("CPU", self.settings, kv_cache_precision, component, capabilities)
-        props.update({k: v for k, v in self.variant.properties.get("*", {}).items() if k != CODEC_VARIANT})
+        shared = self.variant.properties.get("*", {})
+        props.update({k: v for k, v in shared.items() if k not in SETTINGS_KEYS})
         props.update(self.variant.properties.get(component, {}))
         return self.core.compile_model(model, "CPU", props), Placement(component, "CPU")
 
@@ -81,7 +92,9 @@ class OverrideCompiler(PartCompiler):
 class StageTimer:
     """Times one loaded runtime's stages on fixed random inputs at batch `batch`."""
 
-    def __init__(self, runtime, batch: int, context: int, clock=time.perf_counter, seed: int = 0):
+    def __init__(
+        self, runtime, batch: int, context: int, clock=time.perf_counter, seed: int = 0, prefill: int = 48
+    ):
         self.runner = runtime.runner
         self.clock = clock
         spec = runtime.spec
@@ -106,13 +119,21 @@ class StageTimer:
             np.full(batch, 50, np.int64),
             np.ones(batch, np.float32),
         )
+        prefill_blocks = list(range(-(-prefill // self.runner.block_size)))
+        embeds = rng.standard_normal((prefill, hidden)).astype(np.float32)
+        self.prefill_chunk = [TalkerChunk(0, embeds, 0, prefill_blocks)]
         chunk = max(runtime.manifest.codec_chunks)
         self.codec_frames = rng.integers(0, spec.codec.codebook_size, (chunk, spec.codec.num_quantizers))
         self.batch = batch
 
     def time(self, stage: str, calls: int) -> float:
         """Fastest of `calls` calls of `stage`, in ms: on a loaded machine the least disturbed sample."""
-        run = {"talker": self._talker, "code_predictor": self._predictor, "codec": self._codec}[stage]
+        run = {
+            "talker": self._talker,
+            "code_predictor": self._predictor,
+            "codec": self._codec,
+            "prefill": self._prefill,
+        }[stage]
         samples = []
         for _ in range(calls):
             started = self.clock()
@@ -122,6 +143,9 @@ class StageTimer:
 
     def _talker(self) -> None:
         self.runner.talker(self.chunks)
+
+    def _prefill(self) -> None:
+        self.runner.talker(self.prefill_chunk)
 
     def _predictor(self) -> None:
         self.runner.code_predictor(*self.predictor_feed)
@@ -140,6 +164,7 @@ def run(
     context: int,
     stages=STAGES,
     clock: str = "wall",
+    prefill: int = 48,
 ) -> dict:
     from qwen3tts.runtime.loader import load_runtime
 
@@ -148,7 +173,7 @@ def run(
     timers = {}
     for variant in variants:
         runtime = load_runtime(variant.bundle, settings, OverrideCompiler(settings, variant))
-        timers[variant.label] = StageTimer(runtime, batch, context, CLOCKS[clock])
+        timers[variant.label] = StageTimer(runtime, batch, context, CLOCKS[clock], prefill=prefill)
         for stage in stages:  # warm-up: first inferences allocate and tune
             timers[variant.label].time(stage, 2)
     samples = {v.label: {s: [] for s in stages} for v in variants}
@@ -222,15 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=3, help="calls per stage per round (fastest taken)")
     parser.add_argument("--context", type=int, default=100, help="talker positions already cached")
     parser.add_argument(
-        "--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES)
+        "--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(ALL_STAGES)
     )
+    parser.add_argument("--prefill", type=int, default=48, help="positions of the prefill stage")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall", help="wall or process CPU time")
     parser.add_argument("--json", type=Path, help="write the summary as JSON")
     args = parser.parse_args(argv)
     stages = tuple(s for s in args.stages.split(",") if s)
-    if not set(stages) <= set(STAGES):
-        parser.error(f"--stages: expected a subset of {','.join(STAGES)}, got {args.stages!r}")
-    summary = run(args.variants, args.batch, args.rounds, args.calls, args.context, stages, args.clock)
+    if not set(stages) <= set(ALL_STAGES):
+        parser.error(f"--stages: expected a subset of {','.join(ALL_STAGES)}, got {args.stages!r}")
+    summary = run(
+        args.variants, args.batch, args.rounds, args.calls, args.context, stages, args.clock, args.prefill
+    )
     print(render(summary))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))

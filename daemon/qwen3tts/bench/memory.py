@@ -67,8 +67,19 @@ def rss_bytes() -> int:
     return status_bytes().get("VmRSS", 0)
 
 
+def mapped_file_names() -> set[str]:
+    """Names of the files this process maps now (/proc/self/maps), as resident_by_mapping names them."""
+    try:
+        text = Path("/proc/self/maps").read_text()
+    except OSError:
+        return set()
+    fields = (line.split(None, 5) for line in text.splitlines())
+    return {Path(f[5].strip()).name for f in fields if len(f) == 6 and f[5].startswith("/")}
+
+
 class RssLedger:
-    """Records the resident-set growth of each component's read + compile (attach before loading).
+    """Records the resident-set growth of each component's read + compile (attach before loading), and
+    which files each one mapped (its weight files, or the compile-cache blob it was imported from).
 
     The loader reads a graph, may transform it (the talker's PagedAttention pass), then compiles it;
     the growth from a read up to the end of the next compile is that component's.
@@ -76,8 +87,10 @@ class RssLedger:
 
     def __init__(self):
         self.deltas: dict[str, int] = defaultdict(int)
+        self.files: dict[str, set[str]] = defaultdict(set)
         self.before_load = rss_bytes()
         self._read_started: int | None = None
+        self._mapped_before: set[str] = set()
 
     @classmethod
     def attach(cls, compiler) -> RssLedger:
@@ -89,12 +102,14 @@ class RssLedger:
         def read_and_note(path):
             if ledger._read_started is None:
                 ledger._read_started = rss_bytes()
+                ledger._mapped_before = mapped_file_names()
             return read(path)
 
         def compile_and_note(component, *args, **kwargs):
             before = ledger._read_started if ledger._read_started is not None else rss_bytes()
             result = compile_(component, *args, **kwargs)
             ledger.deltas[component] += rss_bytes() - before
+            ledger.files[component] |= mapped_file_names() - ledger._mapped_before
             ledger._read_started = None
             return result
 
@@ -152,7 +167,28 @@ def breakdown(runtime, ledger: RssLedger | None) -> dict:
     if ledger is not None:
         section["load_rss_delta_bytes"] = dict(ledger.deltas)
         section["rss_before_load"] = ledger.before_load
+        section["mapped_by_component"] = {c: sorted(f) for c, f in ledger.files.items()}
     return section
+
+
+def resident_by_component(section: dict, mapping: dict[str, dict[str, int]] | None = None) -> dict[str, dict]:
+    """Resident bytes per component now: the file-backed pages of the files it mapped at load (weights
+    used in place, e.g. by the native kernels, or a compile-cache blob) and the anonymous growth of its
+    load (repacked weights, compile state, scratch); what no component claims is `other` (Python,
+    libraries, the KV blocks written, host tables, anything allocated since)."""
+    mapping = resident_by_mapping(min_bytes=0) if mapping is None else mapping
+    claimed: set[str] = set()
+    out: dict[str, dict] = {}
+    for component, files in section.get("mapped_by_component", {}).items():
+        weight_files = [f for f in files if not f.endswith(".so") and ".so." not in f]
+        file_bytes = sum(mapping.get(f, {}).get("rss", 0) for f in weight_files)
+        claimed.update(weight_files)
+        anonymous = max(0, section.get("load_rss_delta_bytes", {}).get(component, 0) - file_bytes)
+        out[component] = {"file_bytes": file_bytes, "anonymous_bytes": anonymous, "files": weight_files}
+    process = status_bytes()
+    accounted = sum(c["file_bytes"] + c["anonymous_bytes"] for c in out.values())
+    out["other"] = {"bytes": max(0, process.get("VmRSS", 0) - accounted)}
+    return out
 
 
 def render(section: dict) -> list[str]:
@@ -165,6 +201,12 @@ def render(section: dict) -> list[str]:
         delta = deltas.get(name)
         cells = [f"{v / mib:.0f}" if v is not None else "-" for v in (stored, delta)]
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    for name, account in section.get("resident_by_component", {}).items():
+        if name != "other":
+            lines.append(
+                f"resident {name}: {account['file_bytes'] / mib:.0f} MiB of mapped files, "
+                f"{account['anonymous_bytes'] / mib:.0f} MiB anonymous"
+            )
     known, process = section["known_bytes"], section["process"]
     lines.append(
         f"KV pool {known['kv_pool'] / mib:.0f} MiB ({known['kv_blocks']} blocks); codec state "

@@ -119,7 +119,11 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
         reference,
         {
             "peak_rss_bytes": peak_rss,
-            "memory": {**loaded_memory, "after_runs": memory.status_bytes()},
+            "memory": {
+                **loaded_memory,
+                "after_runs": memory.status_bytes(),
+                "resident_by_component": memory.resident_by_component(loaded_memory),
+            },
             "load_s": load_seconds,
             "threads": threads,
             "loadavg_before": load_before,

@@ -24,6 +24,7 @@ from qwen3tts import __version__
 from qwen3tts.errors import BundleError
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
+from qwen3tts.model.codec_storage import reference_decode, remove_reference, write_codec_graphs
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def build_bundle(
     unknown = sorted(set(codec_variants) - set(CODEC_VARIANTS))
     if unknown:
         raise BundleError(f"codec variants: expected some of {', '.join(CODEC_VARIANTS)}, got {unknown[0]!r}")
-    policy = PRECISION_POLICIES[weights]
+    policy = dict(PRECISION_POLICIES[weights])  # _build_graphs records what each graph really got
     stages = _Stages(report or _print_stage)
     with stages("reading checkpoint"):
         checkpoint = load_checkpoint(checkpoint_dir)
@@ -82,9 +83,12 @@ def build_bundle(
     if "bf16-tail" in codec_variants:
         from qwen3tts.model.codec_gate import build_bf16_tail
 
-        with stages("codec bf16-tail variant (SNR gate)"):
-            variant = build_bf16_tail(work_dir, checkpoint.spec.codec, codec_chunks, stages.report)
+        with stages("codec bf16-tail variant (SNR gate against the f32 decode)"):
+            spec, chunk = checkpoint.spec.codec, max(codec_chunks)
+            reference = lambda codes: reference_decode(ov.Core(), work_dir, spec, chunk, codes)  # noqa: E731
+            variant = build_bf16_tail(work_dir, spec, codec_chunks, stages.report, reference)
             variants += [variant] if variant else []
+    remove_reference(work_dir)
     with stages("tables and tokenizer"):
         _write_tables(checkpoint, work_dir, policy["tables"])
         _copy_tokenizer(checkpoint.path, work_dir / layout.TOKENIZER_DIR)
@@ -109,22 +113,20 @@ def build_bundle(
 
 def _build_graphs(checkpoint: Checkpoint, out: Path, policy: dict[str, str], chunks, stages) -> None:
     from qwen3tts.model.graphs.code_predictor import build_code_predictor
-    from qwen3tts.model.graphs.codec import build_codec_frames, build_codec_samples
     from qwen3tts.model.graphs.talker import build_talker
 
     spec, weights = checkpoint.spec, checkpoint.weights
     with stages("talker graph"):
-        _save(build_talker(spec.talker, weights), out / layout.TALKER_XML, policy["talker"])
+        model = build_talker(spec.talker, weights)
+        policy["talker"] = _save(model, out / layout.TALKER_XML, policy["talker"], stages.report)
     with stages("code predictor graph"):
         model = build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
-        _save(model, out / layout.CODE_PREDICTOR_XML, policy["code_predictor"])
-    with stages("codec frame part graph"):
-        model = build_codec_frames(spec.codec, checkpoint.codec_weights)
-        _save(model, out / layout.CODEC_FRAMES_XML, policy["codec"])
-    for frames in chunks:
-        with stages(f"codec sample part graph ({frames} frames)"):
-            model = build_codec_samples(spec.codec, checkpoint.codec_weights, frames)
-            _save(model, out / layout.codec_samples_xml(frames), policy["codec"])
+        path = out / layout.CODE_PREDICTOR_XML
+        policy["code_predictor"] = _save(model, path, policy["code_predictor"], stages.report)
+    with stages("codec graphs (stored precision gated against the f32 decode)"):
+        policy["codec"] = write_codec_graphs(
+            spec.codec, checkpoint.codec_weights, out, chunks, policy["codec"], stages.report
+        )
     if spec.speaker_encoder is not None:
         from qwen3tts.model.graphs.speaker_encoder import build_speaker_encoder
 
@@ -155,11 +157,48 @@ def _speech_encoder(checkpoint: Checkpoint) -> ov.Model:
     return build_speech_encoder(spec, checkpoint.codec_weights)
 
 
-def _save(model: ov.Model, path: Path, precision: str) -> None:
-    """Compress (int8 / int4_{sym,asym}_g{N}) and serialise; f16 halves the file, f32 keeps parity exact."""
+def _save(model: ov.Model, path: Path, precision: str, report: Reporter | None = None) -> str:
+    """Compress (int8 / int4_{sym,asym}_g{N}) and serialise; f16 halves the file, f32 keeps parity exact.
+
+    Returns the precision the graph got: an INT4 group that does not divide a matrix's input channels
+    (the tiny checkpoints' 32-96) falls back to a smaller group there, and the label says which.
+    """
     if precision.startswith("int"):
         model = gather_tables_to_f16(compress_weights(model, precision))
+        precision = _int4_label(model, precision, path.stem, report)
     ov.save_model(model, path, compress_to_fp16=(precision != "f32"))
+    return precision
+
+
+def _int4_label(model: ov.Model, precision: str, name: str, report: Reporter | None) -> str:
+    """`precision`, or with the fallback group sizes nncf chose appended, e.g. int4_sym_g128 (g32 x 20)."""
+    wanted = re.search(r"_g(\d+)", precision)
+    if not wanted:
+        return precision
+    sizes = int4_group_sizes(model)
+    other = {size: count for size, count in sorted(sizes.items()) if size != int(wanted.group(1))}
+    if not other:
+        return precision
+    fallback = ", ".join(f"g{size} x {count}" for size, count in other.items())
+    if report:
+        report(
+            f"{name}: INT4 group {wanted.group(1)} does not divide every matrix's input channels; "
+            f"smaller groups there: {fallback} (of {sum(sizes.values())} INT4 matrices)"
+        )
+    return f"{precision} ({fallback})"
+
+
+def int4_group_sizes(model: ov.Model) -> dict[int, int]:
+    """{group size: number of matrices} over the model's INT4 weights (Constant [N, K/G, G] u4/i4)."""
+    sizes: dict[int, int] = {}
+    for node in model.get_ordered_ops():
+        four_bit = node.get_output_element_type(0) in (ov.Type.u4, ov.Type.i4)
+        if node.get_type_name() != "Constant" or not four_bit:
+            continue
+        shape = node.get_output_shape(0)
+        if len(shape) == 3:
+            sizes[int(shape[2])] = sizes.get(int(shape[2]), 0) + 1
+    return sizes
 
 
 def compress_weights(model: ov.Model, precision: str) -> ov.Model:
@@ -167,7 +206,9 @@ def compress_weights(model: ov.Model, precision: str) -> ov.Model:
 
     `int8` is INT8_SYM per output channel, `int8_asym` the same with a zero point. `int4_sym_g128` /
     `int4_asym_g64` ... are INT4 with one scale (and zero point) per group of N input channels, on every
-    MatMul (`ratio=1.0`, `all_layers`: the lm_heads too, which NNCF would otherwise keep in INT8).
+    MatMul (`ratio=1.0`, `all_layers`: the lm_heads too, which NNCF would otherwise keep in INT8); where N
+    does not divide a matrix's input channels, nncf takes the largest power of two >= 32 that does
+    (GroupSizeFallbackMode.ADJUST; _save names them), and INT8 below that.
     A suffix keeps some matrices in INT8_SYM (mixed precision): `+heads8` the output heads (lm_head,
     codec_head), `+ends8` those and the first and last decoder layers, `+attn8` the heads and every
     attention projection (INT4 on the MLPs only).
@@ -186,8 +227,16 @@ def compress_weights(model: ov.Model, precision: str) -> ov.Model:
         raise BundleError(f"unknown weight precision {precision!r}")
     kept = _int8_matmuls(model, keep)
     int4_ignored = nncf.IgnoredScope(names=kept, types=["Gather"], validate=False)
+    # a group that does not divide a matrix's input channels: the largest power of two that does (>= 32)
+    adjust = nncf.AdvancedCompressionParameters(group_size_fallback_mode=nncf.GroupSizeFallbackMode.ADJUST)
     model = nncf.compress_weights(
-        model, mode=modes[kind], group_size=int(group), ratio=1.0, all_layers=True, ignored_scope=int4_ignored
+        model,
+        mode=modes[kind],
+        group_size=int(group),
+        ratio=1.0,
+        all_layers=True,
+        ignored_scope=int4_ignored,
+        advanced_parameters=adjust,
     )
     if kept:  # the second pass sees only the matrices the first left in float
         model = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_SYM, ignored_scope=ignored)

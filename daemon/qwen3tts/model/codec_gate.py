@@ -105,6 +105,7 @@ class Bf16TailSearch:
         samples_xml: Path,
         spec: CodecDecoderSpec,
         min_snr_db: float = MIN_SNR_DB,
+        reference: Callable[[np.ndarray], np.ndarray] | None = None,
     ):
         self.core, self.samples_xml, self.spec, self.min_snr_db = core, samples_xml, spec, min_snr_db
         samples = core.read_model(samples_xml)
@@ -117,10 +118,10 @@ class Bf16TailSearch:
         whole = {seed: -(-frames // chunk) * chunk for seed, frames in ((1, SEARCH_FRAMES), (2, GATE_FRAMES))}
         self._codes = {seed: random_codes(spec, frames, seed) for seed, frames in whole.items()}
         self._frame_part = core.compile_model(frames_xml, "CPU", EXACT)
-        exact = core.compile_model(samples_xml, "CPU", EXACT)
-        self._reference = {
-            seed: stream_decode(self._frame_part, exact, spec, codes) for seed, codes in self._codes.items()
-        }
+        if reference is None:  # the stored graphs' own decode
+            exact = core.compile_model(samples_xml, "CPU", EXACT)
+            reference = lambda codes: stream_decode(self._frame_part, exact, spec, codes)  # noqa: E731
+        self._reference = {seed: reference(codes) for seed, codes in self._codes.items()}
 
     def snr(self, count: int, seed: int) -> float:
         model = self.core.read_model(self.samples_xml)
@@ -151,13 +152,21 @@ class Bf16TailSearch:
         return None
 
 
-def build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Callable[[str], None]):
+def build_bf16_tail(
+    bundle_dir: Path,
+    spec: CodecDecoderSpec,
+    chunks,
+    report: Callable[[str], None],
+    reference: Callable[[np.ndarray], np.ndarray] | None = None,
+):
     """Measure, and if it passes write the bf16-tail sample parts beside the exact ones.
 
+    `reference` decodes codes with the checkpoint's f32 weights (model/codec_storage.py), what the
+    variant's SNR is measured against; without it, against the stored graphs' own decode.
     Returns the manifest entry (layout.CodecVariant) or None, with the reason reported.
     """
     try:
-        return _build_bf16_tail(bundle_dir, spec, chunks, report)
+        return _build_bf16_tail(bundle_dir, spec, chunks, report, reference)
     except Exception as exc:  # an optional, lossy variant never fails the build of the exact bundle
         log.warning("codec bf16-tail: not built: %s", exc)
         for partial in bundle_dir.glob(f"codec_samples_*.{BF16_TAIL}.*"):
@@ -166,7 +175,7 @@ def build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Ca
         return None
 
 
-def _build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: Callable[[str], None]):
+def _build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report, reference):
     core = ov.Core()
     if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
         report("codec bf16-tail: not built, this CPU has no bf16 (the gate cannot be measured here)")
@@ -175,7 +184,7 @@ def _build_bf16_tail(bundle_dir: Path, spec: CodecDecoderSpec, chunks, report: C
         bundle_dir / layout.CODEC_FRAMES_XML,
         bundle_dir / layout.codec_samples_xml(max(chunks)),
     )
-    result = Bf16TailSearch(core, frames_xml, samples, spec).run(report)
+    result = Bf16TailSearch(core, frames_xml, samples, spec, reference=reference).run(report)
     if result is None:
         report(f"codec bf16-tail: not built, no bf16 convolution keeps {MIN_SNR_DB:.0f} dB SNR")
         return None

@@ -5,8 +5,9 @@ first): alternative sample parts of the split layout that share its one frame pa
 SNR it measured against the exact decode at build time and the CPU capabilities it needs to be
 faster (model/codec_gate.py); whole-layout bundles load their exact graphs. `devices.codec_variant:
 auto` takes the first variant that passes today's gate and whose needs this CPU's
-OPTIMIZATION_CAPABILITIES meet; `f32` always loads the exact graphs; a variant's name asks for that
-one. The choice and its reason are one log line.
+OPTIMIZATION_CAPABILITIES meet; `f32` always loads the exact graphs (so does an explicit
+`devices.inference_precision: f32`); a variant's name asks for that one. The choice and its reason
+are one log line.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def choose_codec_variant(
         return None, "devices.codec_variant is f32"
     if not variants:
         return None, "the bundle has no other variant (rebuild with `qwen3tts build` to measure one)"
-    if settings.inference_precision not in ("auto", "f32"):
+    if settings.inference_precision == "f32":
+        return None, "devices.inference_precision f32 asks for exact arithmetic"
+    if settings.inference_precision != "auto":
         return None, f"devices.inference_precision {settings.inference_precision} applies to the whole graph"
     if base_device(device) != "CPU":
         return None, f"variants are measured on the CPU plugin, the codec runs on {device}"

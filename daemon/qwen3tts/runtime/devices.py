@@ -49,6 +49,7 @@ class DevicePlan:
 
     placements: dict[str, Placement] = field(default_factory=dict)
     codec_variant: str = "f32"  # which codec graphs of the bundle were loaded (runtime/codec_variants.py)
+    native: dict[str, str] = field(default_factory=dict)  # component -> native kernel set (runtime/native.py)
 
     def device(self, component: str) -> str:
         return self.placements[component].device
@@ -60,7 +61,8 @@ class DevicePlan:
         lines = []
         for name, placement in self.placements.items():
             why = f" (skipped {'; '.join(placement.skipped)})" if placement.skipped else ""
-            lines.append(f"{name}: {placement.device}{why}")
+            native = f", INT8 MatMuls on native {self.native[name]} kernels" if name in self.native else ""
+            lines.append(f"{name}: {placement.device}{native}{why}")
         return "\n".join(lines)
 
 

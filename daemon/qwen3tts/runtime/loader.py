@@ -24,6 +24,8 @@ from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.native import load_library, replace_int8_matmuls
+from qwen3tts.runtime.native_plan import choose_native
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
@@ -62,6 +64,7 @@ def engine_config(settings: Settings, codec_chunks: tuple[int, ...]) -> EngineCo
         repetition_penalty=engine.repetition_penalty,
         subtalker_temperature=engine.subtalker_temperature,
         subtalker_top_k=engine.subtalker_top_k,
+        subtalker_top_p=engine.subtalker_top_p,
     )
     return EngineConfig(
         max_num_seqs=engine.max_num_seqs,
@@ -88,30 +91,35 @@ def load_runtime(
     prefs = preference_lists(settings.devices)
     plan = DevicePlan()
 
+    native = _native_kernels(compiler, prefs, plan)
+    released = {}
     # The PagedAttention conversion runs at every start: a converted IR does not load back.
-    talker_model = to_paged(compiler.read(bundle_dir / layout.TALKER_XML))
+    talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
     talker, plan.placements["talker"] = compiler.compile(
         "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
     )
-    released = {
-        "talker": _settle_on_cpu(
-            plan,
-            "talker",
-            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
-            lambda: warm_up_talker(talker, spec.talker.hidden_size),
-        )
-    }
+    released["talker"] = _settle_on_cpu(
+        plan,
+        "talker",
+        [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+        lambda: warm_up_talker(talker, spec.talker.hidden_size),
+    )
+    # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
+    # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
+    # the talker alone (docs/benchmarks.md, memory).
+    codec, released["codec"] = _compile_codec(
+        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
+    )
+    cached_before = _cached_files(settings.model.cache_dir)
+    predictor_model = native("code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML))
     predictor, plan.placements["code_predictor"] = compiler.compile(
-        "code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML), prefs["code_predictor"]
+        "code_predictor", predictor_model, prefs["code_predictor"]
     )
     released["code_predictor"] = _settle_on_cpu(
         plan,
         "code_predictor",
-        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir),
+        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
         lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
-    )
-    codec, released["codec"] = _compile_codec(
-        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
     )
     num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
@@ -139,20 +147,50 @@ def load_runtime(
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder, released)
 
 
-def _weight_files(xml: Path, cache_dir: Path | None) -> list[Path]:
-    """Where a graph's weights are mapped from: its .bin, or a blob of the compile cache (the codec's
-    blobs are not there yet when the code predictor settles)."""
-    return [xml.with_suffix(".bin")] + ([Path(cache_dir)] if cache_dir else [])
+def _cached_files(cache_dir: Path | None) -> set[Path]:
+    return mapped_files(Path(cache_dir)) if cache_dir else set()
+
+
+def _weight_files(xml: Path, cache_dir: Path | None, cached_before: set[Path]) -> list[Path]:
+    """Where a graph's weights are mapped from: its .bin, or the compile-cache blobs mapped since its
+    read began (the codec's, mapped and released before, would only be counted twice)."""
+    return [xml.with_suffix(".bin"), *sorted(_cached_files(cache_dir) - cached_before)]
 
 
 def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
     """Warm a CPU-placed graph up and release its weight file's pages (runtime/warm_up.py).
 
-    Other plugins copy the weights to their device at compile; their files are not ours to judge.
+    Other plugins copy the weights to their device at compile; their files are not ours to judge. The
+    native op reads its INT8 weights from the mapped file at every step: those pages fault back in at
+    the first steps (from the page cache), the rest (tables read at compile, a copy a compile-cache
+    blob duplicates) stay out.
     """
     if base_device(plan.device(component)) != "CPU":
         return 0
     return settle(component, weight_files, warm_up)
+
+
+def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
+    """A function (component, model) -> model with the native op in it where native_plan chose it;
+    records the choice in `plan.native` and logs it once."""
+    devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
+    if devices.native_kernels != "never" and devices.inference_precision != "f32":
+        library = load_library(devices.native_library, compiler.core)
+    choice = choose_native(devices, library and library.isa, prefs, compiler.available)
+    if choice.components:
+        names = ", ".join(sorted(choice.components))
+        log.info("native kernels (%s) for %s: %s", library.isa, names, choice.why)
+    else:
+        log.info("native kernels: not used (%s)", choice.why)
+
+    def rewrite(component: str, model):
+        if component in choice.components:
+            replaced = replace_int8_matmuls(model, library)
+            plan.native[component] = library.isa
+            log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
+        return model
+
+    return rewrite
 
 
 # Prompt positions beyond one per text character: chat template, speaker / language / codec control
@@ -200,8 +238,7 @@ def _compile_codec(
         compiler.warm_up("codec", codec.warm_up)
         log.info("codec: warmed up on %s", plan.device("codec"))
         return codec, 0
-    # the codec's own compile-cache blobs: those mapped since its compile began (the code predictor's
-    # were released already and would only be counted twice)
+    # the codec's own compile-cache blobs: those mapped since its compile began
     blobs = (mapped_files(cache_dir) - cached_before) if cache_dir else set()
     xmls = [*([frames_xml] if frames_xml else []), *chunk_xmls.values()]
     files = [(bundle_dir / xml).with_suffix(".bin") for xml in xmls] + sorted(blobs)

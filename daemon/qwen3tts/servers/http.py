@@ -123,7 +123,7 @@ async def start_http(sock, pool: StreamPool, config, token: str | None, files: F
     coroutine function that stops it."""
     import uvicorn
 
-    from qwen3tts.servers.http_guard import GuardedProtocol, connection_handler, refuse
+    from qwen3tts.servers.http_guard import Connections, GuardedProtocol, refuse
 
     uv_config = uvicorn.Config(
         build_app(pool, config, token, console),
@@ -138,7 +138,8 @@ async def start_http(sock, pool: StreamPool, config, token: str | None, files: F
             raise RuntimeError("the HTTP server stopped during start-up")
         await asyncio.sleep(0.01)
     gate = ConnectionGate("http", config, files)
-    listener = Listener(sock, gate, connection_handler(uv_config, server, config), refuse)
+    connections = Connections(uv_config, server, config)
+    listener = Listener(sock, gate, connections.connected, refuse, connections.make_room)
     listener.start()
 
     async def stop() -> None:

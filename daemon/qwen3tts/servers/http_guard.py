@@ -61,6 +61,12 @@ class GuardedProtocol(H11Protocol):
             self._reading_head = False
             self._cancel_wait()
 
+    def idle_between_requests(self) -> bool:
+        """Connected, no request in progress and no byte of the next one read: closing loses nothing."""
+        transport = self.transport
+        return (transport is not None and not transport.is_closing() and self._between_requests()
+                and not self._reading_head)  # fmt: skip
+
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
 
@@ -110,19 +116,37 @@ def _client(protocol: H11Protocol) -> str:
     return protocol.client[0] if protocol.client else "?"
 
 
-def connection_handler(config, server, limits: ServersSettings):
-    """The Listener's `on_connection` for HTTP: run uvicorn's (guarded) protocol on the accepted socket
-    until the connection ends. `server` is the uvicorn.Server that started without listeners."""
-    warnings = ThrottledLog(log)
+class Connections:
+    """The HTTP connections of one server: the Listener's `connected` (run uvicorn's guarded protocol on
+    an accepted socket until it ends) and `make_room` (close the longest-idle keep-alive connection)."""
 
-    async def connected(sock: socket.socket, client: str) -> None:
-        protocol = GuardedProtocol(config, server.server_state, server.lifespan.state, limits=limits,
-                                   warnings=warnings)  # fmt: skip
-        loop = asyncio.get_running_loop()
-        await loop.connect_accepted_socket(lambda: protocol, sock)
-        await protocol.closed
+    def __init__(self, config, server, limits: ServersSettings):
+        """`server` is the uvicorn.Server that started without listeners."""
+        self.config, self.server, self.limits = config, server, limits
+        self.warnings = ThrottledLog(log)
+        self.open: dict[GuardedProtocol, str] = {}  # insertion order: oldest first
 
-    return connected
+    async def connected(self, sock: socket.socket, client: str) -> None:
+        protocol = GuardedProtocol(self.config, self.server.server_state, self.server.lifespan.state,
+                                   limits=self.limits, warnings=self.warnings)  # fmt: skip
+        self.open[protocol] = client
+        try:
+            loop = asyncio.get_running_loop()
+            await loop.connect_accepted_socket(lambda: protocol, sock)
+            await protocol.closed
+        finally:
+            self.open.pop(protocol, None)
+
+    def make_room(self, client: str | None) -> bool:
+        """Close one connection of `client` (None: of anyone) that waits between two requests; True if
+        there was one. A request in progress is never cut for a newcomer."""
+        for protocol, owner in self.open.items():
+            if (client is None or owner == client) and protocol.idle_between_requests():
+                del self.open[protocol]
+                log.debug("http: closed an idle keep-alive connection of %s for a new one", owner)
+                protocol.transport.close()
+                return True
+        return False
 
 
 def refuse(sock: socket.socket, reason: str) -> None:

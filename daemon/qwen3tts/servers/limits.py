@@ -142,18 +142,26 @@ class ConnectionGate:
 
 OnConnection = Callable[[socket.socket, str], Awaitable[None]]
 OnRefused = Callable[[socket.socket, str], None]
+MakeRoom = Callable[[str | None], bool]
 
 
 class Listener:
     """Accepts on a bound, non-blocking socket; admitted connections run `on_connection(sock, client)`
-    as tasks, refused ones get `on_refused(sock, reason)` (which must not block) and are closed."""
+    as tasks, refused ones get `on_refused(sock, reason)` (which must not block) and are closed.
+
+    Over a connection cap, `make_room(client)` (of that client; None: of anyone) may first close a
+    connection that holds a slot without doing anything, an HTTP keep-alive connection between two
+    requests: a client's idle pool then never locks the client itself (or others) out. The new one is
+    admitted at once; the closed one leaves the count when its close completes, a moment later.
+    """
 
     def __init__(self, sock: socket.socket, gate: ConnectionGate, on_connection: OnConnection,
-                 on_refused: OnRefused | None = None):  # fmt: skip
+                 on_refused: OnRefused | None = None, make_room: MakeRoom | None = None):  # fmt: skip
         self.sock = sock
         self.gate = gate
         self._on_connection = on_connection
         self._on_refused = on_refused
+        self._make_room = make_room
         self._warnings = ThrottledLog(log)
         self._accepting: asyncio.Task | None = None
         self.connections: set[asyncio.Task] = set()
@@ -178,6 +186,13 @@ class Listener:
 
     def _dispatch(self, conn: socket.socket, client: str) -> None:
         refusal = self.gate.refusal(conn.fileno(), client)
+        over_a_cap = refusal is not None and refusal[0] in ("server", "client")
+        if (
+            over_a_cap
+            and self._make_room is not None
+            and self._make_room(client if refusal[0] == "client" else None)
+        ):
+            refusal = None
         if refusal is not None:
             kind, reason = refusal
             self._warnings.log(f"refused:{kind}", "%s: connection from %s refused: %s",

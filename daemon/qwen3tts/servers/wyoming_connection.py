@@ -249,9 +249,10 @@ class WyomingHandler(AsyncEventHandler):
         except RequestError:
             stream.close("error")
             raise
-        finally:
-            if close:
-                stream.close()
+        except (ConnectionError, asyncio.CancelledError):  # stalled, gone, or the connection is dropped
+            if close:  # "cancelled" even between two sentences, when no engine work is left to cancel
+                stream.close("cancelled")
+            raise
 
     async def write_event(self, event: Event) -> None:
         try:  # wait_for, not asyncio.timeout (see wyoming_events.read_event)

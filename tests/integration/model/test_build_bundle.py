@@ -26,7 +26,8 @@ def test_every_variant_and_size_style_builds_a_verified_int8_bundle(tiny_models,
     manifest = build_bundle(checkpoint, tmp_path / "bundle", weights="int8", report=stages.append)
     assert any("talker graph done" in line for line in stages)  # progress per stage
     assert manifest.spec.variant == variant
-    assert manifest.precision["talker"] == "int8" and manifest.precision["codec"] == "f16"
+    assert manifest.precision["talker"] == "int8"
+    assert manifest.precision["codec"].split(" (")[0] in ("f16", "frame part f32, sample parts f16", "f32")
     names = set(manifest.files)
     assert {layout.TALKER_XML, layout.CODE_PREDICTOR_XML, layout.TEXT_TABLE, layout.CODEC_EMBEDDING} <= names
     assert manifest.codec_layout == layout.CODEC_SPLIT  # one frame part, a sample part per chunk size

@@ -160,7 +160,7 @@ class Predictor:
     def __init__(self, input_size: int):
         self.spec = _spec(input_size)
         self.weights = _random_weights(self.spec, seed=input_size)
-        model = cp.build_code_predictor(self.spec, input_size, self.weights)
+        self.model = model = cp.build_code_predictor(self.spec, input_size, self.weights)
         self.compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
 
     def inputs(self, batch: int, seed: int = 7):
@@ -256,6 +256,33 @@ def test_gumbel_sampling_with_given_noise_matches_numpy_formula(predictor):
         for j in range(NUM_STEPS):
             expected = _np_sample(got[cp.LOGITS][b, j].astype(np.float64), noise[b, j], 0.9, 50, 1.0)
             assert got[cp.CODES][b, j] == expected
+
+
+def test_sampling_without_top_k_or_top_p_matches_numpy_formula(predictor):
+    # every row unfiltered: the If takes the branch that never sorts the codebook
+    past_hidden, code0, noise = predictor.inputs(3)
+    got = predictor.run(past_hidden, code0, noise, temperature=0.9, top_k=0)
+    codes, _, _ = _reference_rows(predictor, past_hidden, code0, noise, 0.9, 0)
+    np.testing.assert_array_equal(got[cp.CODES], codes)
+    for b in range(3):
+        for j in range(NUM_STEPS):
+            expected = _np_sample(got[cp.LOGITS][b, j].astype(np.float64), noise[b, j], 0.9, 0, 1.0)
+            assert got[cp.CODES][b, j] == expected
+
+
+def test_the_unfiltered_branch_has_no_topk_wider_than_one(predictor):
+    """subtalker_top_k 0 once sorted the whole codebook 15 times per frame (6.5x slower synthesis)."""
+    ifs = [op for op in predictor.model.get_ordered_ops() if op.get_type_name() == "If"]
+    samplers = [op for op in ifs if len(op.get_function(1).get_parameters()) == 7]
+    assert len(samplers) == NUM_STEPS
+    for node in samplers:
+        unfiltered = node.get_function(1)  # the else body: no row filters
+        widths = [
+            int(op.input_value(1).get_node().get_data())
+            for op in unfiltered.get_ordered_ops()
+            if op.get_type_name() == "TopK"
+        ]
+        assert widths == [1, 1]  # the sampled argmax and the greedy argmax
 
 
 def test_sampled_codes_differ_from_greedy_codes(predictor):

@@ -214,7 +214,7 @@ def test_a_failing_variant_build_leaves_no_files_and_does_not_fail(tiny_models, 
     bundle, manifest = _exact_bundle_copy(tiny_models, tmp_path)
 
     class Half(codec_gate.Bf16TailSearch):
-        def __init__(self, core, frames_xml, samples_xml, spec, min_snr_db=codec_gate.MIN_SNR_DB):
+        def __init__(self, core, frames_xml, samples_xml, spec, min_snr_db=codec_gate.MIN_SNR_DB, **_):
             (bundle / layout.codec_samples_xml(2, "bf16-tail")).write_text("<half/>")  # a partial write
             raise RuntimeError("plugin exploded")
 

@@ -1,4 +1,5 @@
-"""INT8 weights and a u8 KV cache drift from the official f32 outputs: measured, printed, bounded.
+"""INT8 weights, a u8 KV cache and the native kernels drift from the official f32 outputs: measured,
+printed, bounded.
 
 The numbers are written to docs/fidelity.md by `python -m qwen3tts.bench.fidelity`; this test prints
 them for one golden case and fails if the drift grows past a few percent of the logit scale.
@@ -12,6 +13,7 @@ import openvino as ov
 import pytest
 
 from qwen3tts.bench.fidelity import markdown, measure_case
+from qwen3tts.runtime.native import load_library
 
 pytestmark = pytest.mark.reference
 
@@ -23,12 +25,21 @@ def test_int8_and_u8_drift_is_printed_and_stays_within_a_few_percent_of_the_logi
     case = next(c for c in index["cases"] if c["name"] == "cv-1.7b-instruct")
     with np.load(GOLDEN / case["file"]) as data:
         golden = {name: data[name] for name in data.files}
-    results = {(r.weights, r.kv_cache): r for r in measure_case(case, golden, tmp_path, ov.Core())}
+    core = ov.Core()
+    native = load_library(core=core)
+    assert native is not None, "native/build/libqwen3tts_native.so: scripts/setup.sh builds it"
+    results = {
+        (r.weights, r.kv_cache, r.native): r for r in measure_case(case, golden, tmp_path, core, native)
+    }
     print(markdown(list(results.values()), "pytest tests/integration/model/test_fidelity_drift.py -s"))
-    exact = results[("f32", "f32")]
+    exact = results[("f32", "f32", False)]
     assert exact.talker_logit_drift < 1e-4 and exact.frames_identical == exact.frames_total
-    assert results[("f32", "u8")].talker_logit_drift < 0.01 * exact.logit_scale
+    assert results[("f32", "u8", False)].talker_logit_drift < 0.01 * exact.logit_scale
     for kv_cache in ("f32", "u8"):
-        int8 = results[("int8", kv_cache)]
+        int8 = results[("int8", kv_cache, False)]
         assert 0 < int8.talker_logit_drift < 0.05 * int8.logit_scale
         assert int8.predictor_logit_drift < 0.05 * int8.logit_scale
+        # the native kernels' int16 activations add little to what the INT8 weights already cost
+        on_native = results[("int8", kv_cache, True)]
+        for drift in ("talker_logit_drift", "predictor_logit_drift"):
+            assert getattr(on_native, drift) <= 1.25 * getattr(int8, drift) + 1e-3 * int8.logit_scale

@@ -7,7 +7,8 @@ import openvino as ov
 import pytest
 
 from qwen3tts.errors import BundleError
-from qwen3tts.model.build import PRECISION_POLICIES, compress_weights, gather_tables_to_f16
+from qwen3tts.model.build import PRECISION_POLICIES, compress_weights, gather_tables_to_f16, int4_group_sizes
+from qwen3tts.model.bundle import read_manifest
 from qwen3tts.model.checkpoint import load_checkpoint
 from qwen3tts.model.graphs.code_predictor import build_code_predictor
 
@@ -115,3 +116,20 @@ def test_compressed_graphs_store_their_embedding_tables_in_f16_and_gather_the_sa
         and n.get_output_element_type(0) == ov.Type.f32
         and n.get_output_shape(0) in [t.shape for t in tables.values()]
     ]
+
+
+def test_int4_groups_that_do_not_divide_the_input_channels_fall_back_to_smaller_groups(predictor):
+    # the tiny predictor's matrices have 32-96 input channels: group 128 divides none of them
+    int8 = _constant_types(compress_weights(predictor(), "int8"))
+    model = compress_weights(predictor(), "int4_sym_g128")
+    assert _constant_types(model).get("i4", 0) == int8["i8"]  # still every matrix in INT4
+    sizes = int4_group_sizes(model)
+    assert sizes and 128 not in sizes and set(sizes) <= {32, 64}, sizes
+
+
+def test_the_int4_cp_build_of_a_tiny_checkpoint_names_its_fallback_groups(tiny_models):
+    # used to fail with nncf's InvalidGroupSizeError on every tiny checkpoint
+    manifest = read_manifest(tiny_models.bundle(weights="int4-cp"))
+    label = manifest.precision["code_predictor"]
+    assert label.startswith("int4_sym_g128 (g32 x ") or label.startswith("int4_sym_g128 (g64 x "), label
+    assert manifest.precision["talker"] == "int8"

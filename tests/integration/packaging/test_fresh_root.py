@@ -67,11 +67,8 @@ def unit_property(box, name: str) -> str:
 
 
 def doctor(box) -> tuple[int, dict]:
-    result = box.run(
-        ["qwen3tts", "--config", CONFFILE, "doctor", "--json", "--timeout", "1"],
-        check=False,
-        env=AS_THE_SERVICE,
-    )
+    """As README.Debian says: root's command without --config finds the conffile; the unit's paths."""
+    result = box.run(["qwen3tts", "doctor", "--json", "--timeout", "1"], check=False, env=AS_THE_SERVICE)
     assert result.returncode in (0, 1), result.stderr[-2000:]
     return result.returncode, json.loads(result.stdout)
 
@@ -123,6 +120,11 @@ def test_the_installed_unit_is_the_checkouts_with_the_packages_paths(box):
 
 def test_the_conffile_asks_for_an_explicit_bundle(box):
     effective = box.run(["qwen3tts", "--config", CONFFILE, "config"], env=AS_THE_SERVICE).stdout
+    assert re.search(rf"^  bundle: {BUNDLE}$", effective, flags=re.M), effective[:1500]
+
+
+def test_root_without_config_reads_the_conffile(box):
+    effective = box.run(["qwen3tts", "config"]).stdout
     assert re.search(rf"^  bundle: {BUNDLE}$", effective, flags=re.M), effective[:1500]
 
 
@@ -209,10 +211,11 @@ def test_the_installed_unit_keeps_the_agreed_security_exposure(box):
 
 
 def test_the_service_starts_on_the_bundle_under_systemd(box):
-    box.run(["systemctl", "restart", "qwen3tts"], timeout=300)  # Type=notify: returns at READY=1
+    started = box.run(["systemctl", "restart", "qwen3tts"], check=False, timeout=300)  # returns at READY=1
+    journal = box.run(["journalctl", "-u", "qwen3tts", "--no-pager", "-o", "cat", "-n", "200"]).stdout
+    assert started.returncode == 0, journal[-3000:]
     assert unit_property(box, "ActiveState") == "active"
     assert unit_property(box, "NRestarts") == "0"
-    journal = box.run(["journalctl", "-u", "qwen3tts", "--no-pager", "-o", "cat", "-n", "200"]).stdout
     assert "random (qwen3tts tiny)" in journal, journal[-3000:]
     owner = (box.root / "var/lib/private/qwen3tts").stat().st_uid
     assert owner >= 61184, owner  # DynamicUser=yes: the state belongs to the unit's dynamic user

@@ -77,13 +77,20 @@ def test_a_body_that_does_not_arrive_gets_408(serve):
     assert running.handles == []
 
 
+def busy(sock: socket.socket) -> socket.socket:
+    """`sock` in the middle of a request head: a connection at work, which no newcomer may displace."""
+    sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\n")
+    time.sleep(0.1)  # the server has read it
+    return sock
+
+
 def test_connections_over_the_caps_get_503_and_are_closed(serve, caplog):
     running = serve("servers.max_connections=3", "servers.max_connections_per_client=2")
     with caplog.at_level(logging.WARNING):
-        mine = [connect(running) for _ in range(2)]
+        mine = [busy(connect(running)) for _ in range(2)]
         third = connect(running)  # over the per-client cap
         assert third.recv(4096).startswith(b"HTTP/1.1 503")
-        other = connect(running, "127.0.0.2")  # another client: the server has room for one more
+        other = busy(connect(running, "127.0.0.2"))  # another client: the server has room for one more
         fourth = connect(running, "127.0.0.3")  # over the server's cap
         assert fourth.recv(4096).startswith(b"HTTP/1.1 503")
         for _ in range(20):  # a flood of refusals is logged once per interval, not once each
@@ -101,6 +108,23 @@ def test_connections_over_the_caps_get_503_and_are_closed(serve, caplog):
             pass
         time.sleep(0.05)
     assert httpx.get(f"{running.http_url}/healthz", timeout=2).status_code == 200
+
+
+def test_idle_keep_alive_connections_make_room_for_new_ones_of_their_client(serve):
+    """A client whose pool keeps idle connections open (the openai client, one per instance) is never
+    locked out by them: over the cap, the longest-idle one is closed and the newcomer is served."""
+    running = serve("servers.max_connections_per_client=2", "servers.idle_timeout_s=60")
+    pools = [httpx.Client(base_url=running.http_url) for _ in range(4)]
+    try:
+        for pool in pools:  # each leaves one keep-alive connection open
+            assert pool.get("/healthz").status_code == 200
+        assert pools[0].get("/healthz").status_code == 200  # its connection was closed: it reconnects
+        with connect(running) as fresh:  # a third connection while two idle ones hold the cap
+            fresh.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert fresh.recv(4096).startswith(b"HTTP/1.1 200")
+    finally:
+        for pool in pools:
+            pool.close()
 
 
 def test_a_client_that_stops_reading_is_disconnected_and_its_synthesis_cancelled(serve):

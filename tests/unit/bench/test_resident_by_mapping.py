@@ -30,3 +30,27 @@ def test_files_by_name_anonymous_pooled_small_ones_left_out():
         "123.blob": {"rss": 2 << 20, "anonymous": 0},
     }
     assert list(found)[-1] == "123.blob"  # largest first
+
+
+def test_resident_by_component_claims_each_components_mapped_files_and_its_anonymous_growth(monkeypatch):
+    from qwen3tts.bench import memory
+
+    mib = 1 << 20
+    section = {
+        "mapped_by_component": {
+            "talker": ["talker.bin", "libopenvino_intel_cpu_plugin.so"],  # a library is nobody's weights
+            "code_predictor": ["123.blob"],
+        },
+        "load_rss_delta_bytes": {"talker": 430 * mib, "code_predictor": 300 * mib},
+    }
+    mapping = {
+        "talker.bin": {"rss": 424 * mib, "anonymous": 0},
+        "123.blob": {"rss": 117 * mib, "anonymous": 0},
+        "libopenvino_intel_cpu_plugin.so": {"rss": 30 * mib, "anonymous": 0},
+    }
+    monkeypatch.setattr(memory, "status_bytes", lambda: {"VmRSS": 1000 * mib})
+    account = memory.resident_by_component(section, mapping)
+    assert account["talker"] == {"file_bytes": 424 * mib, "anonymous_bytes": 6 * mib, "files": ["talker.bin"]}
+    assert account["code_predictor"]["file_bytes"] == 117 * mib
+    assert account["code_predictor"]["anonymous_bytes"] == 183 * mib
+    assert account["other"]["bytes"] == (1000 - 424 - 6 - 117 - 183) * mib

@@ -30,6 +30,14 @@ def test_f32_forces_the_exact_graphs_even_where_a_variant_fits():
     assert chosen is None and "f32" in why
 
 
+def test_an_explicit_f32_inference_precision_means_the_exact_graphs():
+    # even with codec_variant auto or naming the variant: f32 is a request for exact arithmetic
+    for variant in ("auto", "bf16-tail"):
+        exact = replace(AUTO, inference_precision="f32", codec_variant=variant)
+        chosen, why = choose_codec_variant((TAIL,), exact, "CPU", BF16_CPU)
+        assert chosen is None and "inference_precision f32" in why
+
+
 def test_a_variant_recorded_below_todays_gate_is_never_picked():
     weak = replace(TAIL, snr_db=30.0, min_snr_db=30.0)  # e.g. built when the gate was lower
     chosen, why = choose_codec_variant((weak,), AUTO, "CPU", BF16_CPU)

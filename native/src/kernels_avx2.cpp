@@ -1,0 +1,21 @@
+// AVX2 kernels (compiled with -mavx2; called only where the CPU reports AVX2), and their AVX-VNNI twin
+// in kernels_avx_vnni.cpp.
+#include <immintrin.h>
+
+#include "dot_kernels.hpp"
+#include "simd_avx2.hpp"
+
+namespace qwen3tts::native {
+namespace {
+
+struct Avx2 : Avx2Base {
+    static reg dot(reg acc, reg a, reg b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+};
+
+const KernelSet kAvx2{"avx2", Avx2::kStep, row_dot<Avx2>, panel_dot};
+
+}  // namespace
+
+const KernelSet& avx2_kernels() { return kAvx2; }
+
+}  // namespace qwen3tts::native

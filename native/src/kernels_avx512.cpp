@@ -1,0 +1,21 @@
+// AVX-512 kernels (compiled with -mavx512f -mavx512bw; called only where the CPU and the OS report both).
+// Building this file needs only a compiler that knows the flags, never an AVX-512 CPU.
+#include <immintrin.h>
+
+#include "dot_kernels.hpp"
+#include "simd_avx512.hpp"
+
+namespace qwen3tts::native {
+namespace {
+
+struct Avx512 : Avx512Base {
+    static reg dot(reg acc, reg a, reg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+};
+
+const KernelSet kAvx512{"avx512", Avx512::kStep, row_dot<Avx512>, panel_dot};
+
+}  // namespace
+
+const KernelSet& avx512_kernels() { return kAvx512; }
+
+}  // namespace qwen3tts::native

@@ -1,0 +1,24 @@
+// The 256-bit integer policy shared by kernels_avx2.cpp and kernels_avx_vnni.cpp (dot_kernels.hpp's V,
+// without dot). Internal linkage: each including file gets its own copy compiled with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace qwen3tts::native {
+namespace {
+
+struct Avx2Base {
+    static constexpr int64_t kStep = 16;  // int16 lanes
+    using reg = __m256i;
+    static reg zero() { return _mm256_setzero_si256(); }
+    static reg load(const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static reg widen(const int8_t* p) {
+        return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static __m256i lanes8(reg v) { return v; }
+};
+
+}  // namespace
+}  // namespace qwen3tts::native

@@ -1,0 +1,28 @@
+// The 512-bit integer policy shared by kernels_avx512.cpp and kernels_avx512_vnni.cpp (dot_kernels.hpp's
+// V, without dot). Internal linkage: each including file gets its own copy compiled with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace qwen3tts::native {
+namespace {
+
+struct Avx512Base {
+    static constexpr int64_t kStep = 32;  // int16 lanes
+    using reg = __m512i;
+    static reg zero() { return _mm512_setzero_si512(); }
+    static reg load(const int16_t* p) { return _mm512_loadu_si512(p); }
+    static reg widen(const int8_t* p) {
+        return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    // int32 lane j (j < 8) covers channels 2j, 2j+1 of each 32; lane j + 8 channels 2j+16, 2j+17: both are
+    // kernels.hpp's lane j (channels mod 16), and adding integers is exact.
+    static __m256i lanes8(reg v) {
+        return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    }
+};
+
+}  // namespace
+}  // namespace qwen3tts::native
