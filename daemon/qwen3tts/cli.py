@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("qwen3tts.commands.config", "config", "print the effective or the default configuration"),
     "text": ("qwen3tts.commands.text", "text", "print what the model gets: pieces, words, language"),
     "voice": ("qwen3tts.commands.voice", "voice", "add, list or remove named voices (cloned or designed)"),
+    "fleet": ("qwen3tts.commands.fleet", "fleet", "list the boxes on the broker: state, queue, pool"),
 }
 
 

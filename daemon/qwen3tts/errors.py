@@ -39,3 +39,7 @@ class AudioError(Qwen3TTSError):
 
 class NotAvailableError(Qwen3TTSError):
     """A feature that is not available in this build or on this machine."""
+
+
+class BrokerError(Qwen3TTSError):
+    """The MQTT broker cannot be reached, refused the connection or did not answer."""

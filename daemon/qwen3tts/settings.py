@@ -195,6 +195,17 @@ class MqttSettings:
     """Play the announcement chime before Hermes dialogue replies. Default false."""
     response_prefix: str = field(default="", metadata={"topic": "prefix"})
     """MQTT 5 response topics answered besides <prefix>/<site>/reply/...; empty for none. Default empty."""
+    pool: str = field(default="", metadata={"topic": "level"})
+    """Synthesis pool (MQTT 5 shared subscription group) this box joins: it also speaks announcements
+    published to <pool_topic>/say, each taken by one member of the group; empty joins none. Default empty."""
+    pool_topic: str = field(default="", metadata={"topic": "prefix"})
+    """Topic of the pool: members read <pool_topic>/say; empty means <prefix>/pool. Default empty."""
+    pool_max_waiting: int = field(default=2, metadata={"min": 1})
+    """Pooled announcements are taken only while fewer announcements than this wait in the queue; the
+    rest stay unacknowledged at the broker, where a peer rescues them if this box dies. Default 2."""
+    pool_max_delay: float = field(default=30.0, metadata={"min": 1.0})
+    """Seconds of estimated audio waiting ahead at which the box also leaves the round robin (the broker
+    sends new pooled announcements to the others) until it is below again. Default 30 s."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ ALLOWED = {
     "appliance/systemd/supervisor.py::isolated": "the item boundary (the item, its report)",
     "appliance/mqtt/client.py::MqttClient._supervise_network_loop": "restarts paho's network loop",
     "appliance/mqtt/client.py::MqttClient._on_message": "paho's thread: would end its loop",
+    "appliance/mqtt/pool_link.py::PoolLink._on_message": "paho's thread: would end its loop",
+    "appliance/mqtt/pool_rescue.py::Rescue._on_message": "paho's thread: would end its loop",
     "appliance/thermal/governor.py::ThermalMonitor._run": "a bad sample must not end thermal protection",
     "engine/engine.py::Engine._loop": "the step loop: an engine bug must not hang every handle",
     "servers/wyoming_connection.py::WyomingHandler._do_work": "a connection's worker: error, then close",

@@ -112,6 +112,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"model", "runtime", "engine", "errors.py", "settings.py", "settings_loader.py", "paths.py"},
     "commands": {
         "service",
+        "appliance/mqtt",
         "doctor",
         "bench",
         "model",
@@ -133,7 +134,8 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "openvino": ("model", "runtime", "bench", "doctor/platform.py", "commands/devices.py",
                  "commands/doctor.py", "telemetry.py"),
     "nncf": ("model", "service/embedded.py"),
-    "paho": ("appliance/mqtt/client.py", "appliance/mqtt/probe.py"),
+    "paho": ("appliance/mqtt/client.py", "appliance/mqtt/probe.py", "appliance/mqtt/pool_link.py",
+             "appliance/mqtt/pool_rescue.py"),
     "sounddevice": ("appliance/audio/alsa.py",),
     "sdnotify": ("appliance/systemd/notify.py",),
     "wyoming": ("servers",),

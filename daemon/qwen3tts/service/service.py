@@ -172,6 +172,8 @@ class Service:
         self.events.add(ann.id, event, reason)
         for message in announcement_events(ann, event, reason, time.time(), warnings, **zones):
             self._publish(message)
+        if self.mqtt is not None:
+            self.mqtt.on_queue(self.announcer.queue)
 
     def _on_thermal(self, level: str, batch: int, reason: str) -> None:
         self._status_dirty.set()  # the thermal monitor logs the change itself
@@ -213,7 +215,7 @@ class Service:
         return build_status(
             stopping=self._stopping.is_set(), announcer=self.announcer, runtime=self.runtime,
             thermal=self.thermal, audio=self._audio_summary(),
-            bundle=str(self.settings.model.bundle),
+            bundle=str(self.settings.model.bundle), pool=self.mqtt.pool_status() if self.mqtt else {},
         )  # fmt: skip
 
     def _publish_status(self) -> None:
@@ -249,7 +251,7 @@ class Service:
         topics_changed = fresh.mqtt != old.mqtt
         if topics_changed and self.mqtt is not None:
             log.info("reload: MQTT settings changed, reconnecting")
-            self.mqtt.stop()
+            self.mqtt.stop(final=False)
             self.mqtt = self._mqtt_door()
             self.mqtt.start(self.supervisor)
         elif voices_changed and self.mqtt is not None:  # the topic and Home Assistant follow

@@ -6,6 +6,7 @@ so they may be called from the status worker and the servers' thread alike.
 
 from __future__ import annotations
 
+from qwen3tts import __version__
 from qwen3tts.appliance.mqtt.events import Status
 from qwen3tts.engine.stats import EngineStats
 from qwen3tts.model.bundle import weights_kind
@@ -26,8 +27,10 @@ def engine_figures(stats: EngineStats) -> dict[str, float]:
     }
 
 
-def build_status(*, stopping: bool, announcer, runtime, thermal, audio: str, bundle: str) -> Status:
-    """The retained status from the components' current state; `audio` is `<sink>:<state>`."""
+def build_status(*, stopping: bool, announcer, runtime, thermal, audio: str, bundle: str,
+                 pool: dict | None = None) -> Status:  # fmt: skip
+    """The retained status from the components' current state; `audio` is `<sink>:<state>`, `pool` the
+    pool membership (empty when the box is in none)."""
     stats = runtime.engine.stats()
     decision = thermal.decision if thermal is not None else None
     current = announcer.current_id
@@ -47,6 +50,8 @@ def build_status(*, stopping: bool, announcer, runtime, thermal, audio: str, bun
         engine=engine_figures(stats),
         cached=announcer.current_from_cache,
         cache=replay.stats() if replay else {},
+        pool=pool or {},
+        version=__version__,
     )
 
 

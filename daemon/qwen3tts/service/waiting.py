@@ -15,6 +15,7 @@ import logging
 import threading
 from pathlib import Path
 
+from qwen3tts import __version__
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.client import MqttClient
 from qwen3tts.appliance.mqtt.events import Status
@@ -91,7 +92,8 @@ class WaitingForBundle:
         )
         self.supervisor.start("intake", self.intake.run)
         self.mqtt.start()
-        self.mqtt.publish(Status(state="no_bundle", bundle=str(self.bundle), problem=self.problem))
+        status = Status(state="no_bundle", bundle=str(self.bundle), problem=self.problem, version=__version__)
+        self.mqtt.publish(status)
         self.notifier.ready(self.problem)
         self.watchdog = Watchdog(self.notifier, self.heartbeats)
         self.watchdog.start()

@@ -262,18 +262,23 @@ class MqttClient:
 
     def _on_message(self, client, generation, msg: paho.MQTTMessage) -> None:
         try:
-            props = getattr(msg, "properties", None)
-            inbound = Inbound(
-                msg.topic,
-                bytes(msg.payload),
-                retain=bool(msg.retain),
-                dup=bool(msg.dup),
-                response_topic=getattr(props, "ResponseTopic", None),
-                correlation_data=getattr(props, "CorrelationData", None),
-                message_expiry=getattr(props, "MessageExpiryInterval", None),
-                message_id=msg.mid if msg.qos else None,
-                ack=partial(self._ack, msg.mid, msg.qos, generation) if msg.qos else None,
-            )
-            self._on_inbound(inbound)
+            ack = partial(self._ack, msg.mid, msg.qos, generation) if msg.qos else None
+            self._on_inbound(inbound_of(msg, msg.mid if msg.qos else None, ack))
         except Exception:  # the library's thread boundary: an exception here would kill paho's network loop
             log.exception("could not enqueue a message from %s", msg.topic)
+
+
+def inbound_of(msg: paho.MQTTMessage, message_id: int | None, ack: Callable[[], None] | None) -> Inbound:
+    """paho's message as ours: topic, payload, flags and the MQTT 5 properties we read (also the pool's)."""
+    props = getattr(msg, "properties", None)
+    return Inbound(
+        msg.topic,
+        bytes(msg.payload),
+        retain=bool(msg.retain),
+        dup=bool(msg.dup),
+        response_topic=getattr(props, "ResponseTopic", None),
+        correlation_data=getattr(props, "CorrelationData", None),
+        message_expiry=getattr(props, "MessageExpiryInterval", None),
+        message_id=message_id,
+        ack=ack,
+    )

@@ -61,6 +61,11 @@ class Status(Message):
     """Phrase cache figures: entries, bytes, max_bytes, hits, misses, evictions (empty when off)."""
     problem: str = ""
     """Why the appliance cannot speak and what fixes it (empty when it can)."""
+    pool: dict[str, object] = field(default_factory=dict)
+    """The synthesis pool this box is a member of: group, state (taking | holding | behind), round_robin,
+    anchor; empty when it is in none."""
+    version: str = ""
+    """The qwen3tts version the box runs."""
 
     def payload(self) -> bytes:
         return encode_json({k: v for k, v in asdict(self).items() if k != "problem" or v})
