@@ -54,7 +54,8 @@ def id_of(obj: dict[str, Any], key: str = "id") -> str | None:
 
 
 def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object"}
+    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object",
+             list: "a list"}  # fmt: skip
     if float in kinds:
         kinds = tuple(k for k in kinds if k is not int)  # an int is a number too
     return " or ".join(names.get(k, k.__name__) for k in kinds)
