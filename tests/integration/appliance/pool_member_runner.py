@@ -48,8 +48,8 @@ class PoolRunner(IntakeRunner):
                                announcer=self.announcer, make_intake=intake,
                                room=self.client.backlog.wait_for_room)  # fmt: skip
 
-    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...]) -> None:
-        super()._on_event(ann, event, reason, warnings)
+    def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
+        super()._on_event(ann, event, reason, warnings, **zones)
         self.pool.on_queue(self.queue)  # the announcer's thread, as the service does it
 
     def start(self, timeout: float = 5.0) -> PoolRunner:
