@@ -41,6 +41,8 @@ NOW = 1_000_000.0
 VOICES = ("ryan", "vivian")
 LANGUAGES = ("english", "german")
 ABSOLUTE_TOPICS = ("hermes/", "homeassistant/", "ha/", "qwen3tts/")
+ZONE_SAY = "qwen3tts/zone/default/say"
+"""The zone topic of the front door's one zone (`default`, the announcer's only playback)."""
 
 
 def policy_for(voices=VOICES, languages=LANGUAGES, **limits) -> AnnouncementPolicy:
@@ -122,7 +124,7 @@ class FrontDoor:
     ) -> None:
         self.now = NOW
         self.base = (topics or Topics("qwen3tts/hall")).base
-        self.policy = policy or policy_for()
+        self.policy = policy or policy_for(zones=("default",))
         self.settings = appliance_settings(tmp_path / "spool", **announcement_settings)
         self.published: list[Message] = []
         self.events: list[tuple[Announcement, str, str]] = []
@@ -134,7 +136,8 @@ class FrontDoor:
         self.announcer = build_announcer(self.settings, fake_engine(), self.playback, self._on_event,
                                          catalog=catalog, max_queue=max_queue, clock=self.clock)  # fmt: skip
         self.queue = self.announcer.queue
-        self.intake = Intake(self.announcer, self.policy, topics or Topics(self.base, hermes=True),
+        topics = topics or Topics(self.base, hermes=True, zone_base="qwen3tts/zone", zones=("default",))
+        self.intake = Intake(self.announcer, self.policy, topics,
                              self.published.append, discovery=discovery, hermes_chime=hermes_chime,
                              clock=self.clock)  # fmt: skip
 

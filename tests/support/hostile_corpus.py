@@ -33,11 +33,15 @@ SAY_KEYS = (
     "cache",
     "siteId",
     "scope",
+    "zones",
 )
 COMMAND_SUFFIXES = ("say", "stop", "volume/set", "voice/set")
 HERMES_SAY = "hermes/tts/say"
+ZONE_SAY = "qwen3tts/zone/default/say"
+"""A zone topic (the unit front door's one zone): a say there is for that zone only."""
 ANSWERS = {
     "say": {"queued", "expired", "rejected"},
+    ZONE_SAY: {"queued", "expired", "rejected"},
     HERMES_SAY: {"queued", "expired", "rejected"},
     "stop": {"stopped", "not_found", "rejected"},
     "volume/set": {"volume_set", "rejected"},
@@ -67,7 +71,18 @@ values = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(nasty_strings, inner, max_size=3)),
     max_leaves=8,
 )
-objects = st.dictionaries(st.one_of(st.sampled_from(SAY_KEYS), nasty_strings), values, max_size=8)
+zone_names = st.one_of(
+    st.sampled_from(["default", "platform-3", "", "a/b", "+", "#", "x" * 65, "zone\n2", "\ud800"]),
+    nasty_strings,
+)
+zone_lists = st.one_of(
+    st.lists(zone_names, max_size=4),
+    st.lists(st.just("default"), min_size=33, max_size=40),  # more zones than a say may name
+    st.lists(st.one_of(zone_names, numbers, st.none()), max_size=3),
+)
+objects = st.dictionaries(
+    st.one_of(st.sampled_from(SAY_KEYS), nasty_strings), st.one_of(values, zone_lists), max_size=8
+)
 
 
 def _json(obj) -> bytes:

@@ -30,12 +30,14 @@ class MqttDoor:
                  *, supports_instruct: bool):  # fmt: skip
         self.settings = settings
         self.catalog = catalog
-        self.client = MqttClient(settings.mqtt, on_inbound=self._post)
+        zones = tuple(announcer.playbacks)  # the zones it plays in: the say field and zone topics name these
+        self.client = MqttClient(settings.mqtt, on_inbound=self._post, zones=zones)
         policy = AnnouncementPolicy.from_settings(
             settings.announcements,
             max_text_chars=settings.engine.max_text_chars,
             catalog=catalog,
             supports_instruct=supports_instruct,
+            zones=zones,
         )
         topics = self.client.topics
         self.intake = Intake(

@@ -59,6 +59,7 @@ class IntakeRunner:
         hermes: bool = False,
         max_queue: int = 100,
         max_queued_messages: int = 1000,
+        zones: tuple[str, ...] = (),
     ) -> None:
         mqtt = MqttSettings(host=host, port=port, site=site, protocol=protocol, hermes=hermes,
                             max_queued_messages=max_queued_messages)  # fmt: skip
@@ -68,13 +69,17 @@ class IntakeRunner:
         """What the announcer emitted, with the announcements (wait on it with `log.wait_until`)."""
         self.fatal: list[str] = []
         self.engine = fake_engine()
-        self.sink = RigSink()
         chimes = ChimeSet({"normal": None, "priority": None, "emergency": None})
-        self.playback = Playback(self.sink, settings.audio, chimes, on_end=lambda: self.announcer.wake())
-        self.announcer = build_announcer(settings, self.engine, self.playback, self._on_event,
+        self.playbacks = {  # one sink and audio worker per zone, as the service has them
+            zone: Playback(RigSink(), settings.audio, chimes, on_end=lambda: self.announcer.wake(), zone=zone)
+            for zone in zones or ("default",)
+        }
+        self.playback = next(iter(self.playbacks.values()))
+        self.sink = self.playback.sink
+        self.announcer = build_announcer(settings, self.engine, self.playbacks, self._on_event,
                                          catalog=policy.catalog, max_queue=max_queue)  # fmt: skip
         self.queue = self.announcer.queue
-        self.client = MqttClient(mqtt, on_inbound=self._post, reconnect_delay=(1, 2))
+        self.client = MqttClient(mqtt, on_inbound=self._post, reconnect_delay=(1, 2), zones=zones)
         topics = self.client.topics
         self.intake = Intake(
             self.announcer,
@@ -105,7 +110,8 @@ class IntakeRunner:
     def start(self, timeout: float = 5.0) -> IntakeRunner:
         replay_spool(self.announcer)
         self.replayed_ids = self.queue.ids()
-        self.supervisor.start("audio", self.playback.run)
+        for zone, playback in self.playbacks.items():
+            self.supervisor.start(f"audio:{zone}", playback.run)
         self.supervisor.start("announcer", self.announcer.run)
         self.supervisor.start("intake", self.intake.run)
         self.client.start()

@@ -211,3 +211,38 @@ def test_home_assistant_birth_republishes_discovery(runner, mosquitto, recorder_
         "binary_sensor",
     }
     assert all(json.loads(m.payload)["availability_topic"] == f"{runner.base}/availability" for m in got)
+
+
+ZONES = ("platform-3", "concourse")
+
+
+@pytest.fixture
+def zoned(mosquitto, tmp_path, request):
+    """A box with two zones; its zone topics are qwen3tts/zone/<zone>/say (no site in them)."""
+    site = request.node.name[:40]
+    made = IntakeRunner(mosquitto.host, mosquitto.port, site, tmp_path / "spool",
+                        policy=policy_for(zones=ZONES), zones=ZONES)  # fmt: skip
+    made.start()
+    yield made
+    made.stop()
+
+
+def test_a_zone_topic_say_plays_only_in_its_zone_and_an_unknown_zone_is_rejected_naming_it(
+    zoned, mosquitto, recorder_factory
+):
+    recorder = recorder_factory(mosquitto, [f"{zoned.base}/event"])
+    recorder.publish("qwen3tts/zone/platform-3/say", json.dumps({"text": "Mind the gap", "id": "p3"}))
+    recorder.publish("qwen3tts/zone/concourse/say", "The shop closes soon.")
+    say(recorder, zoned, text="Far away", id="far", zones=["platform-9"])
+    recorder.wait_for(lambda ms: sum(json.loads(m.payload)["event"] == "started" for m in ms) >= 2, 5)
+    got = [json.loads(m.payload) for m in recorder.on(f"{zoned.base}/event")]
+    by_event = {(e["id"], e["event"]): e for e in got}
+    assert by_event["p3", "queued"]["zones"] == ["platform-3"]
+    assert by_event["p3", "started"]["zones"] == ["platform-3"]  # not in the concourse ...
+    (concourse,) = [e for e in got if e["event"] == "started" and e["id"] != "p3"]
+    assert concourse["zones"] == ["concourse"]  # ... which plays its own at the same time
+    rejected = by_event["far", "rejected"]
+    assert "unknown zone 'platform-9'" in rejected["reason"] and "platform-3, concourse" in rejected["reason"]
+    assert ("far", "queued") not in by_event
+    playing = {ann.id: ann.play_zones for ann in zoned.announcer.playing}
+    assert playing == {"p3": ("platform-3",), concourse["id"]: ("concourse",)}

@@ -98,7 +98,7 @@ class CommandsMixin:
         if accepted is not Accepted.QUEUED:
             log.info("%s: dropped, %s", ann.id, accepted.value)
             return
-        self._emit(ann, "queued", "", ann.warnings)
+        self._emit(ann, "queued", "", ann.warnings, zones=ann.zones)  # the zones it addresses; none: all-call
 
     def _stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
         """`current` cuts what plays now (in every zone), `all` also cancels what waits."""

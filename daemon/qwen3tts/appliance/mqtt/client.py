@@ -49,9 +49,10 @@ class MqttClient:
         site: str | None = None,
         password: str | None = None,
         reconnect_delay: tuple[int, int] = (1, 30),
+        zones: tuple[str, ...] = (),
     ) -> None:
         self.settings = settings
-        self.topics = topics_for(settings, site)
+        self.topics = topics_for(settings, site, zones)
         self.client_id = stable_client_id(settings, self.topics.base.rsplit("/", 1)[-1])
         self._on_inbound = on_inbound
         self._password = password if password is not None else read_mqtt_password(settings)

@@ -19,13 +19,15 @@ def site_name(settings: MqttSettings) -> str:
     return settings.site or socket.gethostname().split(".")[0]
 
 
-def topics_for(settings: MqttSettings, site: str | None = None) -> Topics:
-    """The appliance's topics: `<prefix>/<site>` with the configured bridges."""
+def topics_for(settings: MqttSettings, site: str | None = None, zones: tuple[str, ...] = ()) -> Topics:
+    """The appliance's topics: `<prefix>/<site>` with the configured bridges and its zones' topics."""
     return Topics(
         base=f"{settings.prefix}/{site or site_name(settings)}",
         discovery_prefix=settings.discovery_prefix,
         hermes=settings.hermes,
         response_prefix=settings.response_prefix,
+        zone_base=f"{settings.prefix}/zone",
+        zones=zones,
     )
 
 

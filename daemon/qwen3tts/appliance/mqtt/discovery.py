@@ -1,8 +1,10 @@
 """Home Assistant MQTT discovery: pure functions from the appliance's topics to config messages.
 
 One device per appliance with: a notify entity whose `notify.send_message` publishes to `say`,
-a stop button, a volume number, a voice select, sensors for queue depth, temperature and batch
-limit, and a `speaking` binary sensor. Sensor states come from the retained `status` JSON.
+on a box of several zones one more notify entity per zone publishing to its zone topic (docs/mqtt.md
+says why not a select), a stop button, a volume number, a voice select, sensors for queue depth,
+temperature and batch limit, and a `speaking` binary sensor. Sensor states come from the retained
+`status` JSON.
 The service publishes `discovery_configs(...)` at start and again whenever Home Assistant's
 `homeassistant/status` says `online` (wire it as `Intake(discovery=...)`; the intake throttles
 repeated births). `voice_messages()` is what announces the voice list: the retained `voices` topic and,
@@ -112,6 +114,7 @@ def _controls(
     )
     return [
         entity("notify", "say", "Announce", command_topic=Say.topic_for(base)),
+        *_zone_notifiers(entity, topics),
         entity("button", "stop", "Stop", command_topic=Stop.topic_for(base), payload_press='{"scope":"all"}'),
         entity(
             "number",
@@ -128,6 +131,26 @@ def _controls(
         ),
         voice_select,
     ]
+
+
+def _zone_notifiers(entity: Callable[..., DiscoveryConfig], topics: Topics) -> list[DiscoveryConfig]:
+    """`Announce in <zone>` for each zone of a box with several (with one, `Announce` is that zone)."""
+    if len(topics.zones) < 2:
+        return []
+    return [
+        entity(
+            "notify",
+            f"say_zone_{_entity_part(zone)}",
+            f"Announce in {zone}",
+            command_topic=topics.zone_say(zone),
+        )
+        for zone in topics.zones
+    ]
+
+
+def _entity_part(zone: str) -> str:
+    """A zone name as part of an object and entity id (Home Assistant allows a-z 0-9 _ there)."""
+    return re.sub(r"[^a-z0-9_]", "_", zone.lower())
 
 
 def _sensors(entity: Callable[..., DiscoveryConfig], status: str) -> list[DiscoveryConfig]:

@@ -97,8 +97,9 @@ class Event(Message):
     cached: bool | None = None
     """started / first_audio / finished: True when the audio came from the phrase cache (no synthesis)."""
     zones: tuple[str, ...] = ()
-    """started: the zones it plays in; finished: those it played in; queued again / cancelled after a
-    cut: those it was cut in; error: those it failed in."""
+    """queued: the zones it addresses (none named: an all-call); started: the zones it plays in;
+    finished: those it played in; queued again / cancelled after a cut: those it was cut in; error:
+    those it failed in."""
     zone: str | None = None
     """error: the one zone whose output failed while the others play on (the announcement goes on)."""
     warnings: tuple[str, ...] = ()

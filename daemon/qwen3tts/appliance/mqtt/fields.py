@@ -7,17 +7,21 @@ one-line strings. Absent (or null) fields read as the default.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from qwen3tts.appliance.mqtt.payload import check_clean, check_id, quote
 from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
+from qwen3tts.settings import ZONE_NAME_PATTERN
 
 NAME_MAX_CHARS = 64
 """Longest voice, language, chime or priority name accepted."""
 SESSION_MAX_CHARS = 256
 """Longest sessionId / siteId accepted."""
 SEED_MAX = 2**32 - 1
+MAX_ZONES = 32
+"""Most zones one say may name (a box with more zones takes an all-call for all of them)."""
 
 
 def field_of(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
@@ -50,7 +54,8 @@ def id_of(obj: dict[str, Any], key: str = "id") -> str | None:
 
 
 def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object"}
+    names = {int: "an integer", float: "a number", str: "a string", bool: "a boolean", dict: "an object",
+             list: "a list"}  # fmt: skip
     if float in kinds:
         kinds = tuple(k for k in kinds if k is not int)  # an int is a number too
     return " or ".join(names.get(k, k.__name__) for k in kinds)
@@ -93,3 +98,20 @@ def priority_of(obj: dict[str, Any]) -> Priority:
         expected = ", ".join(level.label for level in ANNOUNCEMENT_LEVELS)
         raise RequestError(f"unknown priority {quote(name)}; expected one of {expected}")
     return level
+
+
+def zones_of(obj: dict[str, Any]) -> tuple[str, ...]:
+    """`zones`: a list of at most MAX_ZONES zone names (duplicates dropped, order kept); () when absent,
+    which is an all-call. The policy checks that this box has them."""
+    value = field_of(obj, "zones", list)
+    if value is None:
+        return ()
+    if not value:
+        raise RequestError("field 'zones' is empty; leave it out for an all-call")
+    if len(value) > MAX_ZONES:
+        raise RequestError(f"field 'zones' names {len(value)} zones (at most {MAX_ZONES})")
+    for zone in value:
+        if not isinstance(zone, str) or not re.fullmatch(ZONE_NAME_PATTERN, zone):
+            shown = quote(zone, 40) if isinstance(zone, str) else type(zone).__name__
+            raise RequestError(f"field 'zones': {shown} is not a zone name (1-64 of A-Z a-z 0-9 . _ -)")
+    return tuple(dict.fromkeys(value))

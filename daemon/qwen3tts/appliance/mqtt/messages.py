@@ -25,6 +25,7 @@ from qwen3tts.appliance.mqtt.fields import (
     number_of,
     priority_of,
     seed_of,
+    zones_of,
 )
 from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, encode_json, quote
 from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
@@ -134,6 +135,8 @@ class Say(Message):
     """Sampling seed for a reproducible rendition, 0..2^32-1; None draws one."""
     cache: bool | None = None
     """May the rendition come from / go to the audio cache; None follows the setting."""
+    zones: tuple[str, ...] = ()
+    """The zones it is for; empty is an all-call (every zone of the box)."""
     plain: bool = False
     """The request came as plain text, not JSON (kept so the payload round-trips)."""
     response_topic: str | None = None
@@ -153,6 +156,10 @@ class Say(Message):
             del body["repeat_interval"]
         if "session_id" in body:
             body["sessionId"] = body.pop("session_id")
+        if body.get("zones") == ():
+            del body["zones"]
+        elif "zones" in body:
+            body["zones"] = list(body["zones"])
         return encode_json(body)
 
     def meta(self) -> MqttMeta:
@@ -193,6 +200,7 @@ class Say(Message):
             normalize=field_of(obj, "normalize", bool),
             seed=seed_of(obj),
             cache=field_of(obj, "cache", bool),
+            zones=zones_of(obj),
             **extra,
         )
 

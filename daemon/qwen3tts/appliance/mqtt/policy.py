@@ -44,6 +44,8 @@ class AnnouncementPolicy:
     """Voices and languages of the loaded bundle (read live: SIGHUP reloads reach it); empty accepts any."""
     supports_instruct: bool = True
     """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instruct is ignored."""
+    zones: tuple[str, ...] = ()
+    """The zones of this box: a say naming any other is refused naming it (empty: not checked)."""
 
     @classmethod
     def from_settings(
@@ -53,6 +55,7 @@ class AnnouncementPolicy:
         max_text_chars: int,
         catalog: VoiceCatalog | None = None,
         supports_instruct: bool = True,
+        zones: tuple[str, ...] = (),
     ) -> AnnouncementPolicy:
         return cls(
             max_payload_bytes=settings.max_payload_bytes,
@@ -61,6 +64,7 @@ class AnnouncementPolicy:
             default_ttl=settings.default_ttl,
             catalog=catalog or VoiceCatalog(),
             supports_instruct=supports_instruct,
+            zones=zones,
         )
 
     def check_size(self, payload: bytes) -> None:
@@ -76,6 +80,7 @@ class AnnouncementPolicy:
         voice = self.catalog.resolve(say.voice) if say.voice is not None else None
         lang = self.catalog.resolve_language(say.lang) if say.lang is not None else None
         instruct, warnings = self._instruct(say.instruct)
+        self._check_zones(say.zones)
         ann = Announcement(
             id=say.id or str(uuid.uuid4()),
             text=text,
@@ -95,6 +100,7 @@ class AnnouncementPolicy:
             normalize=say.normalize,
             seed=say.seed,
             cache=say.cache,
+            zones=say.zones,
             t_queued=now,
             warnings=warnings,
         )
@@ -112,6 +118,12 @@ class AnnouncementPolicy:
             raise RequestError(f"repeat_interval must be 0..{self.max_repeat_interval:g} s")
         if say.ttl is not None and say.ttl <= 0:
             raise RequestError(f"ttl must be positive, got {say.ttl}")
+
+    def _check_zones(self, zones: tuple[str, ...]) -> None:
+        unknown = [zone for zone in zones if self.zones and zone not in self.zones]
+        if unknown:
+            names = ", ".join(quote(zone) for zone in unknown)
+            raise RequestError(f"unknown zone {names}; this box has {', '.join(self.zones)}")
 
     def _instruct(self, instruct: str | None) -> tuple[str | None, tuple[str, ...]]:
         if instruct is None or not instruct.strip():

@@ -6,6 +6,8 @@ needs the other.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from qwen3tts.appliance.mqtt.hermes import HermesSay
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
@@ -27,6 +29,7 @@ COMMANDS: tuple[type[Message], ...] = (Say, Stop, SetVolume, SetVoice)
 def subscriptions(topics: Topics) -> list[tuple[str, bool]]:
     """(topic filter, drop retained messages at subscribe) for every topic the appliance reads."""
     subs = [(cls.topic_for(topics.base), True) for cls in COMMANDS]
+    subs += [(topics.zone_say(zone), True) for zone in topics.zones]
     subs.append((topics.ha_status, False))
     if topics.hermes:
         subs.append((HermesSay.TOPIC, True))
@@ -38,6 +41,8 @@ def inbound_type(topics: Topics, topic: str) -> type[Message] | None:
     for cls in COMMANDS:
         if topic == cls.topic_for(topics.base):
             return cls
+    if topics.zone_of(topic) is not None:
+        return Say
     if topic == topics.ha_status:
         return HomeAssistantStatus
     if topics.hermes and topic == HermesSay.TOPIC:
@@ -56,4 +61,14 @@ def parse_inbound(topics: Topics, inbound: Inbound, *, say_max_bytes: int = 6553
     limit = cls.max_bytes or say_max_bytes
     if len(inbound.payload) > limit:
         raise RequestError(f"payload too large ({len(inbound.payload)} bytes > {limit})")
-    return cls.from_mqtt(inbound.topic, inbound.payload, inbound)
+    message = cls.from_mqtt(inbound.topic, inbound.payload, inbound)
+    zone = topics.zone_of(inbound.topic)
+    return message if zone is None else _for_zone(message, zone)
+
+
+def _for_zone(say: Say, zone: str) -> Say:
+    """A say on `<prefix>/zone/<zone>/say` is for that zone only: a `zones` field there must name
+    just that zone (a message on one zone's topic never reaches another zone)."""
+    if say.zones not in ((), (zone,)):
+        raise RequestError(f"field 'zones' {list(say.zones)} disagrees with the zone topic of {quote(zone)}")
+    return replace(say, zones=(zone,))

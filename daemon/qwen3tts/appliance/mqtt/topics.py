@@ -1,6 +1,8 @@
 """Where this appliance's topics live, and which MQTT 5 response topics it answers on.
 
-`Topics` is `<prefix>/<site>/...` plus the optional bridges (Home Assistant discovery, Hermes).
+`Topics` is `<prefix>/<site>/...` plus the optional bridges (Home Assistant discovery, Hermes) and the
+zone topics `<prefix>/zone/<zone>/say` of this box's zones (without the site: every box that plays a
+zone subscribes to the same topic).
 
 A response topic is a publish topic chosen by whoever sent the request, published to with the
 appliance's own credentials. Taken as given it could kill the publishing thread (a wildcard) or
@@ -25,6 +27,19 @@ class Topics:
     hermes: bool = False
     response_prefix: str = ""
     """Besides `<base>/reply/...`, MQTT 5 response topics under this prefix are answered ("" none)."""
+    zone_base: str = ""
+    """`<prefix>/zone`: below it `<zone>/say` addresses one zone on every box that has it ("" none)."""
+    zones: tuple[str, ...] = ()
+    """The zones of this box whose zone topics it subscribes to."""
+
+    def zone_say(self, zone: str) -> str:
+        return f"{self.zone_base}/{zone}/say"
+
+    def zone_of(self, topic: str) -> str | None:
+        """The zone whose say topic `topic` is, None for any other topic."""
+        if not self.zone_base:
+            return None
+        return next((zone for zone in self.zones if topic == self.zone_say(zone)), None)
 
     @property
     def ha_status(self) -> str:

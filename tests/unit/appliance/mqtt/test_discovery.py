@@ -110,3 +110,15 @@ def test_voice_messages_list_presets_then_registered_voices_and_the_languages():
 def test_voice_messages_without_discovery_are_only_the_voices_topic():
     catalog = VoiceCatalog((), ("english",))
     assert voice_messages(TOPICS, catalog, discovery=False, sw_version="0.1.0") == [Voices((), ("english",))]
+
+
+def test_a_box_of_several_zones_has_one_notify_entity_per_zone_on_its_zone_topic():
+    zoned = Topics(base="qwen3tts/station", zone_base="qwen3tts/zone", zones=("platform-3", "Concourse.East"))
+    notify = {c.object_id: c.config for c in discovery_configs(zoned) if c.component == "notify"}
+    assert set(notify) == {"say", "say_zone_platform_3", "say_zone_concourse_east"}
+    assert notify["say_zone_platform_3"]["command_topic"] == "qwen3tts/zone/platform-3/say"
+    assert notify["say_zone_concourse_east"]["command_topic"] == "qwen3tts/zone/Concourse.East/say"
+    assert notify["say_zone_concourse_east"]["name"] == "Announce in Concourse.East"
+    assert notify["say_zone_platform_3"]["qos"] == 1
+    one_zone = Topics(base="qwen3tts/station", zone_base="qwen3tts/zone", zones=("default",))
+    assert [c.object_id for c in discovery_configs(one_zone) if c.component == "notify"] == ["say"]
