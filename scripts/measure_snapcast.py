@@ -27,14 +27,14 @@ import numpy as np
 import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from snapcast_rig import Music, Snapclient, Snapserver, Timeline, locate  # noqa: E402
+from snapcast_rig import Music, Snapclient, Snapserver, Timeline, locate
 
-from qwen3tts.appliance.audio.chimes import ChimeSet  # noqa: E402
-from qwen3tts.appliance.audio.playback import Playback  # noqa: E402
-from qwen3tts.appliance.audio.track import Track  # noqa: E402
-from qwen3tts.appliance.zones.snapcast_rpc import groups_for  # noqa: E402
-from qwen3tts.appliance.zones.snapcast_sink import SnapcastSink  # noqa: E402
-from qwen3tts.settings import AudioSettings, SnapcastSettings  # noqa: E402
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.zones.snapcast_rpc import groups_for
+from qwen3tts.appliance.zones.snapcast_sink import SnapcastSink
+from qwen3tts.settings import AudioSettings, SnapcastSettings
 
 BURST = np.random.default_rng(7).uniform(-0.5, 0.5, 48000).astype(np.float32)  # 2 s at 24 kHz
 
@@ -126,7 +126,9 @@ def measure(source: str, runs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--source", choices=("tcp", "pipe"), action="append")
     args = parser.parse_args()

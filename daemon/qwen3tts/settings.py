@@ -466,9 +466,8 @@ class Settings:
                     f"zones[{index}].name: expected 1-64 of A-Z a-z 0-9 . _ -, got {zone.name!r}"
                 )
             if names.index(zone.name) != index:
-                raise ConfigError(
-                    f"zones[{index}].name: {zone.name!r} is already the name of zones[{names.index(zone.name)}]"
-                )
+                first = names.index(zone.name)
+                raise ConfigError(f"zones[{index}].name: {zone.name!r} is already the name of zones[{first}]")
 
 
 def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None) -> str | None:

@@ -3,9 +3,9 @@
 `Snapserver` writes a config with free loopback ports (stream, JSON-RPC) and three streams: `music` (a
 FIFO a `Music` thread feeds with a steady tone in real time), `announcements` (a `tcp://` source in server
 mode, what a zone streams into) and `announcements_pipe` (the same as a `pipe://` source), all
-48000:16:2 PCM with the default 1000 ms buffer. `Snapclient` runs `snapclient --player file` (append mode), which
-writes what it would play to a raw file in real time, 50 ms at a time, silence while its group's stream is
-idle; it starts a new player (a jump in the file's timeline) whenever its group changes stream.
+48000:16:2 PCM with the default 1000 ms buffer. `Snapclient` runs `snapclient --player file` (append mode),
+which writes what it would play to a raw file in real time, 50 ms at a time, silence while its group's
+stream is idle; it starts a new player (a jump in the file's timeline) whenever its group changes stream.
 `Timeline` maps a position in such a file to the monotonic time it was played, from the file's growth.
 `restart()` keeps the ports. Missing binaries fail the test: CI installs them (scripts/setup.sh).
 """
@@ -30,7 +30,9 @@ MUSIC_HZ = 220.0
 def binary(name: str) -> str:
     path = shutil.which(name) or f"/usr/bin/{name}"
     if not Path(path).exists():
-        pytest.fail(f"{name} is not installed (apt-get install {name}); the Snapcast tests need it", pytrace=False)
+        pytest.fail(
+            f"{name} is not installed (apt-get install {name}); the Snapcast tests need it", pytrace=False
+        )
     return path
 
 
@@ -214,10 +216,12 @@ def music_level(samples: np.ndarray) -> float:
 
 
 def locate(haystack: np.ndarray, needle: np.ndarray) -> tuple[int, float]:
-    """(offset, normalised correlation) of the best match of `needle` in `haystack` (FFT cross-correlation)."""
+    """(offset, normalised correlation) of the best match of `needle` in `haystack` (FFT correlation)."""
     n = len(haystack) + len(needle)
     size = 1 << (n - 1).bit_length()
-    corr = np.fft.irfft(np.fft.rfft(haystack, size) * np.conj(np.fft.rfft(needle, size)), size)[: len(haystack)]
+    corr = np.fft.irfft(np.fft.rfft(haystack, size) * np.conj(np.fft.rfft(needle, size)), size)[
+        : len(haystack)
+    ]
     offset = int(np.argmax(corr))
     window = haystack[offset : offset + len(needle)]
     norm = float(np.linalg.norm(window) * np.linalg.norm(needle)) or 1.0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,11 +27,10 @@ from qwen3tts.appliance.zones.snapcast_sink import SnapcastSink
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings, SnapcastSettings
 
-
 BURST = np.random.default_rng(11).uniform(-0.5, 0.5, 36000).astype(np.float32)  # 1.5 s at 24 kHz
 AUDIO = AudioSettings(lead_in_ms=200, tail_ms=200, fade_ms=10, block_ms=40)
 MAX_SKEW_S = 0.008
-"""Snapcast itself keeps clients well under 1 ms apart; the rest is our file-growth timeline on a loaded box."""
+"""Snapcast itself keeps clients well under 1 ms apart; the rest is our file-growth timeline on a busy box."""
 
 
 @pytest.fixture
@@ -53,7 +51,9 @@ def snapcast(tmp_path):
 
 
 def settings_for(server: Snapserver) -> SnapcastSettings:
-    return SnapcastSettings(control_port=server.control_port, source=server.tcp_source, stream="announcements")
+    return SnapcastSettings(
+        control_port=server.control_port, source=server.tcp_source, stream="announcements"
+    )
 
 
 def burst_track(label: str, repeats: int = 1) -> Track:

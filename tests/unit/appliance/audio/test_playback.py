@@ -190,7 +190,9 @@ def test_a_file_sink_waits_for_pcm_without_writing_silence(tmp_path):
     playback = Playback(sink, SETTINGS, ChimeSet.silent(), clock=sink.clock, sleep=sink.clock.sleep,
                         heartbeat=beat)  # fmt: skip
     playback.play(t)
-    assert fed == [2160] and t.played_out and t.zones()["default"].underflows == 0 and t.taken == 4800  # 240 + fade held back
+    assert (
+        fed == [2160] and t.played_out and t.zones()["default"].underflows == 0 and t.taken == 4800
+    )  # 240 + fade held back
     out = sink.played("w")[50 * MS : -20 * MS]
     assert len(out) == 4800 and np.count_nonzero(out) >= 4800 - 2  # no silence inside the speech
 
