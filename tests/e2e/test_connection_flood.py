@@ -88,6 +88,10 @@ def wait_until(predicate, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def played_during_the_flood(messages) -> bool:
+    return any(b'"finished"' in m.payload and b"during-flood" in m.payload for m in messages)
+
+
 def http_ok(port: int) -> bool:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
         return answer.status == 200
@@ -111,29 +115,29 @@ def test_a_thousand_idle_wyoming_connections_leave_mqtt_playing_and_http_answeri
     flood: list[socket.socket] = []
     availability = f"qwen3tts/{SITE}/availability"
     try:
-        wait_until(lambda: any(m.payload == b"online" for m in recorder.on(availability)), 180, "online")
-        for _ in range(FLOOD):
-            flood.append(socket.create_connection(("127.0.0.1", wyoming_port), timeout=10))
-        wait_until(lambda: refusal.encode() in log_path.read_bytes(), 30, "the flood refused")
+        try:
+            wait_until(lambda: any(m.payload == b"online" for m in recorder.on(availability)), 180, "online")
+            for _ in range(FLOOD):
+                flood.append(socket.create_connection(("127.0.0.1", wyoming_port), timeout=10))
+            wait_until(lambda: refusal.encode() in log_path.read_bytes(), 30, "the flood refused")
 
-        say = {"id": "during-flood", "text": "Still here."}
-        recorder.publish(f"qwen3tts/{SITE}/say", json.dumps(say), qos=1)
-        finished = lambda msgs: any(b'"finished"' in m.payload and b"during-flood" in m.payload for m in msgs)  # noqa: E731
-        recorder.wait_for(finished, 120)
-        assert [p.name for p in (tmp_path / "wav").iterdir()] == ["000001-during-flood.wav"]
-        if guard == "caps":  # the caps leave handles for the other door too
-            assert http_ok(http_port)
-        else:  # with the caps out of the way the flood holds every handle above the reserve, and the
-            # reserve is the daemon's, not a door's: HTTP is refused (closed, nothing logged per try)
-            with pytest.raises((ConnectionError, OSError)):
-                http_ok(http_port)
-    finally:
-        for sock in flood:
-            sock.close()
-    try:  # the flood has left: once the daemon has closed its side of it, a new client is served
+            say = {"id": "during-flood", "text": "Still here."}
+            recorder.publish(f"qwen3tts/{SITE}/say", json.dumps(say), qos=1)
+            recorder.wait_for(played_during_the_flood, 120)
+            assert [p.name for p in (tmp_path / "wav").iterdir()] == ["000001-during-flood.wav"]
+            if guard == "caps":  # the caps leave handles for the other door too
+                assert http_ok(http_port)
+            else:  # with the caps out of the way the flood holds every handle above the reserve, and the
+                # reserve is the daemon's, not a door's: HTTP is refused (closed, nothing logged per try)
+                with pytest.raises((ConnectionError, OSError)):
+                    http_ok(http_port)
+        finally:
+            for sock in flood:
+                sock.close()
+        # the flood has left: once the daemon has closed its side of it, a new client is served
         wait_until(lambda: described(wyoming_port), 30, "a Wyoming client served again")
         assert http_ok(http_port)
-    finally:
+    finally:  # whatever failed: the daemon this test started is ended
         daemon.terminate()
         daemon.wait(60)
     text = log_path.read_text(errors="replace")
