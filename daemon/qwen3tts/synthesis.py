@@ -59,10 +59,19 @@ def split_text(
     applied, then numbers, times, units and codes read out for `language` (detected for `auto`).
     `normalize` (a message's own choice) overrides the configured default.
     """
+    return read_text(text, language, options, normalize)[0]
+
+
+def read_text(
+    text: str, language: str, options: TextOptions | None = None, normalize: bool | None = None
+) -> tuple[list[str], tuple[str, ...]]:
+    """`split_text`'s pieces and what the reader could not do well (`Prepared.warnings`: digits left
+    unread, a piece cut at the length limit), for the announcement's `started` event."""
     options = options or TextOptions()
     normalize = options.normalize if normalize is None else normalize
     prepared = prepare(text, language, normalize, options.lexicon, options.languages)
-    return [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
+    pieces = [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
+    return pieces, tuple(prepared.warnings)
 
 
 def sentences(text: str, language: str = "auto") -> list[str]:

@@ -106,6 +106,8 @@ class Announcement:
     status: AnnouncementStatus = field(default=AnnouncementStatus.QUEUED, metadata={"runtime": True})
     warnings: tuple[str, ...] = field(default=(), metadata={"runtime": True})
     """Why part of the request was ignored (the intake's); said in the `queued` event."""
+    reading: tuple[str, ...] = field(default=(), metadata={"runtime": True})
+    """What the text front end could not read well (set when it is prepared); said in `started`."""
     ack: Callable[[], object] | None = field(default=None, repr=False, metadata={"runtime": True})
     """Acknowledges the MQTT message it came in (QoS 1); called once, after it is spooled or refused."""
     pieces: list[str] = field(default_factory=list, metadata={"runtime": True})

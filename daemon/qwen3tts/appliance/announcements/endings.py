@@ -26,7 +26,7 @@ class EndingsMixin:
         if ann.t_started is None and all(p.t_started is not None for p in zones.values()):
             ann.t_started = track.t_started
             started = tuple(zone for zone, play in zones.items() if play.error is None)
-            self._emit(ann, "started", zones=started)
+            self._emit(ann, "started", "", ann.reading, zones=started)
         if track.t_first_audio is None:
             track.set_start_threshold(self.lookahead.start_threshold(ann))
         elif ann.t_first_audio is None:

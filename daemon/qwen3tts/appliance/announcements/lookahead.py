@@ -26,7 +26,7 @@ from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
-from qwen3tts.synthesis import SpeechDefaults, TextOptions, sentence_request, split_text
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_text, sentence_request
 from qwen3tts.text.splitter import weight
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -83,7 +83,7 @@ class LookAhead:
         is all in the track: it starts playing without synthesis.
         """
         language = ann.lang or self.defaults.language
-        texts = split_text(ann.text, language, self.text, normalize=ann.normalize)
+        texts, ann.reading = read_text(ann.text, language, self.text, normalize=ann.normalize)
         ann.cursor = min(ann.cursor, len(texts) - 1)
         ann.pieces, ann.handles, ann.ends = texts[ann.cursor :], {}, []
         ann.track = Track(ann.id)

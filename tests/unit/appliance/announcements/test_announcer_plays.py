@@ -189,3 +189,14 @@ def test_a_shutdown_with_cut_ends_the_current_one_within_a_block_and_keeps_it_sp
     assert rig.kinds("current") == ["queued", "started", "first_audio"]  # no end: it plays after the restart
     replayed, _ = AnnouncementQueue(rig.settings.announcements.spool_dir).replay(rig.clock())
     assert [(a.id, a.cursor, a.attempts) for a in replayed] == [("current", 0, 0), ("waiting", 0, 0)]
+
+
+def test_what_the_text_front_end_could_not_read_is_said_in_started(tmp_path):
+    rig = TurnRig(tmp_path)
+    rig.say("ko", "열차는 14:05에 출발합니다.", lang="korean")  # Korean times stay as written
+    rig.say("en", "The 14:05 leaves from platform 3.")
+    rig.run(lambda: {"ko", "en"} <= {e.id for e in rig.recorder.emitted if e.event == "finished"})
+    started = {e.id: e.warnings for e in rig.recorder.emitted if e.event == "started"}
+    assert started == {"ko": ("left as written (no reading for it): '14:05에'",), "en": ()}
+    queued = [e.warnings for e in rig.recorder.emitted if e.event == "queued"]
+    assert queued == [(), ()]  # the intake's warnings only; the reading's come when it is prepared
