@@ -171,6 +171,11 @@ def main(argv: list[str]) -> int:
             os.kill(os.getpid(), signal.SIGKILL)
 
         runner.queue.put = put_then_die
+    return serve_until_sigterm(runner)
+
+
+def serve_until_sigterm(runner: IntakeRunner) -> int:
+    """Start, tell the test what the spool replayed and that it is ready, run until SIGTERM, stop."""
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     runner.start(timeout=10)

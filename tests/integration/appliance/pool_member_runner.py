@@ -10,17 +10,14 @@ loading the spool and `READY` once it is in the round robin.
 
 from __future__ import annotations
 
-import json
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))  # also when run as a script
 
-from mqtt_intake_runner import IntakeRunner
+from mqtt_intake_runner import IntakeRunner, serve_until_sigterm
 
 from qwen3tts.appliance.mqtt.intake import Intake
 from qwen3tts.appliance.mqtt.pool import PoolTopics
@@ -68,15 +65,7 @@ class PoolRunner(IntakeRunner):
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     host, port, site, spool_dir, group = argv[0], int(argv[1]), argv[2], Path(argv[3]), argv[4]
-    runner = PoolRunner(host, port, site, spool_dir, group=group)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    runner.start(timeout=10)
-    print("REPLAYED " + json.dumps(runner.replayed_ids), flush=True)
-    print("READY", flush=True)
-    done.wait()
-    runner.stop()
-    return 0
+    return serve_until_sigterm(PoolRunner(host, port, site, spool_dir, group=group))
 
 
 if __name__ == "__main__":
