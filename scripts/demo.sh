@@ -41,17 +41,20 @@ done
 mosquitto_sub -h 127.0.0.1 -p $PORT -t "$BASE/event" >var/demo-events.log &
 SUB=$!
 sleep 0.5
+# An id of its own per run: the daemon remembers the ids it accepted (a request sent again with the same
+# id is dropped as a duplicate), also across restarts, and the demo's state stays in var/.
+ID="demo-$(date +%s)"
 mosquitto_pub -h 127.0.0.1 -p $PORT -q 1 -t "$BASE/say" \
-    -m '{"id": "demo-1", "text": "Hello! qwen3tts is speaking on this machine."}'
+    -m "{\"id\": \"$ID\", \"text\": \"Hello! qwen3tts is speaking on this machine.\"}"
 for _ in $(seq 1 300); do
-    grep -q '"event":"finished","id":"demo-1"' var/demo-events.log && break
-    grep -q '"event":"error","id":"demo-1"' var/demo-events.log && { cat var/demo-events.log; exit 1; }
+    grep -q "\"event\":\"finished\",\"id\":\"$ID\"" var/demo-events.log && break
+    grep -qE "\"event\":\"(error|rejected)\",\"id\":\"$ID\"" var/demo-events.log && { cat var/demo-events.log; exit 1; }
     sleep 0.5
 done
-grep -q '"event":"finished","id":"demo-1"' var/demo-events.log || { echo "no finished event" >&2; exit 1; }
-echo "events for demo-1:"
+grep -q "\"event\":\"finished\",\"id\":\"$ID\"" var/demo-events.log || { echo "no finished event" >&2; exit 1; }
+echo "events for $ID:"
 sed 's/^/  /' var/demo-events.log
-wav=$(ls -t "$WAV_DIR"/*demo-1*.wav 2>/dev/null | head -1 || true)
+wav=$(ls -t "$WAV_DIR"/*"$ID"*.wav 2>/dev/null | head -1 || true)
 if [ -n "$wav" ]; then echo "audio written to $wav (no sound card found)"; else echo "audio played on ALSA"; fi
 echo "try it yourself:"
 echo "  mosquitto_pub -h 127.0.0.1 -p $PORT -t $BASE/say -m 'The next train leaves in five minutes.'"
