@@ -5,9 +5,8 @@ reads until audio-stop or EOF and passes over error events, so a socket left ope
 wyoming-piper closes too. Errors: `busy`, a refused text, voice or language (`RequestError`), a malformed
 event (`bad_event`), an event over the size limit (`too_large`), an event not complete within the read
 timeout, a connection idle for the idle timeout or a request past `servers.max_request_s` (`timeout`),
-a failed synthesis. A client that reads nothing for the write timeout is dropped without one. Events are
-read while audio is written, so a client that disconnects cancels its engine requests at once, and
-every slot the connection held is released however it ends.
+a failed synthesis. A client that reads nothing for the write timeout is dropped without one. Events are read
+while audio is written: a client that leaves cancels its engine requests at once; every slot is released.
 """
 
 from __future__ import annotations

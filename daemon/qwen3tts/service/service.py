@@ -35,6 +35,7 @@ from qwen3tts.paths import snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
+from qwen3tts.service.outputs import OutputStates, audio_worker
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
@@ -69,7 +70,7 @@ class Service:
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._status_dirty = threading.Event()
-        self._sink_states: dict[str, str] = {}  # zone -> its output's state, when not ok
+        self.outputs = OutputStates(self._status_dirty.set)
         self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
         self.events = RecentEvents()  # for the status page; read by the servers' thread
         self.runtime = runtime
@@ -88,7 +89,7 @@ class Service:
         self._load_runtime()
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
-            self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self._on_sink_state)
+            self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self.outputs.changed)
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
@@ -96,7 +97,7 @@ class Service:
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
         for zone, sink in self.sinks.items():  # one audio thread per zone
-            worker = _audio_worker(zone)
+            worker = audio_worker(zone)
             self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
                                             on_end=lambda: self.announcer.wake(), zone=zone)  # fmt: skip
         self.announcer = self._announcer(engine)
@@ -108,7 +109,7 @@ class Service:
         console = Console(self)  # the status page's view of the appliance
         self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
         for zone, playback in self.playbacks.items():
-            self.supervisor.start(_audio_worker(zone), playback.run)
+            self.supervisor.start(audio_worker(zone), playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
         log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
@@ -178,15 +179,6 @@ class Service:
     def _on_thermal(self, level: str, batch: int, reason: str) -> None:
         self._status_dirty.set()  # the thermal monitor logs the change itself
 
-    def _on_sink_state(self, zone: str, state: str, detail: str) -> None:
-        if state == "ok":
-            self._sink_states.pop(zone, None)
-        else:
-            self._sink_states[zone] = state
-        level = logging.INFO if state == "ok" else logging.WARNING
-        log.log(level, "zone %s output %s: %s", zone, state, detail)
-        self._status_dirty.set()
-
     @property
     def sink(self):
         """The first zone's sink (the only one on a box without zones)."""
@@ -196,25 +188,12 @@ class Service:
     def playback(self) -> Playback | None:
         return next(iter(self.playbacks.values()), None)
 
-    @property
-    def _sink_state(self) -> str:
-        """`ok`, or the state of the first zone whose output is not ok (`lost`)."""
-        return next(iter(self._sink_states.values()), "ok")
-
-    def _audio_summary(self) -> str:
-        """`<sink>:<state>` on a box with one zone; `<zone>=<sink>:<state>, ...` with several."""
-        states = self._sink_states
-        parts = {zone: f"{sink.name}:{states.get(zone, 'ok')}" for zone, sink in self.sinks.items()}
-        if list(parts) == ["default"]:
-            return parts["default"]
-        return ", ".join(f"{zone}={part}" for zone, part in parts.items())
-
     # ---- status ----
 
     def status(self) -> Status:
         return build_status(
             stopping=self._stopping.is_set(), announcer=self.announcer, runtime=self.runtime,
-            thermal=self.thermal, audio=self._audio_summary(),
+            thermal=self.thermal, audio=self.outputs.summary(self.sinks),
             bundle=str(self.settings.model.bundle), pool=self.mqtt.pool_status() if self.mqtt else {},
         )  # fmt: skip
 
@@ -227,7 +206,7 @@ class Service:
     def _figures(self):
         """/metrics and /healthz: called on the servers' thread, reads only."""
         return appliance_figures(queue_depth=len(self.announcer.queue), playback=self.playback,
-                                 thermal=self.thermal, sink_state=self._sink_state,
+                                 thermal=self.thermal, sink_state=self.outputs.first_problem(),
                                  counts=self._counts)  # fmt: skip
 
     # ---- reload and stop ----
@@ -316,8 +295,3 @@ class Service:
     def _beat(self, name: str):
         self.heartbeats.register(name)
         return lambda: self.heartbeats.beat(name)
-
-
-def _audio_worker(zone: str) -> str:
-    """The supervised worker (and heartbeat) name of a zone's audio thread: `audio` for the one default."""
-    return "audio" if zone == "default" else f"audio:{zone}"

@@ -1,11 +1,8 @@
-"""Typed MQTT messages: every payload the appliance reads or writes, with its topic.
-
-Each message class knows its topic (relative to the appliance's base topic, `qwen3tts/<site>`),
-encodes its payload to bytes and decodes itself back with `from_mqtt(topic, payload, meta)`.
-Nothing here imports paho: an `Inbound` is a received message as client.py hands it over (with its
-MQTT 5 properties and how to acknowledge it), `MqttMeta` the properties a message is published with.
-Parsing problems raise `RequestError` with a reason that the intake turns into a `rejected` event.
-Which topic carries which message is routing.py's.
+"""Typed MQTT messages: every payload the appliance reads or writes, with its topic (relative to the base
+topic `qwen3tts/<site>`); each encodes its payload and decodes itself with `from_mqtt(topic, payload, meta)`.
+No paho here: an `Inbound` is a received message as client.py hands it over (MQTT 5 properties, its ack),
+`MqttMeta` the properties a message is published with. A parsing problem raises `RequestError` with the
+reason the intake puts in a `rejected` event. Which topic carries which message is routing.py's.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ class MqttMeta:
     retain: bool = False
     response_topic: str | None = None
     correlation_data: bytes | None = None
-    message_expiry: int | None = None
-    """MQTT 5 Message Expiry Interval in seconds."""
+    message_expiry: int | None = None  # MQTT 5 Message Expiry Interval, s
 
 
 @dataclass(frozen=True)
@@ -60,16 +56,12 @@ class Inbound:
     topic: str
     payload: bytes
     retain: bool = False
-    dup: bool = False
-    """The broker flagged the message as a redelivery (MQTT DUP)."""
+    dup: bool = False  # the broker flagged it as a redelivery (MQTT DUP)
     response_topic: str | None = None
     correlation_data: bytes | None = None
-    message_expiry: int | None = None
-    """MQTT 5 Message Expiry Interval in seconds (the remaining interval)."""
-    message_id: int | None = None
-    """The packet id of a QoS 1 message: a redelivery carries the same one."""
-    ack: Callable[[], object] | None = None
-    """Acknowledges it to the broker (QoS 1, by hand, once it is spooled); None when nothing needs it."""
+    message_expiry: int | None = None  # MQTT 5 Message Expiry Interval, s (what remains of it)
+    message_id: int | None = None  # the packet id of a QoS 1 message: a redelivery carries the same one
+    ack: Callable[[], object] | None = None  # acks it to the broker (QoS 1, once spooled); None: no need
 
 
 class Message:
