@@ -54,36 +54,17 @@ def podman(tmp_path_factory):
     )
     store = tmp_path_factory.mktemp("podman")
 
+    def command(*args: str) -> list[str]:
+        return ["podman", "--root", str(store / "root"), "--runroot", str(store / "run"),
+                "--runtime", "runc", "--cgroup-manager", "cgroupfs", *args]  # fmt: skip
+
     def run(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
-        command = [
-            "podman",
-            "--root",
-            str(store / "root"),
-            "--runroot",
-            str(store / "run"),
-            "--runtime",
-            "runc",
-            "--cgroup-manager",
-            "cgroupfs",
-            *args,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(command(*args), capture_output=True, text=True, timeout=timeout)
         if check:
             assert result.returncode == 0, f"{args[:2]}: {result.stdout[-2000:]}\n{result.stderr[-3000:]}"
         return result
 
-    run.command = lambda *args: [
-        "podman",
-        "--root",
-        str(store / "root"),
-        "--runroot",
-        str(store / "run"),
-        "--runtime",
-        "runc",
-        "--cgroup-manager",
-        "cgroupfs",
-        *args,
-    ]
+    run.command = command
     yield run
     run("system", "reset", "--force", check=False)  # unmounts the overlay layers before tmp cleanup
 
