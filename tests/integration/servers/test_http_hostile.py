@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 from hostile_corpus import nasty_strings, payloads, values
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.slow
@@ -134,9 +134,21 @@ header_values = st.one_of(
 )  # fmt: skip
 
 
+def final_status(answer: bytes) -> int:
+    """The status of the final response: an `Expect: 100-continue` is first answered by an interim
+    `100 Continue` (RFC 9110 15.2), which is a promise to read the body, not the answer to the request."""
+    while True:
+        status = int(answer.split(b" ", 2)[1])
+        rest = answer.partition(b"\r\n\r\n")[2]
+        if not 100 <= status < 200 or not rest:
+            return status
+        answer = rest
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])  # fmt: skip
 @given(headers=st.lists(st.tuples(header_names, header_values), max_size=6), body=st.binary(max_size=80))
+@example(headers=[("Expect", "100-continue")], body=b"")  # CI found it: an interim 100, then the 400
 def test_generated_headers_get_an_answer_or_a_close_never_a_500_or_a_hang(running, headers, body, caplog):
     head = "".join(f"{name}: {value}\r\n" for name, value in headers)
     start = "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -149,7 +161,7 @@ def test_generated_headers_get_an_answer_or_a_close_never_a_500_or_a_hang(runnin
         while chunk := sock.recv(65536):
             answer += chunk
     if answer:
-        status = int(answer.split(b" ", 2)[1])
+        status = final_status(answer)
         assert 200 <= status < 500, answer[:200]
     assert settled(running)
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
