@@ -33,6 +33,11 @@ def snapcast_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
     return state_dir(environ) / "snapcast"
 
 
+def ducking_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """What zones must raise again after a crash left them ducked (zones/ducking.py): <state>/ducking."""
+    return state_dir(environ) / "ducking"
+
+
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """What can be thrown away (the compile cache): $CACHE_DIRECTORY, else $XDG_CACHE_HOME/qwen3tts."""
     return _base_dir(environ, "CACHE_DIRECTORY", "XDG_CACHE_HOME", (".cache",))

@@ -314,6 +314,53 @@ class SnapcastSettings:
 
 
 @dataclass(frozen=True)
+class SnapcastDuckSettings:
+    """Ducking on Snapcast: the volume of the zone's Snapcast clients lowered over JSON-RPC."""
+
+    host: str = "127.0.0.1"
+    """snapserver's host name or address, for its JSON-RPC control (Client.SetVolume). Default 127.0.0.1."""
+    control_port: int = field(default=1705, metadata={"min": 1, "max": 65535})
+    """snapserver's JSON-RPC TCP port (its tcp.port). Default 1705."""
+    clients: tuple[str, ...] = ()
+    """Snapcast clients lowered, by id or name; * is every client; empty lowers none. Default empty."""
+    connect_timeout_s: float = field(default=2.0, metadata={"min": 0.1, "max": 60.0})
+    """Timeout of one JSON-RPC call to snapserver, in seconds. Default 2 s."""
+
+
+@dataclass(frozen=True)
+class AlsaMixerDuckSettings:
+    """Ducking on an ALSA mixer control (through `amixer`), where the card has one."""
+
+    card: str = ""
+    """The card (`amixer -c`): its index or name, e.g. 0 or PCH. Default empty: the default card."""
+    control: str = ""
+    """The simple mixer control lowered, e.g. Master or PCM; empty lowers none. Default empty."""
+
+
+@dataclass(frozen=True)
+class DuckingSettings:
+    """What a zone lowers while an announcement plays in it (docs/operations.md, "Ducking")."""
+
+    level_db: float = field(default=-20.0, metadata={"min": -90.0, "max": 0.0})
+    """How far other audio is lowered while an announcement plays, in dB (0 or less). Default -20 dB."""
+    ramp_in_ms: int = field(default=300, metadata={"min": 0, "max": 10000})
+    """How long the lowering takes, in ms; the chime starts after it. Default 300 ms."""
+    ramp_out_ms: int = field(default=800, metadata={"min": 0, "max": 10000})
+    """How long raising it back takes after the last sample, in ms. Default 800 ms."""
+    mqtt_topic: str = field(default="", metadata={"topic": "prefix"})
+    """Topic of the zone's `duck` / `unduck` messages (docs/mqtt.md); empty sends none. Default empty."""
+    snapcast: SnapcastDuckSettings = field(default_factory=SnapcastDuckSettings)
+    """Snapcast clients whose volume is lowered; none by default."""
+    alsa_mixer: AlsaMixerDuckSettings = field(default_factory=AlsaMixerDuckSettings)
+    """An ALSA mixer control lowered; none by default."""
+
+    @property
+    def enabled(self) -> bool:
+        """True when anything is lowered at all."""
+        return bool(self.mqtt_topic or self.snapcast.clients or self.alsa_mixer.control)
+
+
+@dataclass(frozen=True)
 class ZoneSettings:
     """One zone of this box: a name announcements address and the output it plays on."""
 
@@ -329,6 +376,8 @@ class ZoneSettings:
     """wav: write at the speed a loudspeaker plays. Default false."""
     snapcast: SnapcastSettings = field(default_factory=SnapcastSettings)
     """snapcast: the snapserver and stream."""
+    ducking: DuckingSettings = field(default_factory=DuckingSettings)
+    """What this zone lowers while an announcement plays in it; nothing by default."""
 
 
 @dataclass(frozen=True)

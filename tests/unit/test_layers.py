@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "appliance/systemd": set(),
     "appliance/thermal": {"errors.py", "settings.py"},
     "appliance/audio": {"appliance/systemd", "errors.py", "settings.py", "engine"},
-    "appliance/zones": {"appliance/audio", "errors.py", "settings.py"},
+    "appliance/zones": {"appliance/audio", "appliance/systemd", "errors.py", "settings.py"},
     "appliance/announcements": {
         "appliance/audio",
         "appliance/systemd",

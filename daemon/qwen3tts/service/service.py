@@ -29,9 +29,11 @@ from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
+from qwen3tts.appliance.mqtt.duck import DuckMessage
+from qwen3tts.appliance.zones.duck_setup import zone_duckings
 from qwen3tts.appliance.zones.outputs import open_zone_sinks
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.paths import snapcast_restore_dir
+from qwen3tts.paths import ducking_restore_dir, snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
@@ -96,10 +98,12 @@ class Service:
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
+        duckings = zone_duckings(settings, ducking_restore_dir(), self._publish_duck)
         for zone, sink in self.sinks.items():  # one audio thread per zone
             worker = audio_worker(zone)
             self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
-                                            on_end=lambda: self.announcer.wake(), zone=zone)  # fmt: skip
+                                            on_end=lambda: self.announcer.wake(), zone=zone,
+                                            ducking=duckings.get(zone))  # fmt: skip
         self.announcer = self._announcer(engine)
         if settings.thermal.enabled:
             beat = self._beat("thermal")
@@ -278,6 +282,11 @@ class Service:
         threading.Thread(target=self.stop, name="fatal-stop").start()
 
     # ---- helpers ----
+
+    def _publish_duck(self, topic: str, payload: bytes) -> bool:
+        """A zone's duck / unduck message (audio thread); False while there is no MQTT client yet."""
+        door = self.mqtt
+        return door is not None and door.client.publish(DuckMessage(topic, payload)) is not None
 
     def _publish(self, message) -> None:
         """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a

@@ -30,6 +30,7 @@ from qwen3tts.errors import AudioError
 
 if TYPE_CHECKING:
     from qwen3tts.appliance.audio.chimes import ChimeSet
+    from qwen3tts.appliance.audio.ducking_hook import Ducking
     from qwen3tts.settings import AudioSettings
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,13 @@ class Playback:
         on_end: Callable[[], None] = lambda: None,
         idle_tick_s: float = 0.25,
         zone: str = DEFAULT_ZONE,
+        ducking: Ducking | None = None,
     ):
         self.zone = zone
         """The zone this playback is the audio thread of: the reader it plays each track through."""
         self.sink = sink
+        self.ducking = ducking
+        """What this zone lowers while a track plays (zones/ducking.py); None lowers nothing."""
         self.chimes = chimes
         self.underflows = 0
         """Underflows since start, for the status message."""
@@ -103,6 +107,8 @@ class Playback:
                 track, self._next = self._next, None
             if track is None:
                 self.sink.recover()
+                if self.ducking is not None:
+                    self.ducking.recover()  # what a crash of ours left lowered
                 continue
             self.play(track)
             self._on_end()
@@ -112,6 +118,15 @@ class Playback:
         sink (or of anything else here) ends this track only, with its error: the next one plays."""
         track = TrackReader(whole, self.zone)
         track.started(self._clock())
+        try:
+            if self.ducking is not None:
+                self.ducking.duck(track.label)  # returns after the ramp in: the chime starts on lowered audio
+            self._play_and_drain(track)
+        finally:  # also after a cut, a failed output or an exception: nothing stays lowered
+            if self.ducking is not None:
+                self.ducking.unduck(track.label)
+
+    def _play_and_drain(self, track: TrackReader) -> None:
         played_out = False
         with isolated(f"playing {track.label}", lambda exc: track.failed(f"{type(exc).__name__}: {exc}")):
             played_out = self._play_to_sink(track)

@@ -1,0 +1,68 @@
+"""Ducking over MQTT: a `duck` and an `unduck` message on the zone's configured topic (docs/mqtt.md).
+
+For Home Assistant or Music Assistant to lower a media player: the payload is JSON, `{"action": "duck",
+"zone": ..., "id": <announcement id>, "level_db": -20.0, "ramp_ms": 300}` when the announcement is about to
+start (the chime waits `ramp_ms`) and the same with `"action": "unduck"` (level_db 0.0, the ramp out) after
+its last sample was heard or it was cut. QoS 1, not retained: a late subscriber must not duck a room for an
+announcement long over. The listener ramps by itself; this backend has no steps.
+
+A duck is recorded (announcement id) before the message goes out, so a crash of ours between the two
+messages leaves the record behind and the next start sends the `unduck` it owes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from qwen3tts.appliance.zones.ducking import DuckError
+from qwen3tts.appliance.zones.restore import RestoreRecord
+
+Publish = Callable[[str, bytes], bool]
+"""publish(topic, payload): hands the message to the MQTT client (QoS 1, not retained; the service wires
+it); False when there is no client (yet) to take it."""
+
+
+def duck_payload(action: str, zone: str, announcement: str, level_db: float, ramp_ms: int) -> bytes:
+    """The documented JSON payload of a `duck` / `unduck` message."""
+    fields = {"action": action, "zone": zone, "id": announcement}
+    return json.dumps({**fields, "level_db": level_db, "ramp_ms": ramp_ms}).encode()
+
+
+class MqttDuck:
+    """The `DuckBackend` that tells others to duck."""
+
+    def __init__(self, zone: str, topic: str, publish: Publish, restore_dir: Path) -> None:
+        self.zone, self.topic = zone, topic
+        self.name = f"mqtt:{topic}"
+        self._publish = publish
+        self.record = RestoreRecord(restore_dir, f"{zone}.duck-mqtt")
+        self._current = ""
+
+    def lower(self, announcement: str, level_db: float, ramp_ms: int) -> None:
+        self.record.remember({announcement: "duck"})
+        self._current = announcement
+        self._send("duck", announcement, level_db, ramp_ms)
+
+    def step(self, db: float) -> None:
+        """The listener ramps itself."""
+
+    def raise_back(self, announcement: str, ramp_ms: int) -> None:
+        self._send("unduck", self._current or announcement, 0.0, ramp_ms)
+
+    def restored(self) -> None:
+        self.record.forget([self._current])
+        self._current = ""
+
+    def recover(self) -> bool:
+        """Send the `unduck` a crash of ours owes; False (tried again later) while MQTT is not up yet."""
+        for announcement in self.record.pending():
+            if not self._publish(self.topic, duck_payload("unduck", self.zone, announcement, 0.0, 0)):
+                return False
+            self.record.forget([announcement])
+        return True
+
+    def _send(self, action: str, announcement: str, level_db: float, ramp_ms: int) -> None:
+        if not self._publish(self.topic, duck_payload(action, self.zone, announcement, level_db, ramp_ms)):
+            raise DuckError(f"no MQTT connection to send {action} on {self.topic}")

@@ -1,0 +1,195 @@
+"""Ducking around one track's playback, with recording backends and a fake clock (no threads, no sleeps).
+
+The ramps step every backend down before the chime and up again after the last sample heard; a cut or
+a failed output raises them too; a backend that fails is logged once and the announcement plays on;
+the ALSA mixer backend (through a fake mixer: this machine has no sound card) records, restores exactly
+and puts back at start what a crash left lowered.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from audio_fakes import FakeSink
+
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.audio.track import HowToPlay, Track
+from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck, parse_playback
+from qwen3tts.appliance.zones.ducking import DuckError, ZoneDucking, ramp_steps
+from qwen3tts.errors import AudioError
+from qwen3tts.settings import AlsaMixerDuckSettings, AudioSettings, DuckingSettings
+
+AUDIO = AudioSettings(lead_in_ms=50, tail_ms=20, fade_ms=10, block_ms=10, jitter_buffer_ms=0)
+CHIME = np.full(1000, 0.5, dtype=np.float32)
+DUCKING = DuckingSettings(level_db=-20.0, ramp_in_ms=200, ramp_out_ms=400, mqtt_topic="t")
+
+
+class Recording:
+    """A backend that records every call with the fake clock's time; `fail` names calls that raise."""
+
+    def __init__(self, clock, name: str = "rec", fail: tuple[str, ...] = ()) -> None:
+        self.clock, self.name, self.fail = clock, name, fail
+        self.calls: list[tuple[str, object, float]] = []
+
+    def _note(self, what: str, arg: object = None) -> None:
+        self.calls.append((what, arg, self.clock()))
+        if what in self.fail:
+            raise DuckError(f"{what} refused")
+
+    def lower(self, announcement, level_db, ramp_ms):
+        self._note("lower", announcement)
+
+    def step(self, db):
+        self._note("step", db)
+
+    def raise_back(self, announcement, ramp_ms):
+        self._note("raise", announcement)
+
+    def restored(self):
+        self._note("restored")
+
+    def recover(self):
+        self._note("recover")
+        return True
+
+    def steps(self) -> list[float]:
+        return [arg for what, arg, _ in self.calls if what == "step"]
+
+
+def track(label: str = "a1", samples: int = 4800) -> Track:
+    t = Track(label)
+    t.how = HowToPlay()
+    t.put(np.full(samples, 0.25, dtype=np.float32))
+    t.close()
+    return t
+
+
+def make(backends, sink=None):
+    sink = sink or FakeSink()
+    ducking = ZoneDucking("hall", DUCKING, backends, sleep=sink.clock.sleep)
+    chimes = ChimeSet({"normal": CHIME, "priority": None, "emergency": CHIME})
+    playback = Playback(sink, AUDIO, chimes, clock=sink.clock, sleep=sink.clock.sleep, ducking=ducking)
+    return playback, sink
+
+
+def test_ramp_steps_end_on_the_level():
+    assert ramp_steps(-20.0, 200) == pytest.approx([-5.0, -10.0, -15.0, -20.0])
+    assert ramp_steps(-12.0, 0) == [-12.0]  # no ramp: one step straight down
+
+
+def test_the_chime_starts_after_the_ramp_in_and_the_ramp_out_follows_the_last_sample():
+    sink = FakeSink()
+    backend = Recording(sink.clock)
+    playback, _ = make([backend], sink)
+    t0 = sink.clock()
+    playback.play(track())
+    assert [what for what, _, _ in backend.calls][:1] == ["lower"]
+    lowered_at = [t for what, arg, t in backend.calls if what == "step" and arg == -20.0][0]
+    begin_at = sink.events[0][2]
+    assert begin_at >= lowered_at and begin_at - t0 == pytest.approx(0.2)  # the chime waits for the ramp
+    assert backend.steps()[:4] == pytest.approx([-5.0, -10.0, -15.0, -20.0])
+    assert backend.steps()[4:] == pytest.approx([-17.5, -15.0, -12.5, -10.0, -7.5, -5.0, -2.5, 0.0])
+    raise_at = [t for what, _, t in backend.calls if what == "raise"][0]
+    assert raise_at >= sink.writes[-1].t_after  # only after the last sample was written
+    assert backend.calls[-1][0] == "restored"
+    assert backend.calls[-1][2] - raise_at == pytest.approx(0.4)  # the ramp out took its time
+
+
+def test_a_cut_and_a_failed_output_both_raise_it_again():
+    cut_sink = FakeSink()
+    backend = Recording(cut_sink.clock)
+    playback, _ = make([backend], cut_sink)
+    cut = track("cut", samples=48000)
+    cut_sink.on_write = lambda sink, write: cut.cut() if len(sink.writes) == 30 else None
+    playback.play(cut)
+    assert cut.is_cut and [c[0] for c in backend.calls].count("restored") == 1
+
+    failing = FakeSink(fail_begin=AudioError("device gone"))
+    backend = Recording(failing.clock)
+    playback, _ = make([backend], failing)
+    broken = track("broken")
+    playback.play(broken)
+    assert broken.zones()["default"].error and [c[0] for c in backend.calls][-1] == "restored"
+
+
+def test_a_failing_backend_is_logged_once_and_the_announcement_plays_on(caplog):
+    sink = FakeSink()
+    bad, good = Recording(sink.clock, "bad", fail=("lower",)), Recording(sink.clock, "good")
+    playback, _ = make([bad, good], sink)
+    with caplog.at_level(logging.WARNING):
+        for label in ("a1", "a2", "a3"):
+            t = track(label)
+            playback.play(t)
+            assert t.played_out and t.error is None
+    warnings = [r for r in caplog.records if "ducking on bad failed" in r.getMessage()]
+    assert len(warnings) == 1
+    assert [c[0] for c in bad.calls] == ["lower"] * 3  # never stepped, never raised: it never lowered
+    assert [c[0] for c in good.calls].count("restored") == 3
+
+
+def test_an_unexpected_exception_in_a_backend_does_not_fail_the_track():
+    sink = FakeSink()
+
+    class Broken(Recording):
+        def step(self, db):
+            raise ZeroDivisionError("a bug")
+
+    broken = Broken(sink.clock, "broken")
+    playback, _ = make([broken], sink)
+    t = track()
+    playback.play(t)
+    assert t.played_out and t.error is None
+
+
+class FakeMixer:
+    """An ALSA simple control: raw 0..100 mapped linearly onto -50..0 dB (0.5 dB a step)."""
+
+    name = "alsa-mixer:fake/Master"
+
+    def __init__(self, raw: int = 80) -> None:
+        self.raw = raw
+        self.history: list[int] = []
+
+    def read(self):
+        return self.raw, self.raw * 0.5 - 50.0
+
+    def set_db(self, db):
+        self.set_raw(round((max(-50.0, db) + 50.0) / 0.5))
+
+    def set_raw(self, raw):
+        self.raw = max(0, min(100, raw))
+        self.history.append(self.raw)
+
+
+def test_the_alsa_mixer_goes_down_by_the_level_and_back_exactly(tmp_path):
+    sink = FakeSink()
+    mixer = FakeMixer(raw=81)  # -9.5 dB
+    duck = AlsaMixerDuck("hall", AlsaMixerDuckSettings(control="Master"), tmp_path, mixer=mixer)
+    playback, _ = make([duck], sink)
+    playback.play(track())
+    assert min(mixer.history) == 41  # -9.5 - 20 = -29.5 dB
+    assert mixer.raw == 81 and mixer.history[-1] == 81
+    assert not duck.record.pending()
+
+
+def test_a_crash_left_the_mixer_lowered_and_the_next_start_raises_it(tmp_path):
+    mixer = FakeMixer(raw=90)
+    crashed = AlsaMixerDuck("hall", AlsaMixerDuckSettings(control="Master"), tmp_path, mixer=mixer)
+    crashed.lower("a1", -20.0, 0)
+    crashed.step(-20.0)  # ... and the daemon dies here
+    assert mixer.raw == 50 and crashed.record.pending()["raw"] == "90"
+    again = AlsaMixerDuck("hall", AlsaMixerDuckSettings(control="Master"), tmp_path, mixer=mixer)
+    ZoneDucking("hall", DUCKING, [again]).recover()
+    assert mixer.raw == 90 and not again.record.pending()
+
+
+def test_amixer_output_is_parsed_and_a_control_without_db_is_refused():
+    text = "Simple mixer control 'Master',0\n  Mono: Playback 60 [69%] [-17.25dB] [on]\n"
+    assert parse_playback(text, "Master") == (60, -17.25)
+    with pytest.raises(DuckError, match="no dB scale"):
+        parse_playback("  Mono: Playback 60 [69%] [on]\n", "Master")
+    with pytest.raises(DuckError, match="no playback volume"):
+        parse_playback("Simple mixer control 'Capture',0\n", "Capture")
