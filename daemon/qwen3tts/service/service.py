@@ -24,12 +24,12 @@ from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
+from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.mqtt.events import Status
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
-from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.zones.duck_setup import zone_duckings
 from qwen3tts.appliance.zones.outputs import open_zone_sinks
 from qwen3tts.model.bundle import weights_kind

@@ -77,9 +77,11 @@ def volumes(control: SnapcastControl) -> dict[str, int]:
 
 
 def test_the_zones_client_is_lowered_while_it_plays_and_restored_after(snapcast, tmp_path):
-    server, (left, right), control = snapcast
+    server, (left, _right), control = snapcast
     duck = ducking(server, tmp_path)
-    playback = Playback(WavSink(tmp_path / "wav", realtime=True), AUDIO, ChimeSet.silent(), zone="hall", ducking=duck)
+    playback = Playback(
+        WavSink(tmp_path / "wav", realtime=True), AUDIO, ChimeSet.silent(), zone="hall", ducking=duck
+    )
     track = seconds_track("a1", 3.0)
     during: list[dict[str, int]] = []
     player = threading.Thread(target=playback.play, args=(track,))
@@ -126,7 +128,9 @@ def test_what_a_crash_left_lowered_is_raised_at_the_next_start(snapcast, tmp_pat
 def test_a_snapserver_that_is_down_is_logged_once_and_the_announcements_play(snapcast, tmp_path, caplog):
     server, _, _ = snapcast
     down = ducking(server, tmp_path, port=1)  # nothing listens on port 1
-    playback = Playback(WavSink(tmp_path / "wav", realtime=True), AUDIO, ChimeSet.silent(), zone="hall", ducking=down)
+    playback = Playback(
+        WavSink(tmp_path / "wav", realtime=True), AUDIO, ChimeSet.silent(), zone="hall", ducking=down
+    )
     with caplog.at_level(logging.WARNING):
         for label in ("d1", "d2"):
             track = seconds_track(label, 0.2)

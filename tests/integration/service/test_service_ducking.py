@@ -27,14 +27,23 @@ def write_config(path, broker) -> None:
     sections = {
         "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False},
         "announcements": {"spool_dir": str(path.parent / "spool")},
-        "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "chime_emergency": "none",
-                  "jitter_buffer_ms": 0},  # fmt: skip
+        "audio": {
+            "lead_in_ms": 0,
+            "tail_ms": 0,
+            "chime_normal": "none",
+            "chime_emergency": "none",
+            "jitter_buffer_ms": 0,
+        },
         "thermal": {"enabled": False},
         "voice": {"voice": "ryan"},
         "cache": {"enabled": False},
-        "zones": [{"name": "default", "output": "null",
-                   "ducking": {"mqtt_topic": DUCK_TOPIC, "level_db": -18, "ramp_in_ms": 100,
-                               "ramp_out_ms": 100}}],  # fmt: skip
+        "zones": [
+            {
+                "name": "default",
+                "output": "null",
+                "ducking": {"mqtt_topic": DUCK_TOPIC, "level_db": -18, "ramp_in_ms": 100, "ramp_out_ms": 100},
+            }
+        ],
     }
     path.write_text(json.dumps(sections))
 
@@ -44,8 +53,13 @@ def start_service(tmp_path, broker, sink, recorder) -> Service:
     write_config(config, broker)
     runtime = SimpleNamespace(
         engine=fake_engine(),
-        spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b",
-                             variant="custom_voice", supports_instruct=False),  # fmt: skip
+        spec=SimpleNamespace(
+            speakers=("ryan",),
+            languages=("english",),
+            size="0.6b",
+            variant="custom_voice",
+            supports_instruct=False,
+        ),
         plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
         manifest=SimpleNamespace(random_weights=True),
     )

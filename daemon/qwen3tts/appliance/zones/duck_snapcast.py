@@ -10,6 +10,7 @@ ours leaves them on disk and the next start sets them back.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,8 @@ class SnapcastDuck:
         back = []
         try:
             for client, percent in volumes.items():
-                try:
+                with suppress(SnapcastRefused, ValueError):  # the client is gone, or the record is not ours
                     self._call(client, int(percent))
-                except (SnapcastRefused, ValueError):  # the client is gone, or the record is not ours
-                    pass
                 back.append(client)
         except SnapcastError as exc:
             raise DuckError(str(exc)) from exc

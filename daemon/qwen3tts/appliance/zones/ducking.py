@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 STEP_S = 0.05
 """Length of one ramp step, in seconds: 20 volume changes a second are smooth to the ear."""
+RECOVER_EVERY_S = 5.0
+"""How often an idle zone tries again to raise what is still recorded as lowered (a backend that was
+unreachable): each attempt may block the audio thread for a backend's timeout."""
 
 
 class DuckError(AudioError):
@@ -74,11 +77,13 @@ class ZoneDucking:
         backends: Sequence[DuckBackend],
         *,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.zone = zone
         self.settings = settings
         self.backends = list(backends)
-        self._sleep = sleep
+        self._sleep, self._clock = sleep, clock
+        self._next_recover = 0.0
         self._lowered: list[DuckBackend] = []
         self._failing: set[str] = set()
         self._unrecovered = list(backends)
@@ -87,7 +92,9 @@ class ZoneDucking:
         """Lower every backend over the ramp in; returns when the ramp is over (the chime may start)."""
         self.unduck(announcement)  # nothing stays lowered twice (a duck without its unduck)
         level, ramp_ms = self.settings.level_db, self.settings.ramp_in_ms
-        self._lowered = [b for b in self.backends if self._try(b, "lower", b.lower, announcement, level, ramp_ms)]
+        self._lowered = [
+            b for b in self.backends if self._try(b, "lower", b.lower, announcement, level, ramp_ms)
+        ]
         if self._lowered:
             self._ramp(ramp_steps(level, ramp_ms), self.settings.ramp_in_ms)
             log.info("%s: zone %s ducked by %.1f dB (%s)", announcement, self.zone, level,
@@ -104,14 +111,18 @@ class ZoneDucking:
         self._ramp(up, ramp_ms)
         back = [b for b in lowered if self._try(b, "restore", b.restored)]
         self._lowered = []
+        self._unrecovered += [b for b in lowered if b not in back and b not in self._unrecovered]
         if back:
             log.info("%s: zone %s unducked (%s)", announcement, self.zone, ", ".join(b.name for b in back))
 
     def recover(self) -> None:
         """Raise what a crash of ours left lowered; cheap once every backend is clear."""
-        if self._lowered:
+        if self._lowered or not self._unrecovered or self._clock() < self._next_recover:
             return
-        self._unrecovered = [b for b in self._unrecovered if not self._try(b, "recover", b.recover, quiet=True)]
+        self._next_recover = self._clock() + RECOVER_EVERY_S
+        self._unrecovered = [
+            b for b in self._unrecovered if not self._try(b, "recover", b.recover, quiet=True)
+        ]
 
     # ---- helpers ----
 

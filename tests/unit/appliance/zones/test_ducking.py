@@ -87,12 +87,12 @@ def test_the_chime_starts_after_the_ramp_in_and_the_ramp_out_follows_the_last_sa
     t0 = sink.clock()
     playback.play(track())
     assert [what for what, _, _ in backend.calls][:1] == ["lower"]
-    lowered_at = [t for what, arg, t in backend.calls if what == "step" and arg == -20.0][0]
+    lowered_at = next(t for what, arg, t in backend.calls if what == "step" and arg == -20.0)
     begin_at = sink.events[0][2]
     assert begin_at >= lowered_at and begin_at - t0 == pytest.approx(0.2)  # the chime waits for the ramp
     assert backend.steps()[:4] == pytest.approx([-5.0, -10.0, -15.0, -20.0])
     assert backend.steps()[4:] == pytest.approx([-17.5, -15.0, -12.5, -10.0, -7.5, -5.0, -2.5, 0.0])
-    raise_at = [t for what, _, t in backend.calls if what == "raise"][0]
+    raise_at = next(t for what, _, t in backend.calls if what == "raise")
     assert raise_at >= sink.writes[-1].t_after  # only after the last sample was written
     assert backend.calls[-1][0] == "restored"
     assert backend.calls[-1][2] - raise_at == pytest.approx(0.4)  # the ramp out took its time
@@ -193,3 +193,19 @@ def test_amixer_output_is_parsed_and_a_control_without_db_is_refused():
         parse_playback("  Mono: Playback 60 [69%] [on]\n", "Master")
     with pytest.raises(DuckError, match="no playback volume"):
         parse_playback("Simple mixer control 'Capture',0\n", "Capture")
+
+
+def test_a_restore_that_failed_is_tried_again_while_idle_not_more_than_every_few_seconds():
+    sink = FakeSink()
+    flaky = Recording(sink.clock, "flaky", fail=("restored",))
+    ducking = ZoneDucking("hall", DUCKING, [flaky], sleep=sink.clock.sleep, clock=sink.clock)
+    ducking.recover()  # at start: nothing recorded
+    ducking.duck("a1")
+    ducking.unduck("a1")  # the restore fails: still lowered, still recorded
+    flaky.fail = ()
+    ducking.recover()
+    ducking.recover()  # at once again: not yet
+    assert [c[0] for c in flaky.calls].count("recover") == 1
+    sink.clock.advance(5.0)
+    ducking.recover()
+    assert [c[0] for c in flaky.calls].count("recover") == 2
