@@ -283,10 +283,10 @@ class Service:
 
     # ---- helpers ----
 
-    def _publish_duck(self, topic: str, payload: bytes) -> bool:
+    def _publish_duck(self, **fields) -> bool:
         """A zone's duck / unduck message (audio thread); False while there is no MQTT client yet."""
         door = self.mqtt
-        return door is not None and door.client.publish(DuckMessage(topic, payload)) is not None
+        return door is not None and door.client.publish(DuckMessage(**fields)) is not None
 
     def _publish(self, message) -> None:
         """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a

@@ -1,10 +1,8 @@
 """Ducking over MQTT: a `duck` and an `unduck` message on the zone's configured topic (docs/mqtt.md).
 
-For Home Assistant or Music Assistant to lower a media player: the payload is JSON, `{"action": "duck",
-"zone": ..., "id": <announcement id>, "level_db": -20.0, "ramp_ms": 300}` when the announcement is about to
-start (the chime waits `ramp_ms`) and the same with `"action": "unduck"` (level_db 0.0, the ramp out) after
-its last sample was heard or it was cut. QoS 1, not retained: a late subscriber must not duck a room for an
-announcement long over. The listener ramps by itself; this backend has no steps.
+For Home Assistant or Music Assistant to lower a media player (the message: mqtt/duck.py): `duck` when
+the announcement is about to start (the chime waits `ramp_ms`), `unduck` at the start of the ramp out,
+after its last sample was heard or it was cut. The listener ramps by itself; this backend has no steps.
 
 A duck is recorded (announcement id) before the message goes out, so a crash of ours between the two
 messages leaves the record behind and the next start sends the `unduck` it owes.
@@ -12,22 +10,15 @@ messages leaves the record behind and the next start sends the `unduck` it owes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from qwen3tts.appliance.zones.ducking import DuckError
 from qwen3tts.appliance.zones.restore import RestoreRecord
 
-Publish = Callable[[str, bytes], bool]
-"""publish(topic, payload): hands the message to the MQTT client (QoS 1, not retained; the service wires
-it); False when there is no client (yet) to take it."""
-
-
-def duck_payload(action: str, zone: str, announcement: str, level_db: float, ramp_ms: int) -> bytes:
-    """The documented JSON payload of a `duck` / `unduck` message."""
-    fields = {"action": action, "zone": zone, "id": announcement}
-    return json.dumps({**fields, "level_db": level_db, "ramp_ms": ramp_ms}).encode()
+Publish = Callable[..., bool]
+"""publish(topic_name=, action=, zone=, id=, level_db=, ramp_ms=): hands the message (mqtt/duck.py) to
+the MQTT client (the service wires it); False when there is no client (yet) to take it."""
 
 
 class MqttDuck:
@@ -58,11 +49,15 @@ class MqttDuck:
     def recover(self) -> bool:
         """Send the `unduck` a crash of ours owes; False (tried again later) while MQTT is not up yet."""
         for announcement in self.record.pending():
-            if not self._publish(self.topic, duck_payload("unduck", self.zone, announcement, 0.0, 0)):
+            if not self._notice("unduck", announcement, 0.0, 0):
                 return False
             self.record.forget([announcement])
         return True
 
     def _send(self, action: str, announcement: str, level_db: float, ramp_ms: int) -> None:
-        if not self._publish(self.topic, duck_payload(action, self.zone, announcement, level_db, ramp_ms)):
+        if not self._notice(action, announcement, level_db, ramp_ms):
             raise DuckError(f"no MQTT connection to send {action} on {self.topic}")
+
+    def _notice(self, action: str, announcement: str, level_db: float, ramp_ms: int) -> bool:
+        return self._publish(topic_name=self.topic, action=action, zone=self.zone, id=announcement,
+                             level_db=float(level_db), ramp_ms=int(ramp_ms))  # fmt: skip

@@ -11,6 +11,7 @@ import pkgutil
 import pytest
 
 import qwen3tts.appliance.mqtt as mqtt_package
+from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
 from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSay, HermesSayFinished
 from qwen3tts.appliance.mqtt.messages import (
@@ -47,6 +48,7 @@ EXAMPLES: dict[type[Message], Message] = {
     HermesSay: HermesSay("hi", "h1", "en", 0.5, "hall", "s1"),
     HermesSayFinished: HermesSayFinished("h1", "hall", "s1"),
     HermesError: HermesError("boom", "h1", "hall", None),
+    DuckMessage: DuckMessage("home/shop/duck", "duck", "shop", "a1", -20.0, 300),
 }
 
 
