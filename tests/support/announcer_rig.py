@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from audio_fakes import FakeSink
@@ -61,6 +62,22 @@ def fake_engine(runner: FakeRunner | None = None, max_num_seqs: int = 4) -> Engi
     runner = runner or LoudRunner()
     config = EngineConfig(max_num_seqs=max_num_seqs, sampling=SamplingParams(greedy=True))
     return Engine(runner, fake_prompt_builder(runner.hidden_size), config)
+
+
+def fake_runtime(speakers: tuple[str, ...] = ("ryan", "vivian")) -> SimpleNamespace:
+    """What the Service takes as its loaded runtime: the real Engine over the fake runner, a 0.6B spec."""
+    return SimpleNamespace(
+        engine=fake_engine(),
+        spec=SimpleNamespace(
+            speakers=speakers,
+            languages=("english",),
+            size="0.6b",
+            variant="custom_voice",
+            supports_instruct=False,
+        ),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        manifest=SimpleNamespace(random_weights=True),
+    )
 
 
 @dataclass

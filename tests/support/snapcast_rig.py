@@ -226,3 +226,30 @@ def locate(haystack: np.ndarray, needle: np.ndarray) -> tuple[int, float]:
     window = haystack[offset : offset + len(needle)]
     norm = float(np.linalg.norm(window) * np.linalg.norm(needle)) or 1.0
     return offset, float(corr[offset]) / norm
+
+
+@contextlib.contextmanager
+def running_rig(workdir: Path, names: tuple[str, ...] = ("left", "right")):
+    """A started snapserver, one started `Snapclient` per name and the music playing; all stopped after."""
+    server = Snapserver(workdir)
+    server.start()
+    clients = [Snapclient(server, name) for name in names]
+    for client in clients:
+        client.start()
+    music = Music(server).start()
+    try:
+        yield server, clients
+    finally:
+        music.stop()
+        for client in clients:
+            client.stop()
+        server.stop()
+
+
+def wait_until(condition, timeout: float = 10.0) -> None:
+    """Polls `condition` every 50 ms (the rig's processes give no event to wait on); fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)

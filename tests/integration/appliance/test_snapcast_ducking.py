@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import pytest
-from snapcast_rig import Music, Snapclient, Snapserver, music_level
+from snapcast_rig import Snapserver, music_level, running_rig, wait_until
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
@@ -31,31 +31,12 @@ AUDIO = AudioSettings(lead_in_ms=0, tail_ms=0, fade_ms=10, block_ms=40)
 
 @pytest.fixture
 def snapcast(tmp_path):
-    server = Snapserver(tmp_path)
-    server.start()
-    clients = [Snapclient(server, name) for name in ("left", "right")]
-    for client in clients:
-        client.start()
-    music = Music(server).start()
-    try:
+    with running_rig(tmp_path) as (server, clients):
         control = SnapcastControl("127.0.0.1", server.control_port)
         wait_until(lambda: len(client_volumes(control.status(), ("*",))) == 2)
         for client in ("left", "right"):
             control.call("Client.SetVolume", {"id": client, "volume": {"percent": 80}})
         yield server, clients, control
-    finally:
-        music.stop()
-        for client in clients:
-            client.stop()
-        server.stop()
-
-
-def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 def ducking(server: Snapserver, tmp_path, level_db: float = -20.0, port: int | None = None) -> ZoneDucking:

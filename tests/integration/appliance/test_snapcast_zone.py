@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 import soxr
-from snapcast_rig import Music, Snapclient, Snapserver, Timeline, locate, music_level
+from snapcast_rig import Snapserver, Timeline, locate, music_level, running_rig, wait_until
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
@@ -35,19 +35,8 @@ MAX_SKEW_S = 0.008
 
 @pytest.fixture
 def snapcast(tmp_path):
-    server = Snapserver(tmp_path)
-    server.start()
-    clients = [Snapclient(server, name) for name in ("left", "right")]
-    for client in clients:
-        client.start()
-    music = Music(server).start()
-    try:
-        yield server, clients
-    finally:
-        music.stop()
-        for client in clients:
-            client.stop()
-        server.stop()
+    with running_rig(tmp_path) as rig:
+        yield rig
 
 
 def settings_for(server: Snapserver) -> SnapcastSettings:
@@ -66,14 +55,6 @@ def burst_track(label: str, repeats: int = 1) -> Track:
 
 def streams(sink: SnapcastSink) -> set[str]:
     return set(groups_for(sink.control.status(), ("*",)).values())
-
-
-def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 def test_both_clients_hear_the_announcement_at_the_same_instant_and_the_music_comes_back(snapcast, tmp_path):

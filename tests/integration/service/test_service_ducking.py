@@ -8,10 +8,9 @@ error as well; what a crash left ducked (a restore record) is unducked at the ne
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
-from announcer_rig import GatedSink, RigSink, fake_engine
+from announcer_rig import GatedSink, RigSink, fake_runtime
 
 from qwen3tts.appliance.zones.restore import RestoreRecord
 from qwen3tts.paths import ducking_restore_dir
@@ -51,19 +50,7 @@ def write_config(path, broker) -> None:
 def start_service(tmp_path, broker, sink, recorder) -> Service:
     config = tmp_path / "qwen3tts.yaml"
     write_config(config, broker)
-    runtime = SimpleNamespace(
-        engine=fake_engine(),
-        spec=SimpleNamespace(
-            speakers=("ryan",),
-            languages=("english",),
-            size="0.6b",
-            variant="custom_voice",
-            supports_instruct=False,
-        ),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
-        manifest=SimpleNamespace(random_weights=True),
-    )
-    svc = Service(load_settings(config), config_path=config, runtime=runtime, sink=sink)
+    svc = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=sink)
     svc.start()
     recorder.wait_for(lambda msgs: any(m.topic.endswith("/status") for m in msgs), 10)  # subscribed
     return svc

@@ -8,10 +8,9 @@ and the next announcement still finishes; an exception outside any item restarts
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
-from announcer_rig import RigSink, fake_engine
+from announcer_rig import RigSink, fake_runtime
 
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
@@ -36,19 +35,7 @@ def write_config(path, broker, **audio) -> None:
 def service(tmp_path, mosquitto):
     config = tmp_path / "qwen3tts.yaml"
     write_config(config, mosquitto)
-    runtime = SimpleNamespace(
-        engine=fake_engine(),
-        spec=SimpleNamespace(
-            speakers=("ryan", "vivian"),
-            languages=("english",),
-            size="0.6b",
-            variant="custom_voice",
-            supports_instruct=False,
-        ),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
-        manifest=SimpleNamespace(random_weights=True),
-    )
-    svc = Service(load_settings(config), config_path=config, runtime=runtime, sink=RigSink())
+    svc = Service(load_settings(config), config_path=config, runtime=fake_runtime(), sink=RigSink())
     svc.start()
     yield svc
     svc.stop()
@@ -202,14 +189,7 @@ def test_a_reload_says_reloading_with_the_monotonic_time_and_ready_when_it_is_do
     monkeypatch.setenv("NOTIFY_SOCKET", path)  # sdnotify reads the address from the environment
     config = tmp_path / "qwen3tts.yaml"
     write_config(config, mosquitto)
-    runtime = SimpleNamespace(
-        engine=fake_engine(),
-        spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b", variant="custom_voice",
-                             supports_instruct=False),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
-        manifest=SimpleNamespace(random_weights=True),
-    )  # fmt: skip
-    svc = Service(load_settings(config), Notifier(), config, runtime=runtime, sink=RigSink())
+    svc = Service(load_settings(config), Notifier(), config, runtime=fake_runtime(("ryan",)), sink=RigSink())
     try:
         svc.start()
         while not server.recv(4096).decode().startswith("READY=1"):
