@@ -107,15 +107,19 @@ class Playback:
                 track, self._next = self._next, None
             if track is None:
                 self.sink.recover()
-                if self.ducking is not None:
-                    self.ducking.recover()  # what a crash of ours left lowered
+                if self.ducking is not None:  # no track came within the tick: raise the held duck;
+                    self.ducking.recover()  # also what a crash of ours left lowered
                 continue
-            self.play(track)
+            self.play(track, hold_duck=self.ducking is not None)
             self._on_end()
+        if self.ducking is not None:
+            self.ducking.recover()  # stopping: nothing stays lowered
 
-    def play(self, whole: Track) -> None:
+    def play(self, whole: Track, hold_duck: bool = False) -> None:
         """Play one track to its end or cut in this zone; its progress says what happened. A failure of the
-        sink (or of anything else here) ends this track only, with its error: the next one plays."""
+        sink (or of anything else here) ends this track only, with its error: the next one plays.
+        `hold_duck` (the audio loop): the zone stays ducked for a track the announcer may hand over within
+        the idle tick (a barge-in, the next of a queue); the loop raises it when none comes."""
         track = TrackReader(whole, self.zone)
         track.started(self._clock())
         try:
@@ -124,7 +128,7 @@ class Playback:
             self._play_and_drain(track)
         finally:  # also after a cut, a failed output or an exception: nothing stays lowered
             if self.ducking is not None:
-                self.ducking.unduck(track.label)
+                self.ducking.unduck(track.label, hold=hold_duck or self._next is not None)
 
     def _play_and_drain(self, track: TrackReader) -> None:
         played_out = False

@@ -98,6 +98,9 @@ class AlsaMixerDuck:
     def raise_back(self, announcement: str, ramp_ms: int) -> None:
         """Nothing to say: the steps raise it."""
 
+    def hand_over(self, previous: str, announcement: str, level_db: float) -> None:
+        """It stays where it is."""
+
     def restored(self) -> None:
         before, self._before = self._before, None
         if before is not None:

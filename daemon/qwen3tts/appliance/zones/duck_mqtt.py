@@ -42,6 +42,13 @@ class MqttDuck:
     def raise_back(self, announcement: str, ramp_ms: int) -> None:
         self._send("unduck", self._current or announcement, 0.0, ramp_ms)
 
+    def hand_over(self, previous: str, announcement: str, level_db: float) -> None:
+        self.record.remember({announcement: "duck"})
+        self._current = announcement
+        self._send("unduck", previous, 0.0, 0)
+        self.record.forget([previous])
+        self._send("duck", announcement, level_db, 0)
+
     def restored(self) -> None:
         self.record.forget([self._current])
         self._current = ""

@@ -63,6 +63,9 @@ class SnapcastDuck:
     def raise_back(self, announcement: str, ramp_ms: int) -> None:
         """Nothing to say: the steps raise it."""
 
+    def hand_over(self, previous: str, announcement: str, level_db: float) -> None:
+        """It stays where it is."""
+
     def restored(self) -> None:
         before, self._before = self._before, {}
         self._restore({client: str(percent) for client, percent in before.items()})

@@ -3,8 +3,11 @@
 The zone's audio thread calls `duck(id)` before the chime and returns once the ramp in is over, so the
 chime starts on lowered music; it calls `unduck(id)` after the last sample was heard, in a `finally`, so a
 barge-in, a cancel or a failed output raise it too. The ramps are driven here, in steps of `STEP_S`, the
-same for every backend: an MQTT message (duck_mqtt.py; the listener ramps itself, the message says how
-long), the volume of Snapcast clients (duck_snapcast.py), an ALSA mixer control (duck_alsa.py).
+same for every backend. When the next track is already waiting as one ends (a barge-in), the zone stays
+lowered and the next track's duck takes over without ramps (`hand_over`), so an emergency is not kept
+waiting for the music to swell and fall again. The backends: an MQTT message (duck_mqtt.py; the listener
+ramps itself, the message says how long), the volume of Snapcast clients (duck_snapcast.py), an ALSA
+mixer control (duck_alsa.py).
 
 Each backend writes what it lowers into a restore record (zones/restore.py) before it lowers anything,
 and forgets it once it is back, so a crash of ours leaves the record behind and `recover()` (the audio
@@ -54,6 +57,9 @@ class DuckBackend(Protocol):
     def raise_back(self, announcement: str, ramp_ms: int) -> None:
         """Start of the ramp back up (the MQTT backend sends `unduck` here)."""
 
+    def hand_over(self, previous: str, announcement: str, level_db: float) -> None:
+        """Stay lowered, now for `announcement` (MQTT: `unduck` previous, `duck` this one, no ramps)."""
+
     def restored(self) -> None:
         """Exactly what it was before `lower`; the record goes."""
 
@@ -87,9 +93,13 @@ class ZoneDucking:
         self._lowered: list[DuckBackend] = []
         self._failing: set[str] = set()
         self._unrecovered = list(backends)
+        self._held: str | None = None
 
     def duck(self, announcement: str) -> None:
         """Lower every backend over the ramp in; returns when the ramp is over (the chime may start)."""
+        if self._held is not None:
+            self._take_over(self._held, announcement)
+            return
         self.unduck(announcement)  # nothing stays lowered twice (a duck without its unduck)
         level, ramp_ms = self.settings.level_db, self.settings.ramp_in_ms
         self._lowered = [
@@ -100,11 +110,16 @@ class ZoneDucking:
             log.info("%s: zone %s ducked by %.1f dB (%s)", announcement, self.zone, level,
                      ", ".join(b.name for b in self._lowered))  # fmt: skip
 
-    def unduck(self, announcement: str) -> None:
-        """Raise what `duck` lowered over the ramp out; what fails stays recorded for `recover()`."""
+    def unduck(self, announcement: str, hold: bool = False) -> None:
+        """Raise what `duck` lowered over the ramp out; what fails stays recorded for `recover()`.
+        `hold`: stay lowered for the next track, which is already waiting."""
         lowered, ramp_ms = self._lowered, self.settings.ramp_out_ms
         if not lowered:
             return
+        if hold:
+            self._held = announcement
+            return
+        self._held = None
         for backend in lowered:
             self._try(backend, "raise", backend.raise_back, announcement, ramp_ms)
         up = [self.settings.level_db - level for level in ramp_steps(self.settings.level_db, ramp_ms)]
@@ -117,6 +132,9 @@ class ZoneDucking:
 
     def recover(self) -> None:
         """Raise what a crash of ours left lowered; cheap once every backend is clear."""
+        if self._held is not None:  # held for a track that never came: raise it now
+            held, self._held = self._held, None
+            self.unduck(held)
         if self._lowered or not self._unrecovered or self._clock() < self._next_recover:
             return
         self._next_recover = self._clock() + RECOVER_EVERY_S
@@ -125,6 +143,15 @@ class ZoneDucking:
         ]
 
     # ---- helpers ----
+
+    def _take_over(self, previous: str, announcement: str) -> None:
+        self._held = None
+        level, lowered = self.settings.level_db, self._lowered
+        self._lowered = [
+            b for b in lowered if self._try(b, "hand over", b.hand_over, previous, announcement, level)
+        ]
+        self._unrecovered += [b for b in lowered if b not in self._lowered and b not in self._unrecovered]
+        log.info("%s: zone %s stays ducked after %s", announcement, self.zone, previous)
 
     def _ramp(self, levels: list[float], ramp_ms: int) -> None:
         pause = ramp_ms / 1000 / len(levels)

@@ -48,6 +48,9 @@ class Recording:
     def raise_back(self, announcement, ramp_ms):
         self._note("raise", announcement)
 
+    def hand_over(self, previous, announcement, level_db):
+        self._note("hand_over", (previous, announcement))
+
     def restored(self):
         self._note("restored")
 
@@ -209,3 +212,39 @@ def test_a_restore_that_failed_is_tried_again_while_idle_not_more_than_every_few
     sink.clock.advance(5.0)
     ducking.recover()
     assert [c[0] for c in flaky.calls].count("recover") == 2
+
+
+def test_a_track_already_waiting_takes_the_duck_over_without_ramps():
+    sink = FakeSink()
+    backend = Recording(sink.clock)
+    playback, _ = make([backend], sink)
+    first, alarm = track("n1", samples=24000), track("e1")
+
+    def barge_in(sink, write):
+        if len(sink.writes) == 5:
+            playback.play_next(alarm)
+            first.cut()
+
+    sink.on_write = barge_in
+    playback.play(first)
+    assert playback._next is alarm  # handed over, as the announcer does
+    t_first_ended = sink.clock()
+    playback._next = None
+    playback.play(alarm)
+    kinds = [what for what, _, _ in backend.calls]
+    assert kinds.count("lower") == 1 and kinds.count("restored") == 1  # one duck across both tracks
+    assert ("hand_over", ("n1", "e1")) in [(what, arg) for what, arg, _ in backend.calls]
+    assert backend.steps()[:4] == pytest.approx([-5.0, -10.0, -15.0, -20.0])
+    assert backend.steps()[4:] == pytest.approx([-17.5, -15.0, -12.5, -10.0, -7.5, -5.0, -2.5, 0.0])
+    assert [e for e in sink.events if e[0] == "begin"][1][2] == t_first_ended  # no ramp before the alarm
+
+
+def test_a_held_duck_that_no_track_takes_over_is_raised_while_idle():
+    sink = FakeSink()
+    backend = Recording(sink.clock)
+    ducking = ZoneDucking("hall", DUCKING, [backend], sleep=sink.clock.sleep, clock=sink.clock)
+    ducking.duck("a1")
+    ducking.unduck("a1", hold=True)
+    assert "restored" not in [what for what, _, _ in backend.calls]
+    ducking.recover()
+    assert "restored" in [what for what, _, _ in backend.calls]
