@@ -66,7 +66,8 @@ class Amixer:
     def _run(self, *args: str) -> str:
         card = ("-c", self.card) if self.card else ()
         try:
-            done = subprocess.run(["amixer", *card, *args], capture_output=True, text=True,
+            # `--`: a negative level (-37.25dB) is not an option (amixer's getopt permutes otherwise)
+            done = subprocess.run(["amixer", *card, "--", *args], capture_output=True, text=True,
                                   timeout=self.timeout_s, check=False)  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise DuckError(f"{self.name}: amixer failed: {exc}") from exc

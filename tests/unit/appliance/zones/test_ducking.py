@@ -17,7 +17,7 @@ from audio_fakes import FakeSink
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay, Track
-from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck, parse_playback
+from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck, Amixer, parse_playback
 from qwen3tts.appliance.zones.ducking import DuckError, ZoneDucking, ramp_steps
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AlsaMixerDuckSettings, AudioSettings, DuckingSettings
@@ -248,3 +248,36 @@ def test_a_held_duck_that_no_track_takes_over_is_raised_while_idle():
     assert "restored" not in [what for what, _, _ in backend.calls]
     ducking.recover()
     assert "restored" in [what for what, _, _ in backend.calls]
+
+
+def test_amixer_is_called_with_the_card_and_control_and_a_failure_is_a_duck_error(tmp_path, monkeypatch):
+    """A stand-in `amixer` on PATH (this machine has no sound card) records its arguments."""
+    log = tmp_path / "calls"
+    script = tmp_path / "amixer"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        'case "$*" in *Missing*) echo "Unable to find simple control" >&2; exit 1;; esac\n'
+        "echo \"Simple mixer control 'Master',0\"\n"
+        'echo "  Mono: Playback 60 [69%] [-17.25dB] [on]"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    mixer = Amixer("1", "Master")
+    assert mixer.read() == (60, -17.25)
+    mixer.set_db(-37.25)
+    mixer.set_raw(60)
+    assert log.read_text().splitlines() == [
+        "-c 1 -- sget Master",
+        "-c 1 -- sset Master -37.25dB",
+        "-c 1 -- sset Master 60",
+    ]
+    with pytest.raises(DuckError, match="Unable to find simple control"):
+        Amixer("", "Missing").read()
+
+
+def test_the_real_amixer_takes_a_negative_level_as_a_level_not_as_options():
+    """No sound card here: amixer fails on the card, and must not fail on the arguments before that."""
+    with pytest.raises(DuckError) as failed:
+        Amixer("7", "Master").set_db(-37.25)
+    assert "invalid option" not in str(failed.value) and "card" in str(failed.value).lower()
