@@ -33,8 +33,10 @@ class MqttDuck:
 
     def lower(self, announcement: str, level_db: float, ramp_ms: int) -> None:
         self.record.remember({announcement: "duck"})
+        if not self._notice("duck", announcement, level_db, ramp_ms):
+            self.record.forget([announcement])  # never sent: no unduck is owed
+            raise DuckError(f"no MQTT connection to send duck on {self.topic}")
         self._current = announcement
-        self._send("duck", announcement, level_db, ramp_ms)
 
     def step(self, db: float) -> None:
         """The listener ramps itself."""

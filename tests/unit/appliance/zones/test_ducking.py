@@ -18,6 +18,7 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay, Track
 from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck, Amixer, parse_playback
+from qwen3tts.appliance.zones.duck_mqtt import MqttDuck
 from qwen3tts.appliance.zones.ducking import DuckError, ZoneDucking, ramp_steps
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AlsaMixerDuckSettings, AudioSettings, DuckingSettings
@@ -281,3 +282,21 @@ def test_the_real_amixer_takes_a_negative_level_as_a_level_not_as_options():
     with pytest.raises(DuckError) as failed:
         Amixer("7", "Master").set_db(-37.25)
     assert "invalid option" not in str(failed.value) and "card" in str(failed.value).lower()
+
+
+def test_an_mqtt_duck_that_could_not_be_sent_owes_no_unduck(tmp_path):
+    sent = []
+    up = {"connected": False}
+    duck = MqttDuck("hall", "home/hall/duck", lambda **m: up["connected"] and not sent.append(m), tmp_path)
+    ducking = ZoneDucking("hall", DUCKING, [duck], sleep=lambda s: None)
+    ducking.duck("a1")  # no MQTT client yet: logged, the announcement plays on
+    ducking.unduck("a1")
+    up["connected"] = True
+    ducking.recover()
+    assert sent == [] and not duck.record.pending()
+    ducking.duck("a2")
+    ducking.unduck("a2")
+    assert [(m["action"], m["id"], m["ramp_ms"]) for m in sent] == [
+        ("duck", "a2", 200),
+        ("unduck", "a2", 400),
+    ]
