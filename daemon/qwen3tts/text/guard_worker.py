@@ -55,6 +55,6 @@ def _picklable(exc: RequestError) -> RequestError:
     """`exc`, or a plain RequestError with its message if its own class does not survive the pipe."""
     try:
         pickle.loads(pickle.dumps(exc))
-    except Exception:  # any pickling failure means: send the message, not the object
+    except (pickle.PickleError, TypeError, AttributeError, ValueError):  # its class does not pickle
         return RequestError(str(exc))
     return exc
