@@ -99,6 +99,7 @@ class GuardedFrontEnd:
         self._workers: list[_Worker] = []  # every live worker, for pids() and close()
         self.replaced = 0
         """Workers killed or found dead and replaced, since start."""
+        self._stopped = False
 
     def start(self) -> GuardedFrontEnd:
         """Start every worker and wait until each is warm (at daemon start, so no request waits for it)."""
@@ -115,8 +116,9 @@ class GuardedFrontEnd:
             return [worker.pid for worker in self._workers]
 
     def stop(self) -> None:
-        """Stop every worker (the daemon is stopping)."""
+        """Stop every worker (the daemon is stopping); a call still running fails, none is replaced."""
         with self._lock:
+            self._stopped = True
             workers, self._workers = self._workers, []
         for worker in workers:
             worker.kill()
@@ -199,5 +201,7 @@ class GuardedFrontEnd:
             if worker in self._workers:
                 self._workers.remove(worker)
         worker.kill()
+        if self._stopped:
+            return
         self.replaced += 1
         self._idle.put(self._spawn())
