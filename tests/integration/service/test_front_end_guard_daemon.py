@@ -1,7 +1,8 @@
 """Issue 27 item 3 through the whole daemon (real broker, tiny bundle, WAV sink, HTTP server): a text
 front end worker that stops answering (frozen with SIGSTOP, as a stalled match would be) costs one
 announcement an `error` and one HTTP request a 400 naming the limit; its worker is killed and replaced,
-and the next announcement and request are served."""
+and the next announcement and request are served. The next announcement's `finished` event also says
+that its sentence ran to the frame cap (issue 24 item 5), over the real broker."""
 
 from __future__ import annotations
 
@@ -60,7 +61,12 @@ def test_a_stalled_text_front_end_fails_one_announcement_and_one_request_and_the
     assert failed["event"] == "error" and LIMIT in failed["reason"]
     assert frozen not in service.front_end.pids()
     recorder.publish(say, json.dumps({"id": "next", "text": "The shop is open."}), qos=1)
-    assert ended(recorder, "next")["event"] == "finished"
+    finished = ended(recorder, "next")
+    assert finished["event"] == "finished"
+    # the tiny model's greedy talker never samples its end token: the sentence ran to its frame cap,
+    # which the finished event says over MQTT (issue 24 item 5) and /metrics counts
+    assert [w.split(" was")[0] for w in finished["warnings"]] == ["sentence 1"]
+    assert service.runtime.engine.stats().num_frame_capped == 1
 
     frozen = freeze_the_worker(service)
     url = f"http://127.0.0.1:{port}/v1/audio/speech"
