@@ -34,7 +34,11 @@ TEXTS = {
 TEXTS["long (1,900 chars)"] = " ".join([TEXTS["typical (190 chars)"]] * 10)
 SITE_LEXICON = {
     "words": {f"Word{n}": f"word number {n}" for n in range(20)} | {"Rd.": "Road", "Qwen3": "Qwen three"},
-    "patterns": {r"\bPl\. (\d+)": r"Platform \1", r"\bGate ([A-Z])(\d+)\b": r"Gate \1 \2", r"\bNo\. (\d+)": r"number \1"},
+    "patterns": {
+        r"\bPl\. (\d+)": r"Platform \1",
+        r"\bGate ([A-Z])(\d+)\b": r"Gate \1 \2",
+        r"\bNo\. (\d+)": r"number \1",
+    },
 }
 
 
@@ -53,7 +57,8 @@ def hop(runs: int) -> None:
               f"{len(pickle.dumps(lexicon))} bytes pickled")  # fmt: skip
         trip = [timed_us(lambda: pickle.loads(pickle.dumps(lexicon))) for _ in range(runs)]
         print(f"lexicon pickle + unpickle (RE2 recompiled): median {statistics.median(trip):.0f} us")
-        print(f"{'text':22} {'in-process':>11} {'guarded':>9} {'hop':>7} {'lexicon each call':>18}  (us, median of {runs})")
+        heading = f"{'text':22} {'in-process':>11} {'guarded':>9} {'hop':>7} {'lexicon each call':>18}"
+        print(f"{heading}  (us, median of {runs})")
         for name, text in TEXTS.items():
             inline, kept, sent = [], [], []
             for n in range(runs):  # interleaved: a load change hits every mode alike
@@ -93,8 +98,10 @@ def ttfa(bundle: str, runs: int) -> None:
             for mode, options in modes.items():
                 started = time.perf_counter()
                 pieces, _ = read_text(TEXTS["typical (190 chars)"], "english", options)
-                request = sentence_request(f"{mode}-{n}", pieces[0], language="english", voice=speaker,
-                                           instruct=None, priority=Priority.NORMAL, max_frames=30)  # fmt: skip
+                request = sentence_request(
+                    f"{mode}-{n}", pieces[0], language="english", voice=speaker, instruct=None,
+                    priority=Priority.NORMAL, max_frames=30,
+                )  # fmt: skip
                 handle = engine.submit(request)
                 next(iter(handle))
                 found[mode].append((time.perf_counter() - started) * 1000)

@@ -13,7 +13,7 @@ from qwen3tts.engine.sequence import Handle, SequenceStatus
 
 
 def runaway_warning(handle: Handle, sentence: int) -> str | None:
-    """The warning for 1-based `sentence` if its request ended at the frame cap; None if it ended otherwise."""
+    """The warning for 1-based `sentence` if its request ended at the frame cap; None otherwise."""
     if handle.status is not SequenceStatus.FINISHED_LENGTH:
         return None
     frames = len(handle.frames)

@@ -18,6 +18,7 @@ its workers breaks the whole pool (every other caller's call fails with BrokenPr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -69,10 +70,8 @@ class _Worker:
     def kill(self) -> None:
         """SIGKILL by pid (a stalled match ignores anything gentler), reap it, close the pipe."""
         if self.process.is_alive():
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.join(5)
         self.conn.close()
 

@@ -28,8 +28,9 @@ def guarded():
     started = []
 
     def start(workers: int = 1, deadline_s: float = DEADLINE_S) -> GuardedFrontEnd:
-        started.append(GuardedFrontEnd(deadline_s, workers=workers, target=prepare_after_backtracking).start())
-        return started[-1]
+        front_end = GuardedFrontEnd(deadline_s, workers=workers, target=prepare_after_backtracking)
+        started.append(front_end.start())
+        return front_end
 
     yield start
     for front_end in started:
@@ -69,7 +70,10 @@ def test_a_stall_in_one_worker_leaves_the_other_reading(guarded):
         front_end(STALLING_TEXT, "english")
     assert len(front_end.pids()) == 2
     assert [front_end(f"Text {n}.", "english").pieces[0].normalized for n in range(1, 5)] == [
-        "Text one.", "Text two.", "Text three.", "Text four."
+        "Text one.",
+        "Text two.",
+        "Text three.",
+        "Text four.",
     ]
 
 
