@@ -4,4 +4,5 @@ import sys
 
 from qwen3tts.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a worker process (text/guard.py) imports the main module again
+    sys.exit(main())

@@ -147,6 +147,11 @@ class TextSettings:
     """Say numbers, times, prices, units and codes as words; a message may opt out. Default true."""
     lexicon: Path | None = None
     """Site lexicon YAML (words or patterns -> how they are said), reloaded on SIGHUP. Default none."""
+    front_end_timeout_s: float = field(default=2.0, metadata={"min": 0.0, "max": 600.0})
+    """Seconds the text front end may take over one text; past it its worker process is killed and
+    replaced, and the text fails with that reason. 0: run it in-process, unguarded. Default 2 s."""
+    front_end_workers: int = field(default=2, metadata={"min": 1, "max": 8})
+    """Worker processes of the guarded text front end (texts read at once). Default 2."""
 
 
 @dataclass(frozen=True)

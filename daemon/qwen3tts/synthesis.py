@@ -7,11 +7,12 @@ names are resolved by the one catalog (voices/catalog.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qwen3tts.engine.sequence import Priority, Request
-from qwen3tts.text import MODEL_LANGUAGES, Lexicon, prepare
+from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Prepared, prepare
 from qwen3tts.text.splitter import weight
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class TextOptions:
     normalize: bool = True
     lexicon: Lexicon | None = None
     languages: tuple[str, ...] = MODEL_LANGUAGES
+    front_end: Callable[..., Prepared] = prepare
+    """Where `prepare` runs: in the caller's thread, or a `GuardedFrontEnd` (text/guard.py) that abandons
+    a text past its deadline; the service installs the guarded one."""
 
 
 def split_text(
@@ -69,7 +73,7 @@ def read_text(
     unread, a piece cut at the length limit), for the announcement's `started` event."""
     options = options or TextOptions()
     normalize = options.normalize if normalize is None else normalize
-    prepared = prepare(text, language, normalize, options.lexicon, options.languages)
+    prepared = options.front_end(text, language, normalize, options.lexicon, options.languages)
     pieces = [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
     return pieces, tuple(prepared.warnings)
 

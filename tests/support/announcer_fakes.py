@@ -33,7 +33,7 @@ from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
 from qwen3tts.appliance.audio.track_reader import TrackReader
 from qwen3tts.engine.config import EngineConfig, SamplingParams
-from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
 from qwen3tts.engine.stats import EngineStats
 from qwen3tts.errors import RequestError
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, split_text
@@ -68,6 +68,7 @@ class FakeHandle:
         self._ended = False
         self._error: str | None = None
         self._cancelled = False
+        self._capped = False
         self.cancels = 0
 
     def __repr__(self) -> str:
@@ -100,6 +101,11 @@ class FakeHandle:
         pcm = fake_speech(self.request.text)
         return self.finish(*np.split(pcm, range(chunk_samples, len(pcm), chunk_samples)))
 
+    def run_away(self, *chunks: np.ndarray) -> FakeHandle:
+        """End as the frame cap ends a request: the model never sampled end-of-speech."""
+        self._capped = True
+        return self.finish(*chunks)
+
     def fail(self, message: str) -> FakeHandle:
         self._error = message
         return self
@@ -109,6 +115,21 @@ class FakeHandle:
     @property
     def cancelled(self) -> bool:
         return self._cancelled
+
+    @property
+    def status(self) -> SequenceStatus:
+        if self._cancelled:
+            return SequenceStatus.FINISHED_CANCELLED
+        if self._error is not None:
+            return SequenceStatus.FINISHED_ERROR
+        if not self._ended:
+            return SequenceStatus.RUNNING
+        return SequenceStatus.FINISHED_LENGTH if self._capped else SequenceStatus.FINISHED_STOPPED
+
+    @property
+    def frames(self) -> np.ndarray:
+        """(n, 16) codes: as many frames as the request's cap when it ran away, else none."""
+        return np.zeros(((self.request.max_frames or 0) if self._capped else 0, 16), dtype=np.int64)
 
     def cancel(self) -> bool:
         self.cancels += 1

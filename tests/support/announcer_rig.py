@@ -132,12 +132,15 @@ class EventLog:
 
     def __init__(self) -> None:
         self.entries: list[tuple[str, str, str]] = []
+        self.warnings: list[tuple[str, str, tuple[str, ...]]] = []
+        """(id, event, warnings) of every event, in order."""
         self.announcements: list = []
         self._cond = threading.Condition()
 
     def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         with self._cond:
             self.entries.append((ann.id, event, reason))
+            self.warnings.append((ann.id, event, tuple(warnings)))
             self.announcements.append(ann)
             self._cond.notify_all()
 

@@ -9,8 +9,11 @@ from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
 
-def start_daemon(tmp_path: Path, bundle: Path, mosquitto, site: str, servers: dict) -> Service:
-    """A started Service speaking into tmp_path/wav with the `servers` section given (stop it yourself)."""
+def start_daemon(
+    tmp_path: Path, bundle: Path, mosquitto, site: str, servers: dict, sections: dict | None = None
+) -> Service:
+    """A started Service speaking into tmp_path/wav with the `servers` section given and any other
+    `sections` (whole top-level sections, replacing these defaults); stop it yourself."""
     config = tmp_path / "qwen3tts.yaml"
     config.write_text(json.dumps({
         "model": {"bundle": str(bundle)},
@@ -20,7 +23,7 @@ def start_daemon(tmp_path: Path, bundle: Path, mosquitto, site: str, servers: di
         "thermal": {"enabled": False}, "cache": {"enabled": False},
         "engine": {"max_frames": 30, "temperature": 0},
         "servers": servers,
-    }))  # fmt: skip
+    } | (sections or {})))  # fmt: skip
     service = Service(load_settings(config), config_path=config)
     service.start()
     return service

@@ -75,9 +75,10 @@ class FakeRunning(Running):
         return self.servers.metrics.registry.get_sample_value("qwen3tts_network_active_requests")
 
 
-def start_fake_servers(*overrides: str, frames: int = 24) -> tuple[FakeRunning, callable]:
+def start_fake_servers(*overrides: str, frames: int = 24, text=None) -> tuple[FakeRunning, callable]:
     """The Wyoming server alone on a free port (zeroconf off unless overridden) -> (running, stop). Each
-    request runs about `frames` frames (LoudRunner's end token); `engine.max_frames` caps it."""
+    request runs about `frames` frames (LoudRunner's end token); `engine.max_frames` caps it. `text`: the
+    servers' TextOptions (default: the front end in-process)."""
     settings = load_settings(
         None,
         ["servers.wyoming.enabled=true", f"servers.wyoming.port={free_port()}",
@@ -86,7 +87,7 @@ def start_fake_servers(*overrides: str, frames: int = 24) -> tuple[FakeRunning, 
     engine = fake_engine(LoudRunner(eos_at=frames, num_kv_blocks=max(64, frames)))
     engine.start()
     offer = Offer.from_spec("fake", FAKE_SPEC, settings.voice)
-    servers = start_servers(settings, engine, offer, environ={})
+    servers = start_servers(settings, engine, offer, environ={}, text=text)
     running = FakeRunning(engine, servers, settings)
 
     def stop() -> None:

@@ -29,6 +29,7 @@ ALLOWED = {
     "engine/engine.py::Engine._append_frame": "one sequence's bookkeeping fails that sequence",
     "engine/engine.py::Engine._isolated": "a batched call that raises is retried one sequence at a time",
     "engine/engine.py::Engine._finish": "the codec of one ending sequence fails that sequence only",
+    "text/guard_worker.py::_answer": "a front end bug fails that text; the worker reads the next",
     "runtime/devices.py::place": "a plugin can raise anything; the next device in the plan is the recovery",
     "model/codec_gate.py::build_bf16_tail": "an optional variant never fails a build",
     # reporting: what is broken is exactly what these report

@@ -130,6 +130,7 @@ class Engine:
             num_cached_blocks=self.block_manager.num_cached_blocks,
             prefix_queried_tokens=self.block_manager.num_prefix_queried_tokens,
             prefix_hit_tokens=self.block_manager.num_prefix_hit_tokens,
+            num_frame_capped=self.scheduler.num_frame_capped,
         )
 
     def start(self) -> None:

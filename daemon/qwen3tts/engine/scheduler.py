@@ -87,6 +87,7 @@ class Scheduler:
         self.waiting: list[Sequence] = []  # sorted by _waiting_key
         self.running: list[Sequence] = []  # in admission order
         self.num_preemptions = 0
+        self.num_frame_capped = 0  # requests stopped by their frame cap: the model ran away
         self._admissions = itertools.count()
 
     def has_unfinished(self) -> bool:
@@ -112,6 +113,8 @@ class Scheduler:
             self.block_manager.cache_computed_blocks(seq)
         self.block_manager.free(seq)
         seq.status = status
+        if status is SequenceStatus.FINISHED_LENGTH:
+            self.num_frame_capped += 1
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput(self.max_num_batched_tokens)

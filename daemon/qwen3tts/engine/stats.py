@@ -35,6 +35,8 @@ class EngineStats:
     """Prompt positions of admitted requests looked up in the prefix cache, since start."""
     prefix_hit_tokens: int = 0
     """... of which were found computed and shared instead of prefilled."""
+    num_frame_capped: int = 0
+    """Requests stopped by their frame cap (max_frames) instead of end-of-speech, since start."""
 
 
 class StepMeter:

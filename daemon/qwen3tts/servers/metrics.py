@@ -112,6 +112,7 @@ class _ScrapeCollector(Collector):
             ("engine_steps", "Engine steps that produced frames.", stats.num_steps),
             ("engine_frames", "80 ms frames produced.", stats.num_frames),
             ("engine_preemptions", "Requests preempted for recompute.", stats.num_preemptions),
+            ("sentences_frame_capped", "Sentences stopped by the frame cap.", stats.num_frame_capped),
             ("audio_underflows", "Audio underflows.", figures.underflows),
             ("announcements_rejected", "Announcements rejected.", figures.rejected),
             ("announcements_failed", "Announcements failed.", figures.failed),

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from qwen3tts.engine.runaway import runaway_warning
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
@@ -148,6 +149,7 @@ class SpeechStream:
         self.outcome: str | None = None  # set once, by close()
         self._pending: list[str] = []  # pieces not yet submitted
         self._handle = None  # the engine Handle of the piece being synthesised
+        self._num_done = 0  # pieces whose synthesis ended
         self._streamed = ""  # streamed text not yet a complete sentence (feed)
         self._streamed_chars = 0
         self._num_pieces = 0
@@ -227,6 +229,10 @@ class SpeechStream:
             self._handle = None
             if handle.cancelled:
                 return  # cancelled from outside (shutdown): no more pieces
+            warning = runaway_warning(handle, self._num_done + 1)
+            self._num_done += 1
+            if warning is not None:  # counted by the engine for /metrics; said to the operator here
+                log.warning("%s: %s", self.id, warning)
 
     def _count(self, chunk: np.ndarray) -> None:
         if self._first_audio is None:

@@ -44,6 +44,7 @@ from qwen3tts.service.voices import load_registered_voices
 from qwen3tts.settings import Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
 from qwen3tts.text import reload_lexicon, warm_up
+from qwen3tts.text.guard import GuardedFrontEnd
 from qwen3tts.voices import voices_dir
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -82,6 +83,7 @@ class Service:
         self.announcer: Announcer | None = None
         self.thermal: ThermalMonitor | None = None
         self.servers = None
+        self.front_end: GuardedFrontEnd | None = None
         self.watchdog: Watchdog | None = None
 
     # ---- start ----
@@ -95,6 +97,10 @@ class Service:
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
+        if settings.text.front_end_timeout_s > 0:  # where a stalled match can be abandoned (text/guard.py)
+            self.front_end = GuardedFrontEnd(settings.text.front_end_timeout_s, spec.languages,
+                                             settings.text.front_end_workers).start()  # fmt: skip
+            self.text.front_end = self.front_end
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
@@ -258,7 +264,7 @@ class Service:
         if self.announcer is not None and not self.announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
             log.error("the current announcement did not end within %.0f s; stopping anyway", DRAIN_TIMEOUT_S)
         self.supervisor.stop(timeout=5)
-        for part in (self.thermal, self.servers):
+        for part in (self.thermal, self.servers, self.front_end):
             if part is not None:
                 part.stop()
         if self.runtime is not None:

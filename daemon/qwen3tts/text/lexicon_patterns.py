@@ -51,6 +51,11 @@ class LexiconPattern:
         """`text` with every non-empty match replaced (an empty match replaces nothing)."""
         return self.regexp.sub(self._expand, text)
 
+    def __reduce__(self):
+        # The RE2 object does not pickle: its source does, compiled again where it arrives (the text
+        # front end's worker process, text/guard.py). It compiled here, so it compiles there.
+        return (_recompiled, (self.source, self.spoken))
+
     def _expand(self, match) -> str:
         if match.start() == match.end():
             return ""
@@ -72,6 +77,10 @@ def compile_pattern(pattern: str, say: str, where: str) -> LexiconPattern:
             + (f"; {hint}" if hint else "")
         ) from None
     return LexiconPattern(pattern, regexp, _parse_spoken(say, regexp, where))
+
+
+def _recompiled(source: str, spoken: tuple[str | int, ...]) -> LexiconPattern:
+    return LexiconPattern(source, re2.compile(source, _OPTIONS), spoken)
 
 
 def _parse_spoken(say: str, regexp, where: str) -> tuple[str | int, ...]:

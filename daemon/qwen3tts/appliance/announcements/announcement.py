@@ -108,6 +108,8 @@ class Announcement:
     """Why part of the request was ignored (the intake's); said in the `queued` event."""
     reading: tuple[str, ...] = field(default=(), metadata={"runtime": True})
     """What the text front end could not read well (set when it is prepared); said in `started`."""
+    runaway: tuple[str, ...] = field(default=(), metadata={"runtime": True})
+    """Sentences of this play the frame cap stopped (the model ran away); said in `finished`."""
     ack: Callable[[], object] | None = field(default=None, repr=False, metadata={"runtime": True})
     """Acknowledges the MQTT message it came in (QoS 1); called once, after it is spooled or refused."""
     pieces: list[str] = field(default_factory=list, metadata={"runtime": True})

@@ -78,7 +78,7 @@ class EndingsMixin:
             self.lookahead.replay.keep(ann, plays_again=bool(again))  # played out, not cut: worth keeping
         ann.forget_synthesis()
         ann.status = AnnouncementStatus.QUEUED if again else AnnouncementStatus.FINISHED
-        self._emit(ann, "finished", "repeats later" if again else "", zones=played)
+        self._emit(ann, "finished", "repeats later" if again else "", ann.runaway, zones=played)
 
     def _interrupted(self, ann: Announcement, from_piece: int, cut: Cut) -> None:
         remaining = len(ann.pieces) - from_piece

@@ -23,6 +23,7 @@ from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
 from qwen3tts.appliance.systemd.supervisor import isolated
 from qwen3tts.engine.engine import Engine
+from qwen3tts.engine.runaway import runaway_warning
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
@@ -84,6 +85,7 @@ class LookAhead:
         """
         language = ann.lang or self.defaults.language
         texts, ann.reading = read_text(ann.text, language, self.text, normalize=ann.normalize)
+        ann.runaway = ()
         ann.cursor = min(ann.cursor, len(texts) - 1)
         ann.pieces, ann.handles, ann.ends = texts[ann.cursor :], {}, []
         ann.track = Track(ann.id)
@@ -222,8 +224,15 @@ class LookAhead:
                 return
             del ann.handles[index]
             ann.ends.append(track.received)
+            self._ran_away(ann, handle, index)
             self._measure(ann, index)
         track.close()
+
+    def _ran_away(self, ann: Announcement, handle, index: int) -> None:
+        warning = runaway_warning(handle, ann.cursor + index + 1)
+        if warning is not None:  # said in the `finished` event (issue 24 item 5)
+            log.warning("%s: %s", ann.id, warning)
+            ann.runaway += (warning,)
 
     def _arrived(self, ann: Announcement, chunk: np.ndarray) -> None:
         if ann.arriving_since is None:
