@@ -25,11 +25,13 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Status
+from qwen3tts.appliance.mqtt.hermes import HermesPlayBytes
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
-from qwen3tts.appliance.zones.outputs import open_zone_sinks
+from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
+from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.paths import snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
@@ -76,6 +78,7 @@ class Service:
         self.runtime = runtime
         self.sinks: dict[str, object] = {} if sink is None else {"default": sink}
         self.playbacks: dict[str, Playback] = {}
+        self.satellites = SatelliteWaits()  # Hermes satellites' plays waiting for their playFinished
         self.mqtt: MqttDoor | None = None
         self.announcer: Announcer | None = None
         self.thermal: ThermalMonitor | None = None
@@ -90,6 +93,9 @@ class Service:
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
             self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self.outputs.changed)
+            send = lambda site, request, wav: self._publish(HermesPlayBytes(site, request, wav))  # noqa: E731
+            self.sinks |= satellite_sinks(settings.mqtt, send, self.satellites,
+                                          lambda zone: self._beat(audio_worker(zone)))  # fmt: skip
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
@@ -155,7 +161,8 @@ class Service:
 
     def _mqtt_door(self) -> MqttDoor:
         return MqttDoor(self.settings, self.announcer, self.catalog, self._publish, self._beat("mqtt"),
-                        supports_instruct=self.runtime.spec.supports_instruct)  # fmt: skip
+                        supports_instruct=self.runtime.spec.supports_instruct,
+                        play_finished=self.satellites.play_finished)  # fmt: skip
 
     # ---- workers and callbacks ----
 
