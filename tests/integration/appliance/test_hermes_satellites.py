@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import wave
@@ -21,6 +18,7 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 import pytest
+from daemon_process import DaemonProcess
 
 SITE = "hermes-box"
 RATE = 24000
@@ -59,9 +57,8 @@ class FakeSatellite:
         self.client.loop_stop()
 
 
-def start_daemon(tmp_path: Path, bundle: Path, broker) -> subprocess.Popen:
-    config = tmp_path / "qwen3tts.yaml"
-    config.write_text(json.dumps({
+def start_daemon(tmp_path: Path, bundle: Path, broker) -> DaemonProcess:
+    return DaemonProcess(tmp_path, {
         "model": {"bundle": str(bundle)},
         "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False, "hermes": True,
                  "hermes_satellites": ["porch", "attic"], "hermes_play_timeout": 1.0},
@@ -69,11 +66,7 @@ def start_daemon(tmp_path: Path, bundle: Path, broker) -> subprocess.Popen:
         "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "lead_in_ms": 0, "tail_ms": 0},
         "thermal": {"enabled": False}, "cache": {"enabled": False},
         "engine": {"max_frames": 24, "temperature": 0},
-    }))  # fmt: skip
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path)}
-    with open(tmp_path / "daemon.log", "wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "qwen3tts", "--config", str(config), "run"],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+    })  # fmt: skip
 
 
 def payloads(recorder, topic: str) -> list[dict]:
@@ -100,13 +93,11 @@ def rig(mosquitto, recorder_factory, tiny_models, tmp_path):
         recorder.wait_for(lambda msgs: any((m.topic, m.payload) == online for m in msgs), 120)
         yield recorder, satellite, speakers
     except BaseException:
-        print((tmp_path / "daemon.log").read_text(errors="replace")[-4000:])
+        print(daemon.log_tail())
         raise
     finally:
         satellite.close()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(10)
+        daemon.kill()
 
 
 def test_a_satellites_say_goes_out_as_a_wav_and_say_finished_follows_its_play_finished(rig):

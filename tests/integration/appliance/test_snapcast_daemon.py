@@ -9,15 +9,13 @@ while `desk` plays it and it finishes there.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
+from daemon_process import DaemonProcess
 from snapcast_rig import Snapclient, Snapserver
 
 SITE = "snap-box"
@@ -38,11 +36,10 @@ def snapcast(tmp_path):
         server.stop()
 
 
-def start_daemon(tmp_path: Path, bundle: Path, broker, server: Snapserver) -> subprocess.Popen:
-    config = tmp_path / "qwen3tts.yaml"
+def start_daemon(tmp_path: Path, bundle: Path, broker, server: Snapserver) -> DaemonProcess:
     snap = {"control_port": server.control_port, "source": server.tcp_source, "stream": "announcements",
             "buffer_ms": 1000}  # fmt: skip
-    config.write_text(json.dumps({
+    return DaemonProcess(tmp_path, {
         "model": {"bundle": str(bundle)},
         "mqtt": {"host": broker.host, "port": broker.port, "site": SITE, "discovery": False},
         "announcements": {"spool_dir": str(tmp_path / "spool")},
@@ -51,11 +48,7 @@ def start_daemon(tmp_path: Path, bundle: Path, broker, server: Snapserver) -> su
                   {"name": "desk", "output": "wav", "wav_dir": str(tmp_path / "desk")}],
         "thermal": {"enabled": False}, "cache": {"enabled": False},
         "engine": {"max_frames": 24, "temperature": 0},
-    }))  # fmt: skip
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path)}
-    with open(tmp_path / "daemon.log", "wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "qwen3tts", "--config", str(config), "run"],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+    })  # fmt: skip
 
 
 def events(recorder, ann_id: str) -> list[dict]:
@@ -109,11 +102,9 @@ def test_an_all_call_plays_in_both_zones_and_a_stopped_snapserver_fails_only_its
         (finished,) = [e for e in seen if e["event"] == "finished"]
         assert finished["zones"] == ["desk"], seen
         assert len(list((tmp_path / "desk").glob("*.wav"))) == 2
-        assert daemon.poll() is None  # still running
+        assert daemon.running()
     except BaseException:
-        print((tmp_path / "daemon.log").read_text(errors="replace")[-4000:])
+        print(daemon.log_tail())
         raise
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait(10)
+        daemon.kill()
