@@ -25,19 +25,16 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Status
-from qwen3tts.appliance.mqtt.hermes import HermesPlayBytes
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
-from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.paths import snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
-from qwen3tts.service.outputs import OutputStates, audio_worker
+from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
@@ -92,10 +89,7 @@ class Service:
         self._load_runtime()
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
-            self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self.outputs.changed)
-            send = lambda site, request, wav: self._publish(HermesPlayBytes(site, request, wav))  # noqa: E731
-            self.sinks |= satellite_sinks(settings.mqtt, send, self.satellites,
-                                          lambda zone: self._beat(audio_worker(zone)))  # fmt: skip
+            self.sinks = open_sinks(settings, self.outputs, self._publish, self.satellites, self._beat)
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait

@@ -208,6 +208,12 @@ class HermesVoices(Message):
     site_id: str = "default"
     namespace: str = "rhasspy"
 
+    @classmethod
+    def answering(cls, ask: HermesGetVoices, names: tuple[str, ...], registered: set[str]) -> HermesVoices:
+        """The answer to `ask`: every voice by name, described as a preset speaker or a registered voice."""
+        voices = tuple((n, "registered voice" if n in registered else "preset speaker") for n in names)
+        return cls(voices, id=ask.id, site_id=ask.site_id, namespace=ask.namespace)
+
     def topic(self, base: str) -> str:
         return f"{self.namespace}/tts/voices"
 

@@ -251,13 +251,9 @@ class Intake:
             log.info("playFinished %s from satellite %s: no play waits for it", done.id, done.site_id)
 
     def _voices(self, ask: HermesGetVoices) -> None:
-        if not self._speaks_for(ask.site_id):
-            return
-        catalog = self.policy.catalog
-        registered = set(catalog.registered_names)
-        voices = tuple((name, "registered voice" if name in registered else "preset speaker")
-                       for name in catalog.names)  # fmt: skip
-        self.publish(HermesVoices(voices, id=ask.id, site_id=ask.site_id, namespace=ask.namespace))
+        if self._speaks_for(ask.site_id):  # another site's TTS answers for that site
+            catalog = self.policy.catalog
+            self.publish(HermesVoices.answering(ask, catalog.names, set(catalog.registered_names)))
 
     # ---- Home Assistant, refusals ----
 
