@@ -17,23 +17,20 @@ import numpy as np
 import pytest
 from daemon_process import DaemonProcess
 from snapcast_rig import Snapclient, Snapserver
+from test_doctor_snapcast import snapserver  # noqa: F401 - the fixture
 
 SITE = "snap-box"
 
 
 @pytest.fixture
-def snapcast(tmp_path):
-    workdir = tmp_path / "snap"
-    workdir.mkdir()
-    server = Snapserver(workdir)
-    server.start()
-    client = Snapclient(server, "lobby")
+def snapcast(snapserver):  # noqa: F811 - the imported fixture
+    """The doctor test's snapserver, and one client of it."""
+    client = Snapclient(snapserver, "lobby")
     client.start()
     try:
-        yield server, client
+        yield snapserver, client
     finally:
         client.stop()
-        server.stop()
 
 
 def start_daemon(tmp_path: Path, bundle: Path, broker, server: Snapserver) -> DaemonProcess:
