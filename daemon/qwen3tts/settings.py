@@ -198,6 +198,13 @@ class MqttSettings:
     """Hermes siteId this appliance answers to. Default default."""
     hermes_chime: bool = False
     """Play the announcement chime before Hermes dialogue replies. Default false."""
+    hermes_satellites: tuple[str, ...] = field(default=(), metadata={"may_be_empty": True})
+    """Hermes siteIds of Rhasspy satellites this box speaks for: a hermes/tts/say for one of them is
+    synthesised here and its WAV published to hermes/audioServer/<siteId>/playBytes/<id>; each is also
+    a zone of this box named by the siteId (letters, digits, . _ -). Needs hermes. Default none."""
+    hermes_play_timeout: float = field(default=10.0, metadata={"min": 0.5, "max": 600.0})
+    """Seconds a satellite may take beyond the length of the audio to send its playFinished; after that
+    sayFinished goes out anyway and the announcement ends in an `error` naming the zone. Default 10 s."""
     response_prefix: str = field(default="", metadata={"topic": "prefix"})
     """MQTT 5 response topics answered besides <prefix>/<site>/reply/...; empty for none. Default empty."""
     pool: str = field(default="", metadata={"topic": "level"})
@@ -522,6 +529,21 @@ class Settings:
             if names.index(zone.name) != index:
                 first = names.index(zone.name)
                 raise ConfigError(f"zones[{index}].name: {zone.name!r} is already the name of zones[{first}]")
+        _check_satellites(self.mqtt, tuple(names) or ("default",))
+
+
+def _check_satellites(mqtt: MqttSettings, zones: tuple[str, ...]) -> None:
+    """Satellite siteIds become zone names and topic levels: they must be valid and distinct."""
+    if mqtt.hermes_satellites and not mqtt.hermes:
+        raise ConfigError("mqtt.hermes_satellites: needs mqtt.hermes: true")
+    for index, site in enumerate(mqtt.hermes_satellites):
+        key = f"mqtt.hermes_satellites[{index}]"
+        if not re.fullmatch(ZONE_NAME_PATTERN, site):
+            raise ConfigError(f"{key}: expected 1-64 of A-Z a-z 0-9 . _ -, got {site!r}")
+        if site == mqtt.hermes_site_id:
+            raise ConfigError(f"{key}: {site!r} is this box's own siteId (mqtt.hermes_site_id)")
+        if site in zones or mqtt.hermes_satellites.index(site) != index:
+            raise ConfigError(f"{key}: {site!r} is already the name of a zone of this box")
 
 
 def read_mqtt_password(mqtt: MqttSettings, environ: dict[str, str] | None = None) -> str | None:

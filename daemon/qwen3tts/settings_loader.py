@@ -125,7 +125,7 @@ def _convert_tuple(item_type: type, value: Any, path: str, meta: typing.Mapping[
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple):
         raise ConfigError(f"{path}: expected a list, got {value!r}")
-    if not value:
+    if not value and not meta.get("may_be_empty"):
         raise ConfigError(f"{path}: expected a non-empty list, got []")
     return tuple(_convert_scalar(item_type, v, f"{path}[{i}]", meta) for i, v in enumerate(value))
 

@@ -40,7 +40,7 @@ from qwen3tts.voices.catalog import VoiceCatalog
 NOW = 1_000_000.0
 VOICES = ("ryan", "vivian")
 LANGUAGES = ("english", "german")
-ABSOLUTE_TOPICS = ("hermes/", "homeassistant/", "ha/", "qwen3tts/")
+ABSOLUTE_TOPICS = ("hermes/", "rhasspy/", "homeassistant/", "ha/", "qwen3tts/")
 ZONE_SAY = "qwen3tts/zone/default/say"
 """The zone topic of the front door's one zone (`default`, the announcer's only playback)."""
 
@@ -120,6 +120,7 @@ class FrontDoor:
         max_queue: int = 100,
         discovery: Callable[[], list[Message]] | None = None,
         hermes_chime: bool = False,
+        zones: tuple[str, ...] = ("default",),
         **announcement_settings,
     ) -> None:
         self.now = NOW
@@ -133,7 +134,8 @@ class FrontDoor:
         """(name of the acknowledged message, spool files when its ack went out)."""
         self.playback = HeldPlayback()
         catalog = self.policy.catalog
-        self.announcer = build_announcer(self.settings, fake_engine(), self.playback, self._on_event,
+        playbacks = self.playback if zones == ("default",) else {zone: self.playback for zone in zones}
+        self.announcer = build_announcer(self.settings, fake_engine(), playbacks, self._on_event,
                                          catalog=catalog, max_queue=max_queue, clock=self.clock)  # fmt: skip
         self.queue = self.announcer.queue
         topics = topics or Topics(self.base, hermes=True, zone_base="qwen3tts/zone", zones=("default",))

@@ -37,6 +37,10 @@ SAY_KEYS = (
 )
 COMMAND_SUFFIXES = ("say", "stop", "volume/set", "voice/set")
 HERMES_SAY = "hermes/tts/say"
+SATELLITE = "porch"
+"""The Hermes satellite of the unit front door (a zone of it): its playFinished is read."""
+PLAY_FINISHED = f"hermes/audioServer/{SATELLITE}/playFinished"
+GET_VOICES = ("rhasspy/tts/getVoices", "hermes/tts/getVoices")
 ZONE_SAY = "qwen3tts/zone/default/say"
 """A zone topic (the unit front door's one zone): a say there is for that zone only."""
 ANSWERS = {
@@ -56,7 +60,22 @@ nasty_strings = st.one_of(
     st.text(max_size=40),
     st.lists(st.one_of(nasty_chars, st.text(max_size=3)), max_size=12).map("".join),
     st.sampled_from(
-        ["", " ", "auto", "english", "ryan", "none", "default", "emergency", "all", "id", "a\nINFO x"]
+        [
+            "",
+            " ",
+            "auto",
+            "english",
+            "ryan",
+            "none",
+            "default",
+            "emergency",
+            "all",
+            "id",
+            "a\nINFO x",
+            SATELLITE,
+            f"{SATELLITE}/x",
+            "porch/#",
+        ]
     ),
     st.integers(min_value=129, max_value=3000).map(lambda n: "x" * n),
 )
@@ -122,3 +141,6 @@ payloads = st.one_of(
     ),
 )
 topics = st.sampled_from((*COMMAND_SUFFIXES, HERMES_SAY))
+satellite_topics = st.sampled_from((PLAY_FINISHED, *GET_VOICES))
+"""A satellite's playFinished (never answered) and getVoices (voices, `rejected`, or nothing for a site
+not ours): for a front door with the satellite `porch`."""

@@ -46,7 +46,7 @@ def doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core=None) -> list:
     """Every check, in the order a sound goes: model and devices, storage, broker, speaker, heat."""
-    from qwen3tts.doctor import daemon, platform
+    from qwen3tts.doctor import daemon, platform, snapcast
     from qwen3tts.doctor.check import Check
 
     checks = []
@@ -66,6 +66,7 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))
     checks += daemon.broker_checks(settings.mqtt, timeout)
     checks.append(daemon.audio_check(settings.audio))
+    checks += snapcast.snapcast_checks(settings, timeout)
     checks += _server_checks(settings)
     checks.append(platform.thermal_check(thermal))
     return checks

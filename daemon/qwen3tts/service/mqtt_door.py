@@ -27,7 +27,7 @@ class MqttDoor:
     """One MQTT connection and the intake behind it."""
 
     def __init__(self, settings: Settings, announcer: Announcer, catalog: VoiceCatalog, publish, heartbeat,
-                 *, supports_instruct: bool):  # fmt: skip
+                 *, supports_instruct: bool, play_finished=None):  # fmt: skip
         self.settings = settings
         self.catalog = catalog
         zones = tuple(announcer.playbacks)  # the zones it plays in: the say field and zone topics name these
@@ -44,6 +44,7 @@ class MqttDoor:
             announcer, policy, topics, publish,
             hermes_site_id=settings.mqtt.hermes_site_id,
             hermes_chime=settings.mqtt.hermes_chime,
+            play_finished=play_finished,
             discovery=(lambda: discovery_configs(topics, voices=catalog.names, sw_version=__version__))
             if settings.mqtt.discovery else None,
             heartbeat=heartbeat,

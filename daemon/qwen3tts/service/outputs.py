@@ -1,9 +1,16 @@
-"""The state of each zone's audio output, as the service reports it (status, /metrics, the log)."""
+"""Each zone's audio output: opened for the service, and its state as the service reports it (status,
+/metrics, the log)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+
+from qwen3tts.appliance.mqtt.hermes import HermesPlayBytes
+from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
+from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks
+from qwen3tts.paths import snapcast_restore_dir
+from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -40,3 +47,11 @@ class OutputStates:
 def audio_worker(zone: str) -> str:
     """The supervised worker (and heartbeat) name of a zone's audio thread: `audio` for the one default."""
     return "audio" if zone == "default" else f"audio:{zone}"
+
+
+def open_sinks(settings: Settings, outputs: OutputStates, publish, waits: SatelliteWaits, beat) -> dict:
+    """{zone: its sink}: the configured zones (or the one default), then one per Hermes satellite, whose
+    WAVs go out through `publish` and whose audio thread beats `beat(<its worker name>)` while it waits."""
+    sinks = open_zone_sinks(settings, snapcast_restore_dir(), outputs.changed)
+    send = lambda site, request, wav: publish(HermesPlayBytes(site, request, wav))  # noqa: E731
+    return sinks | satellite_sinks(settings.mqtt, send, waits, lambda zone: beat(audio_worker(zone)))

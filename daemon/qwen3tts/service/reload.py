@@ -10,6 +10,7 @@ settings changed, the registered voices (voices.py).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from qwen3tts.errors import ConfigError
@@ -30,10 +31,22 @@ def read_settings(config_path: Path | None, current: Settings) -> Settings | Non
     from qwen3tts.settings_loader import load_settings
 
     try:
-        return load_settings(config_path)
+        return keep_start_only(current, load_settings(config_path))
     except (ConfigError, OSError) as exc:
         log.error("reload: keeping the old settings: %s", exc)
         return None
+
+
+def keep_start_only(current: Settings, fresh: Settings) -> Settings:
+    """`fresh`, but with the Hermes satellites as they run: each is a zone with its own sink and audio
+    thread, made at start, so a change of them (logged) takes effect at the next start."""
+    old, new = current.mqtt, fresh.mqtt
+    if new.hermes_satellites == old.hermes_satellites:
+        return fresh
+    log.warning("reload: mqtt.hermes_satellites changed; that takes effect at the next start")
+    kept = replace(new, hermes=old.hermes, hermes_site_id=old.hermes_site_id,
+                   hermes_satellites=old.hermes_satellites)  # fmt: skip
+    return replace(fresh, mqtt=kept)  # ConfigError when the kept satellites clash with the new zones
 
 
 def carry_changes(old: Settings, fresh: Settings, announcer, text: TextOptions, speakers) -> None:

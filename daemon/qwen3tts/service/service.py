@@ -31,13 +31,13 @@ from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.appliance.zones.duck_setup import zone_duckings
-from qwen3tts.appliance.zones.outputs import open_zone_sinks
+from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.paths import ducking_restore_dir, snapcast_restore_dir
+from qwen3tts.paths import ducking_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
-from qwen3tts.service.outputs import OutputStates, audio_worker
+from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
@@ -79,6 +79,7 @@ class Service:
         self.runtime = runtime
         self.sinks: dict[str, object] = {} if sink is None else {"default": sink}
         self.playbacks: dict[str, Playback] = {}
+        self.satellites = SatelliteWaits()  # Hermes satellites' plays waiting for their playFinished
         self.mqtt: MqttDoor | None = None
         self.announcer: Announcer | None = None
         self.thermal: ThermalMonitor | None = None
@@ -93,7 +94,7 @@ class Service:
         self._load_runtime()
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
-            self.sinks = open_zone_sinks(settings, snapcast_restore_dir(), self.outputs.changed)
+            self.sinks = open_sinks(settings, self.outputs, self._publish, self.satellites, self._beat)
         self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
                                 tuple(spec.languages))  # fmt: skip
         warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
@@ -165,7 +166,8 @@ class Service:
 
     def _mqtt_door(self) -> MqttDoor:
         return MqttDoor(self.settings, self.announcer, self.catalog, self._publish, self._beat("mqtt"),
-                        supports_instruct=self.runtime.spec.supports_instruct)  # fmt: skip
+                        supports_instruct=self.runtime.spec.supports_instruct,
+                        play_finished=self.satellites.play_finished)  # fmt: skip
 
     # ---- workers and callbacks ----
 

@@ -25,6 +25,7 @@ def topics_for(settings: MqttSettings, site: str | None = None, zones: tuple[str
         base=f"{settings.prefix}/{site or site_name(settings)}",
         discovery_prefix=settings.discovery_prefix,
         hermes=settings.hermes,
+        hermes_satellites=settings.hermes_satellites if settings.hermes else (),
         response_prefix=settings.response_prefix,
         zone_base=f"{settings.prefix}/zone",
         zones=zones,

@@ -25,7 +25,7 @@ from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
 from qwen3tts.appliance.mqtt.events import Event
-from qwen3tts.appliance.mqtt.hermes import HermesSay
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay, HermesVoices
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
     Inbound,
@@ -71,6 +71,7 @@ class Intake:
         *,
         hermes_site_id: str = "default",
         hermes_chime: bool = False,
+        play_finished: Callable[[str, str], bool] | None = None,
         discovery: Callable[[], list[Message]] | None = None,
         heartbeat: Callable[[], None] = lambda: None,
         room: Callable[[float], bool] = lambda timeout: True,
@@ -83,6 +84,8 @@ class Intake:
         self.hermes_site_id = hermes_site_id
         self.hermes_chime = hermes_chime
         """Play the announcement chime before Hermes dialogue replies (default off)."""
+        self._play_finished = play_finished
+        """A satellite's playFinished(siteId, id) for the satellite zones (zones/hermes_satellite.py)."""
         self._discovery = discovery
         self._last_discovery: float | None = None
         self._beat = heartbeat
@@ -137,6 +140,9 @@ class Intake:
         if kind is HomeAssistantStatus:
             self._home_assistant(inbound, now)
             return False
+        if kind is HermesPlayFinished:
+            self._satellite_played(inbound)
+            return False
         caller = self._caller(inbound)
         if inbound.retain:
             return self._rejected(RETAINED_REASON, now, caller, inbound, kind)
@@ -146,6 +152,9 @@ class Intake:
             return self._rejected(str(exc), now, caller, inbound, kind)
         if isinstance(message, Say | HermesSay):
             return self._say(message, inbound, caller, now)
+        if isinstance(message, HermesGetVoices):
+            self._voices(message)
+            return False
         answer = self._answerer(caller)
         if isinstance(message, Stop):
             self.announcer.stop(message.scope, message.id, answer)
@@ -186,7 +195,7 @@ class Intake:
     # ---- say ----
 
     def _say(self, message: Say | HermesSay, inbound: Inbound, caller: Caller, now: float) -> bool:
-        if isinstance(message, HermesSay) and message.site_id != self.hermes_site_id:
+        if isinstance(message, HermesSay) and not self._speaks_for(message.site_id):
             log.info("ignoring a Hermes say for another siteId")
             return False
         try:
@@ -209,11 +218,42 @@ class Intake:
             volume=message.volume,
             chime=None if self.hermes_chime else "none",
             message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
+            zones=self._hermes_zones(message.site_id),
         )
         ann = self.policy.admit(say, now)
         ann.hermes_site_id = message.site_id
         ann.session_id = message.session_id
         return ann
+
+    # ---- Hermes sites: ours, and the satellites we speak for ----
+
+    def _speaks_for(self, site_id: str) -> bool:
+        return site_id == self.hermes_site_id or site_id in self.topics.hermes_satellites
+
+    def _hermes_zones(self, site_id: str) -> tuple[str, ...]:
+        """A satellite's say plays in its zone only; our own siteId's in every zone but the satellites."""
+        satellites = self.topics.hermes_satellites
+        if site_id in satellites:
+            return (site_id,)
+        return tuple(zone for zone in self.policy.zones if zone not in satellites) if satellites else ()
+
+    def _satellite_played(self, inbound: Inbound) -> None:
+        """A satellite's playFinished: the end of the play waiting for it. Not a request: a bad one is
+        logged and dropped, never answered."""
+        if inbound.retain:
+            return  # an old playFinished says nothing about a play now
+        try:
+            done = parse_inbound(self.topics, inbound)
+        except RequestError as exc:
+            log.warning("ignoring a bad Hermes playFinished: %s", exc)
+            return
+        if self._play_finished is None or not self._play_finished(done.site_id, done.id):
+            log.info("playFinished %s from satellite %s: no play waits for it", done.id, done.site_id)
+
+    def _voices(self, ask: HermesGetVoices) -> None:
+        if self._speaks_for(ask.site_id):  # another site's TTS answers for that site
+            catalog = self.policy.catalog
+            self.publish(HermesVoices.answering(ask, catalog.names, set(catalog.registered_names)))
 
     # ---- Home Assistant, refusals ----
 
@@ -246,7 +286,7 @@ class Intake:
         if kind is HermesSay:
             raw = salvage(inbound.payload)
             site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
-            if site != self.hermes_site_id:
+            if not self._speaks_for(site):
                 log.info("ignoring an invalid Hermes say for another siteId")
                 return False
             ann.hermes_site_id = site

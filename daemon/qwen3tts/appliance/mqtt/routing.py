@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwen3tts.appliance.mqtt.hermes import HermesSay
+from qwen3tts.appliance.mqtt.hermes import (
+    GET_VOICES_TOPICS,
+    HermesGetVoices,
+    HermesPlayFinished,
+    HermesSay,
+    play_finished_topic,
+)
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
     Inbound,
@@ -33,6 +39,8 @@ def subscriptions(topics: Topics) -> list[tuple[str, bool]]:
     subs.append((topics.ha_status, False))
     if topics.hermes:
         subs.append((HermesSay.TOPIC, True))
+        subs += [(topic, True) for topic in GET_VOICES_TOPICS]
+        subs += [(play_finished_topic(site), True) for site in topics.hermes_satellites]
     return subs
 
 
@@ -45,8 +53,14 @@ def inbound_type(topics: Topics, topic: str) -> type[Message] | None:
         return Say
     if topic == topics.ha_status:
         return HomeAssistantStatus
-    if topics.hermes and topic == HermesSay.TOPIC:
+    if not topics.hermes:
+        return None
+    if topic == HermesSay.TOPIC:
         return HermesSay
+    if topic in GET_VOICES_TOPICS:
+        return HermesGetVoices
+    if any(topic == play_finished_topic(site) for site in topics.hermes_satellites):
+        return HermesPlayFinished
     return None
 
 

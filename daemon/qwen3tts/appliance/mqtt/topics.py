@@ -25,6 +25,8 @@ class Topics:
     base: str
     discovery_prefix: str = "homeassistant"
     hermes: bool = False
+    hermes_satellites: tuple[str, ...] = ()
+    """siteIds of the Rhasspy satellites this box speaks for (zones of it): their playFinished is read."""
     response_prefix: str = ""
     """Besides `<base>/reply/...`, MQTT 5 response topics under this prefix are answered ("" none)."""
     zone_base: str = ""

@@ -1,6 +1,7 @@
 """The sink of each zone, from its settings: alsa, wav, null or snapcast (zones/snapcast_sink.py).
 
-No zones configured is one zone `default` on the `audio` section's sink, as before zones existed. An
+No zones configured is one zone `default` on the `audio` section's sink, as before zones existed. Each
+Hermes satellite is one more zone, named by its siteId (zones/hermes_satellite.py). An
 explicitly configured ALSA device that cannot be opened is an AudioError at start, as for `audio.sink:
 alsa`; a Snapcast zone never fails the start: an unreachable snapserver leaves the sink `lost` and
 retried with backoff (doctor reports it).
@@ -14,8 +15,9 @@ from pathlib import Path
 from qwen3tts.appliance.audio.alsa import AlsaSink, open_sink
 from qwen3tts.appliance.audio.sinks import NullSink, Sink, WavSink
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
+from qwen3tts.appliance.zones.hermes_satellite import HermesSatelliteSink, SatelliteWaits
 from qwen3tts.appliance.zones.snapcast_sink import SnapcastSink
-from qwen3tts.settings import Settings, ZoneSettings
+from qwen3tts.settings import MqttSettings, Settings, ZoneSettings
 
 StateCallback = Callable[[str, str, str], None]
 """on_state(zone, state, detail): a zone's output went `ok` or `lost`."""
@@ -52,6 +54,20 @@ def open_zone_sink(
     if zone.output == "snapcast":
         return SnapcastSink(zone.name, zone.snapcast, restore_dir, on_state=report).open()
     return AlsaSink(zone.device, block_ms=settings.audio.block_ms, on_state=report).open()
+
+
+def satellite_sinks(
+    mqtt: MqttSettings,
+    send: Callable[[str, str, bytes], object],
+    waits: SatelliteWaits,
+    heartbeat_for: Callable[[str], Callable[[], None]],
+) -> dict[str, Sink]:
+    """{siteId: its sink}: each Hermes satellite (mqtt.hermes_satellites) is a zone named by its siteId."""
+    timeout = mqtt.hermes_play_timeout
+    return {
+        site: HermesSatelliteSink(site, send, waits, timeout_s=timeout, heartbeat=heartbeat_for(site))
+        for site in mqtt.hermes_satellites
+    }
 
 
 def _for(on_state: StateCallback, zone: str) -> Callable[[str, str], None]:

@@ -13,7 +13,15 @@ import pytest
 import qwen3tts.appliance.mqtt as mqtt_package
 from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
-from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSay, HermesSayFinished
+from qwen3tts.appliance.mqtt.hermes import (
+    HermesError,
+    HermesGetVoices,
+    HermesPlayBytes,
+    HermesPlayFinished,
+    HermesSay,
+    HermesSayFinished,
+    HermesVoices,
+)
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
     Inbound,
@@ -49,6 +57,10 @@ EXAMPLES: dict[type[Message], Message] = {
     HermesSayFinished: HermesSayFinished("h1", "hall", "s1"),
     HermesError: HermesError("boom", "h1", "hall", None),
     DuckMessage: DuckMessage("home/shop/duck", "duck", "shop", "a1", -20.0, 300),
+    HermesPlayBytes: HermesPlayBytes("kitchen", "h1", b"RIFF....WAVE"),
+    HermesPlayFinished: HermesPlayFinished("h1", "kitchen"),
+    HermesGetVoices: HermesGetVoices("hermes", "v1", "kitchen"),
+    HermesVoices: HermesVoices((("ryan", "preset speaker"),), "v1", "kitchen", "rhasspy"),
 }
 
 
@@ -169,7 +181,7 @@ def test_parse_inbound_carries_the_mqtt5_properties_of_the_inbound_into_the_say(
 
 
 def test_every_topic_we_subscribe_to_has_its_message_class_and_nothing_else_is_routed():
-    topics = Topics(base=BASE, discovery_prefix="ha", hermes=True)
+    topics = Topics(base=BASE, discovery_prefix="ha", hermes=True, hermes_satellites=("porch",))
     routed = {topic: inbound_type(topics, topic) for topic, _ in subscriptions(topics)}
     assert routed == {
         f"{BASE}/say": Say,
@@ -178,7 +190,11 @@ def test_every_topic_we_subscribe_to_has_its_message_class_and_nothing_else_is_r
         f"{BASE}/voice/set": SetVoice,
         "ha/status": HomeAssistantStatus,
         "hermes/tts/say": HermesSay,
+        "rhasspy/tts/getVoices": HermesGetVoices,
+        "hermes/tts/getVoices": HermesGetVoices,
+        "hermes/audioServer/porch/playFinished": HermesPlayFinished,
     }
+    assert inbound_type(topics, "hermes/audioServer/attic/playFinished") is None  # not our satellite
     assert set(COMMANDS) == {Say, Stop, SetVolume, SetVoice}
     for stranger in (f"{BASE}/event", f"{BASE}/status", "homeassistant/status", f"{BASE}/say/x", "#"):
         assert inbound_type(topics, stranger) is None
@@ -195,3 +211,29 @@ def test_subscriptions_drop_retained_commands_but_not_home_assistant_birth():
 def test_event_payload_is_json_without_the_correlation_data():
     body = json.loads(Event("queued", "a", t_event=1.0, correlation_data=b"x").payload())
     assert body == {"event": "queued", "id": "a", "reason": "", "t_event": 1.0}
+
+
+def test_play_finished_takes_its_site_from_the_topic_and_refuses_bad_ids_and_other_sites():
+    topic = "hermes/audioServer/porch/playFinished"
+    assert HermesPlayFinished.from_mqtt(topic, b'{"id": "a1"}') == HermesPlayFinished("a1", "porch")
+    for bad, match in (
+        (b'{"siteId": "porch"}', "required"),
+        (b'{"id": "a1", "siteId": "attic"}', "disagrees"),
+        (b'{"id": "' + b"x" * 200 + b'"}', "id"),
+        (b'{"id": "a/+#"}', "id"),
+        (b"not json", "JSON"),
+    ):
+        with pytest.raises(RequestError, match=match):
+            HermesPlayFinished.from_mqtt(topic, bad)
+
+
+def test_get_voices_answers_in_the_namespace_it_was_asked_in():
+    ask = HermesGetVoices.from_mqtt("rhasspy/tts/getVoices", b"")
+    assert (ask.namespace, ask.id, ask.site_id) == ("rhasspy", None, "default")
+    answer = HermesVoices((("ryan", "preset speaker"),), "v1", "porch", "hermes")
+    assert answer.topic(BASE) == "hermes/tts/voices"
+    assert json.loads(answer.payload()) == {
+        "voices": [{"voiceId": "ryan", "description": "preset speaker"}],
+        "id": "v1",
+        "siteId": "porch",
+    }
