@@ -29,7 +29,7 @@ from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
-from qwen3tts.appliance.zones.outputs import open_zone_sinks
+from qwen3tts.appliance.zones.outputs import open_zone_sinks, zone_loudness
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.paths import snapcast_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
@@ -99,7 +99,8 @@ class Service:
         for zone, sink in self.sinks.items():  # one audio thread per zone
             worker = audio_worker(zone)
             self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
-                                            on_end=lambda: self.announcer.wake(), zone=zone)  # fmt: skip
+                                            on_end=lambda: self.announcer.wake(), zone=zone,
+                                            loudness=zone_loudness(settings, zone))  # fmt: skip
         self.announcer = self._announcer(engine)
         if settings.thermal.enabled:
             beat = self._beat("thermal")

@@ -84,7 +84,9 @@ class PeakLimiter:
         self.engaged += int(np.count_nonzero(gain < 1.0))
         self._past = signal[: start + count][-self._context :]
         self._pending = self._pending[count:]
-        return np.clip(out, -self.ceiling, self.ceiling)  # the oversampled bound already holds; belt and braces
+        return np.clip(
+            out, -self.ceiling, self.ceiling
+        )  # the oversampled bound already holds; belt and braces
 
     def _gain(self, signal: np.ndarray) -> np.ndarray:
         if np.abs(signal).max(initial=0.0) < self._aim / 2:  # 6 dB below: no reconstruction gets there

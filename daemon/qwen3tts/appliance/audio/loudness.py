@@ -3,11 +3,11 @@ under a true-peak ceiling, applied while the speech streams in.
 
 Measured by pyloudnorm (BS.1770-4: K-weighting, 400 ms blocks every 100 ms, gated at -70 LUFS and 10 LU
 below the ungated mean). A chime is known whole: it gets one gain (`normalised_sound`). Speech arrives in
-chunks, so its gain comes from a running estimate (`Leveller`, the choice measured in docs/benchmarks.md
-against a gain per sentence from its first chunk and a look-ahead window): the gated loudness of the
-play so far, started from the loudness the previous play ended on (the same model and voice usually
-speak at the same level) or, on the first play, from the first chunk. The gain follows the estimate in
-ramps across each chunk, and a true-peak limiter (limiter.py, 2 ms look-ahead) keeps the ceiling.
+chunks, so its gain comes from a running estimate, the choice scripts/compare_loudness.py measured
+(docs/benchmarks.md) against a gain per sentence from its first chunk and a one-second look-ahead window:
+the gated loudness of the last second of the stream, each chunk's own blocks included (`StreamLoudness`,
+on the track's side, the same for every zone). Each zone turns that estimate into its own gain and holds
+its true-peak ceiling with a limiter (limiter.py, 4.7 ms look-ahead): `ZoneLeveller`, on its audio thread.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyloudnorm
@@ -22,18 +23,21 @@ import pyloudnorm
 from qwen3tts.appliance.audio.limiter import PeakLimiter
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 
+if TYPE_CHECKING:
+    from qwen3tts.settings import LoudnessSettings
+
 BLOCK = int(0.4 * MODEL_RATE)  # BS.1770 gating block
 HOP = int(0.1 * MODEL_RATE)  # blocks start every 100 ms (75 % overlap)
 ABSOLUTE_GATE = -70.0
 RELATIVE_GATE = -10.0
 SHORTEST_S = 0.05  # less than this says nothing about loudness
-WINDOW_S = 6.0  # the running estimate counts the blocks of the last 6 s (docs/benchmarks.md)
-MEMORY_TRUST_LU = 6.0  # a first chunk this close to the last play's level keeps that level as first guess
+WINDOW_S = 1.0  # the running estimate counts the blocks of the last second (docs/benchmarks.md)
+RAMP = int(0.01 * MODEL_RATE)  # the estimate moves to a new chunk's over 10 ms
 
 
 @dataclass(frozen=True)
 class LoudnessTarget:
-    """Where every announcement and chime is brought: a zone may carry its own."""
+    """Where every announcement and chime is brought: a zone may carry its own (settings.LoudnessSettings)."""
 
     lufs: float = -18.0
     """Integrated loudness, LUFS."""
@@ -41,6 +45,13 @@ class LoudnessTarget:
     """Ceiling of the true (4x oversampled) peak, dBTP."""
     max_gain_db: float = 20.0
     """Most a quiet sound is raised: near-silence is not lifted into noise."""
+
+    @classmethod
+    def from_settings(cls, settings: LoudnessSettings) -> LoudnessTarget | None:
+        """The target of a zone's settings; None when levelling is off."""
+        if not settings.enabled:
+            return None
+        return cls(settings.target_lufs, settings.true_peak_dbtp, settings.max_gain_db)
 
     @property
     def ceiling(self) -> float:
@@ -103,8 +114,17 @@ class RunningLoudness:
 
     @property
     def lufs(self) -> float | None:
-        """BS.1770 gating over every block so far; None before a block above -70 LUFS."""
-        powers = np.array(self._powers[-self._window :] if self._window else self._powers)
+        """BS.1770 gating over the blocks of the window (every block so far without one); None before a
+        block above -70 LUFS."""
+        return self._gated(self._powers[-self._window :] if self._window else self._powers)
+
+    def recent_lufs(self, seconds: float) -> float | None:
+        """The same gating over the blocks that start in the last `seconds` only."""
+        return self._gated(self._powers[-max(1, int(seconds * MODEL_RATE) // HOP) :])
+
+    @staticmethod
+    def _gated(blocks: list[float]) -> float | None:
+        powers = np.array(blocks)
         if not len(powers):
             return None
         levels = -0.691 + 10.0 * np.log10(np.maximum(powers, 1e-20))
@@ -116,54 +136,73 @@ class RunningLoudness:
         return float(-0.691 + 10.0 * np.log10(kept.mean()))
 
 
-class LoudnessMemory:
-    """The speech loudness the last play measured: the next play's first guess (announcer thread only)."""
+class StreamLoudness:
+    """The track's side (announcer thread): the loudness estimate each sample of a stream is levelled from.
 
-    def __init__(self) -> None:
-        self.lufs: float | None = None
+    Every chunk, as it is put in the track, gets the gated loudness of the last `window_s` of the stream
+    including the chunk itself (the whole chunk is in hand before any of it plays: a free look-ahead of
+    one chunk); the first chunk, too short for a 400 ms block, is measured as one block. The estimate
+    moves from one chunk's to the next over `ramp` samples at the chunk's start, so no gain steps.
+    The estimate does not depend on any zone's target: each zone turns it into its own gain.
+    """
+
+    def __init__(self, window_s: float = WINDOW_S, ramp: int = RAMP) -> None:
+        self.window_s = window_s
+        self.ramp = ramp
+        self._meter = RunningLoudness(None)
+        self._last = float("nan")
+
+    def feed(self, chunk: np.ndarray) -> np.ndarray:
+        """The estimate (LUFS, NaN while nothing is measurable) for each sample of `chunk`."""
+        self._meter.feed(chunk)
+        estimate = self._meter.recent_lufs(max(self.window_s, len(chunk) / MODEL_RATE))
+        if estimate is None:
+            estimate = integrated_lufs(chunk) if math.isnan(self._last) else None
+        level = self._last if estimate is None else estimate
+        levels = np.full(len(chunk), level, dtype=np.float32)
+        if not math.isnan(self._last) and level != self._last:
+            n = min(self.ramp, len(chunk))
+            levels[:n] = np.linspace(self._last, level, n, endpoint=False, dtype=np.float32)
+        self._last = level
+        return levels
+
+
+class ZoneLeveller:
+    """A zone's side (its audio thread): the gain that brings each sample's estimate to the zone's target,
+    then the true-peak limiter. `process()` blocks in order, `flush()` where silence follows (the end of a
+    play, a cut, an underflow); holds back only the limiter's delay (4.7 ms)."""
+
+    def __init__(self, target: LoudnessTarget | None) -> None:
+        self.target = target
+        """None: levelling is off in this zone; samples pass unchanged and undelayed."""
+        self.limiter = PeakLimiter(target.ceiling if target else 1.0)
+
+    def gains(self, levels: np.ndarray) -> np.ndarray:
+        """Linear gain per sample from its loudness estimate (1.0 where none was measurable)."""
+        wanted = np.minimum(self.target.lufs - levels, self.target.max_gain_db)
+        return np.power(10.0, np.nan_to_num(wanted, nan=0.0) / 20.0).astype(np.float32)
+
+    def process(self, samples: np.ndarray, levels: np.ndarray) -> np.ndarray:
+        samples = np.asarray(samples, dtype=np.float32)
+        if self.target is None:
+            return samples
+        return self.limiter.process(samples * self.gains(levels))
+
+    def flush(self) -> np.ndarray:
+        return self.limiter.flush()
 
 
 class Leveller:
-    """One play's speech on its way into the track: `process()` each chunk, `flush()` at a piece's end.
+    """Both sides in one (what one zone hears of a stream): for scripts/compare_loudness.py and tests."""
 
-    Holds back the limiter's look-ahead (2.7 ms) and nothing else, so the first audio is not delayed.
-    """
-
-    def __init__(self, target: LoudnessTarget, memory: LoudnessMemory | None = None,
-                 window_s: float | None = WINDOW_S):  # fmt: skip
-        self.target = target
-        self.memory = memory or LoudnessMemory()
-        self.meter = RunningLoudness(window_s)
-        self.limiter = PeakLimiter(target.ceiling)
-        self._first_guess: float | None = None
-        self._gain: float | None = None
-
-    @property
-    def estimate(self) -> float | None:
-        """The speech loudness this play is levelled from now (LUFS)."""
-        return self.meter.lufs if self.meter.lufs is not None else self._first_guess
+    def __init__(self, target: LoudnessTarget, window_s: float = WINDOW_S, ramp: int = RAMP) -> None:
+        self.stream = StreamLoudness(window_s, ramp)
+        self.zone = ZoneLeveller(target)
+        self.limiter = self.zone.limiter
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         chunk = np.asarray(chunk, dtype=np.float32)
-        if self._first_guess is None:
-            self._first_guess = self._guess(integrated_lufs(chunk))
-        self.meter.feed(chunk)
-        gain = self.target.gain_for(self.estimate)
-        start = gain if self._gain is None else self._gain
-        ramp = np.linspace(start, gain, len(chunk), endpoint=False, dtype=np.float32) if start != gain else gain
-        self._gain = gain
-        return self.limiter.process(chunk * ramp)
-
-    def _guess(self, first_chunk: float | None) -> float | None:
-        """The previous play's loudness when the first chunk agrees with it (the same voice, as usual),
-        else the first chunk's: a single chunk is short, but a remembered level may be another voice's."""
-        remembered = self.memory.lufs
-        if remembered is None or first_chunk is None or abs(first_chunk - remembered) > MEMORY_TRUST_LU:
-            return first_chunk
-        return remembered
+        return self.zone.process(chunk, self.stream.feed(chunk))
 
     def flush(self) -> np.ndarray:
-        """What the limiter holds back (a piece ends: silence or the next piece follows)."""
-        if self.meter.lufs is not None:
-            self.memory.lufs = self.meter.lufs
-        return self.limiter.flush()
+        return self.zone.flush()
