@@ -17,13 +17,12 @@ run alternates both, and each figure is the median over the runs:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
+import compare_loudness as compare  # scripts/, this script's own directory
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.loudness import LoudnessTarget
 from qwen3tts.appliance.audio.playback import Playback
@@ -32,9 +31,6 @@ from qwen3tts.appliance.audio.track import HowToPlay, Track
 from qwen3tts.settings import AudioSettings
 
 RATE = 24000
-_spec = importlib.util.spec_from_file_location("compare_loudness", Path(__file__).with_name("compare_loudness.py"))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
 
 
 class FirstWrite(NullSink):
@@ -87,11 +83,13 @@ def main() -> int:
         for name, target in (("off", None), ("on", LoudnessTarget())):
             results[name].append(one_run(pieces, target))
     print(f"{args.runs} runs, 9 s of audio per run, medians")
-    print("| loudness | put CPU ms per s | play CPU ms per s | total CPU ms per s | first chunk to first write ms |")
+    columns = ["put CPU ms per s", "play CPU ms per s", "total CPU ms per s", "first chunk to first write ms"]
+    print(f"| loudness | {' | '.join(columns)} |")
     print("|---|---|---|---|---|")
     for name, runs in results.items():
         m = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-        print(f"| {name} | {m['put']:.2f} | {m['play']:.2f} | {m['put'] + m['play']:.2f} | {m['first']:.2f} |")
+        cells = [m["put"], m["play"], m["put"] + m["play"], m["first"]]
+        print(f"| {name} | {' | '.join(f'{c:.2f}' for c in cells)} |")
     return 0
 
 

@@ -8,12 +8,10 @@ in a fade, not a click (the measure of scripts/measure_cut_click.py).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pyloudnorm
 import soundfile
+from script_modules import script
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
@@ -26,16 +24,6 @@ from qwen3tts.settings import AudioSettings, Settings
 from qwen3tts.settings_loader import build
 
 RATE = 24000
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
-
-
-def script(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 compare, measure = script("compare_loudness"), script("measure_cut_click")
 
 

@@ -8,13 +8,11 @@ recording sink; the speech part of the output is measured, not the gains the cod
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pyloudnorm
 import pytest
 from audio_fakes import FakeSink
+from script_modules import script
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
@@ -28,10 +26,7 @@ from qwen3tts.settings import AudioSettings, LoudnessSettings, Settings
 from qwen3tts.settings_loader import build
 
 RATE = 24000
-SCRIPT = Path(__file__).resolve().parents[4] / "scripts" / "compare_loudness.py"
-_spec = importlib.util.spec_from_file_location("compare_loudness", SCRIPT)
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
+compare = script("compare_loudness")
 
 SETTINGS = AudioSettings(lead_in_ms=0, tail_ms=0, fade_ms=10, block_ms=40, jitter_buffer_ms=0)
 TARGET = LoudnessTarget(-18.0, -1.0)
