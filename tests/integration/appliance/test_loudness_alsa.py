@@ -10,15 +10,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyloudnorm
-from script_modules import script
+from loudness_plays import compare, lufs
 from test_audio_alsa import asound_conf
 
 from qwen3tts.appliance.audio.limiter import true_peak
 
 CHILD = Path(__file__).with_name("alsa_loudness_child.py")
 TARGET = -20.0
-compare = script("compare_loudness")
 
 
 def test_what_reaches_the_device_is_at_the_target_and_under_the_ceiling(tmp_path):
@@ -36,6 +34,6 @@ def test_what_reaches_the_device_is_at_the_target_and_under_the_ceiling(tmp_path
     split = round(report["written"]["quiet"] * rate / 24000)
     quiet, full = frames[:split], frames[split:]
     assert len(full) > rate  # both plays reached the device
-    loudness = pyloudnorm.Meter(rate).integrated_loudness(quiet.astype(np.float64))
+    loudness = lufs(quiet, rate)
     assert abs(loudness - TARGET) <= 1.0, f"{loudness:.2f} LUFS at {rate} Hz"
     assert 20 * np.log10(true_peak(full)) <= -1.0 + 0.2  # the resampler may add a little; not a clip

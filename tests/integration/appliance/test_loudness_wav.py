@@ -9,36 +9,21 @@ in a fade, not a click (the measure of scripts/measure_cut_click.py).
 from __future__ import annotations
 
 import numpy as np
-import pyloudnorm
 import soundfile
+from loudness_plays import compare, lufs, streamed
 from script_modules import script
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.sinks import WavSink
-from qwen3tts.appliance.audio.track import HowToPlay, Track
 from qwen3tts.appliance.zones.outputs import zone_loudness
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.settings import AudioSettings, Settings
 from qwen3tts.settings_loader import build
 
 RATE = 24000
-compare, measure = script("compare_loudness"), script("measure_cut_click")
-
-
-def lufs(samples: np.ndarray) -> float:
-    return pyloudnorm.Meter(RATE).integrated_loudness(np.asarray(samples, dtype=np.float64))
-
-
-def track(label: str, pieces: list[np.ndarray], **how) -> Track:
-    t = Track(label)
-    t.how = HowToPlay(**how)
-    for piece in pieces:
-        for chunk in compare.chunks(piece):
-            t.put(chunk)
-    t.close()
-    return t
+measure = script("measure_cut_click")
 
 
 def test_files_of_a_zone_come_out_at_its_target_and_under_its_ceiling(tmp_path):
@@ -56,7 +41,7 @@ def test_files_of_a_zone_come_out_at_its_target_and_under_its_ceiling(tmp_path):
         "square": [square, square],
     }
     for label, pieces in plays.items():
-        playback.play(track(label, pieces))
+        playback.play(streamed(pieces, label))
     files = sorted(tmp_path.glob("*.wav"))
     assert [f.stem.split("-", 1)[1] for f in files] == list(plays)
     for path in files:
@@ -71,7 +56,7 @@ def test_a_cut_file_ends_in_a_fade_and_the_emergency_file_starts_with_its_levell
     target = zone_loudness(Settings(), "default")
     sink = WavSink(tmp_path)
     playback = Playback(sink, settings, ChimeSet.defaults(), loudness=target)
-    cut = track("cut", [measure.vowel()], chime="none")
+    cut = streamed([measure.vowel()], "cut", chime="none")
     write, written = sink.write, [0]
 
     def write_then_cut(block):  # the barge-in lands between two blocks, on the audio thread's own turn
@@ -84,7 +69,7 @@ def test_a_cut_file_ends_in_a_fade_and_the_emergency_file_starts_with_its_levell
     sink.write = write_then_cut
     playback.play(cut)
     sink.write = write
-    playback.play(track("alarm", [np.zeros(RATE // 5, np.float32)], priority=Priority.EMERGENCY))
+    playback.play(streamed([np.zeros(RATE // 5, np.float32)], "alarm", priority=Priority.EMERGENCY))
     cut_file, alarm_file = sorted(tmp_path.glob("*.wav"))
     heard, _ = soundfile.read(cut_file, dtype="float32")
     alarm, _ = soundfile.read(alarm_file, dtype="float32")

@@ -9,16 +9,14 @@ recording sink; the speech part of the output is measured, not the gains the cod
 from __future__ import annotations
 
 import numpy as np
-import pyloudnorm
 import pytest
 from audio_fakes import FakeSink
-from script_modules import script
+from loudness_plays import compare, lufs, streamed
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
 from qwen3tts.appliance.audio.loudness import LoudnessTarget, StreamLoudness
 from qwen3tts.appliance.audio.playback import Playback
-from qwen3tts.appliance.audio.track import HowToPlay, Track
 from qwen3tts.appliance.zones.outputs import zone_loudness
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import ConfigError
@@ -26,25 +24,9 @@ from qwen3tts.settings import AudioSettings, LoudnessSettings, Settings
 from qwen3tts.settings_loader import build
 
 RATE = 24000
-compare = script("compare_loudness")
 
 SETTINGS = AudioSettings(lead_in_ms=0, tail_ms=0, fade_ms=10, block_ms=40, jitter_buffer_ms=0)
 TARGET = LoudnessTarget(-18.0, -1.0)
-
-
-def lufs(samples: np.ndarray) -> float:
-    """pyloudnorm's integrated loudness, straight (not our wrapper)."""
-    return pyloudnorm.Meter(RATE).integrated_loudness(np.asarray(samples, dtype=np.float64))
-
-
-def streamed(pieces: list[np.ndarray], label: str = "t", **how) -> Track:
-    track = Track(label)
-    track.how = HowToPlay(**how)
-    for piece in pieces:
-        for chunk in compare.chunks(piece):
-            track.put(chunk)
-    track.close()
-    return track
 
 
 def played(
