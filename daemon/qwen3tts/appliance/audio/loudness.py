@@ -63,11 +63,6 @@ class LoudnessTarget:
             return 1.0
         return 10.0 ** (min(self.lufs - lufs, self.max_gain_db) / 20.0)
 
-    @property
-    def key(self) -> str:
-        """Part of the phrase cache key: audio levelled for another target is not reused."""
-        return f"loudness {self.lufs:g} LUFS, {self.true_peak_dbtp:g} dBTP, +{self.max_gain_db:g} dB"
-
 
 def integrated_lufs(samples: np.ndarray) -> float | None:
     """Gated integrated loudness of 24 kHz mono samples; one block for sounds under 400 ms; None when there
