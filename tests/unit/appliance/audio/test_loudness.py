@@ -17,6 +17,7 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
 from qwen3tts.appliance.audio.loudness import LoudnessTarget, StreamLoudness
 from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.appliance.audio.track import Track
 from qwen3tts.appliance.zones.outputs import zone_loudness
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import ConfigError
@@ -148,3 +149,30 @@ def test_a_bad_loudness_value_is_a_config_error_naming_its_key(section, key):
 
 def test_the_default_loudness_is_minus_18_lufs_under_minus_1_dbtp():
     assert LoudnessSettings() == LoudnessSettings(True, -18.0, -1.0, 20.0)
+
+
+def test_a_whole_phrase_put_at_once_is_levelled_like_a_streamed_one():
+    rng = np.random.default_rng(8)
+    phrase = np.concatenate([compare.speechlike(3, -32, rng) for _ in range(3)])  # a phrase-cache replay
+    track = Track("t")
+    track.put(phrase)
+    track.close()
+    sink = FakeSink()
+    Playback(
+        sink, SETTINGS, ChimeSet.silent(), clock=sink.clock, sleep=sink.clock.sleep, loudness=TARGET
+    ).play(track)
+    assert abs(lufs(sink.played("t")) - TARGET.lufs) <= 1.0
+
+
+def test_ending_a_track_early_keeps_each_sample_with_its_own_estimate():
+    speech = compare.speechlike(3, -30, np.random.default_rng(1))
+    whole, ended = streamed([speech]), Track("t")
+    for chunk in compare.chunks(speech):
+        ended.put(chunk)
+    assert ended.end_at(30000)  # inside the second chunk
+    for track in (whole, ended):
+        track.attach(("z",))
+    cut = ended.take_now_for("z", 10**6)
+    assert len(cut.pcm) == len(cut.levels) == 30000
+    whole = whole.take_now_for("z", 10**6)
+    np.testing.assert_array_equal(cut.levels, whole.levels[:30000])
