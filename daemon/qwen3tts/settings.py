@@ -260,6 +260,22 @@ class CacheSettings:
 
 
 @dataclass(frozen=True)
+class LoudnessSettings:
+    """Even loudness: every announcement and every chime brought to one integrated loudness (ITU-R BS.1770,
+    measured with pyloudnorm) under a true-peak ceiling, while the speech streams (docs/benchmarks.md)."""
+
+    enabled: bool = True
+    """Level announcements and chimes; false plays them at the level the model and the files have.
+    Default true."""
+    target_lufs: float = field(default=-18.0, metadata={"min": -40.0, "max": -6.0})
+    """Integrated loudness of every announcement and chime, in LUFS. Default -18 LUFS."""
+    true_peak_dbtp: float = field(default=-1.0, metadata={"min": -20.0, "max": 0.0})
+    """Ceiling of the true (4x oversampled) peak, in dBTP; a look-ahead limiter holds it. Default -1 dBTP."""
+    max_gain_db: float = field(default=20.0, metadata={"min": 0.0, "max": 40.0})
+    """Most a quiet sound is raised, in dB, so near-silence is not lifted into noise. Default 20 dB."""
+
+
+@dataclass(frozen=True)
 class AudioSettings:
     """Where the sound goes."""
 
@@ -295,6 +311,8 @@ class AudioSettings:
     chime_emergency: str = "default"
     """Chime before emergency announcements: default, none, or a sound file (WAV, FLAC, Ogg, MP3; up to
     30 s). Default default."""
+    loudness: LoudnessSettings = field(default_factory=LoudnessSettings)
+    """The loudness every announcement and chime is played at (a zone may set its own)."""
 
 
 ZONE_NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
@@ -390,6 +408,8 @@ class ZoneSettings:
     """snapcast: the snapserver and stream."""
     ducking: DuckingSettings = field(default_factory=DuckingSettings)
     """What this zone lowers while an announcement plays in it; nothing by default."""
+    loudness: LoudnessSettings | None = None
+    """This zone's loudness (all of its keys, as in audio.loudness). Default null: audio.loudness."""
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from qwen3tts.appliance.audio.chimes import ChimeSet
+from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.hermes import HermesPlayBytes
+from qwen3tts.appliance.zones.duck_setup import zone_duckings
 from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
-from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks
-from qwen3tts.paths import snapcast_restore_dir
+from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks, zone_loudness
+from qwen3tts.paths import ducking_restore_dir, snapcast_restore_dir
 from qwen3tts.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,3 +58,14 @@ def open_sinks(settings: Settings, outputs: OutputStates, publish, waits: Satell
     sinks = open_zone_sinks(settings, snapcast_restore_dir(), outputs.changed)
     send = lambda site, request, wav: publish(HermesPlayBytes(site, request, wav))  # noqa: E731
     return sinks | satellite_sinks(settings.mqtt, send, waits, lambda zone: beat(audio_worker(zone)))
+
+
+def zone_playbacks(settings: Settings, sinks: Mapping, beat, on_end, publish_duck) -> dict[str, Playback]:
+    """{zone: its audio thread's playback}: the chimes, the zone's loudness target and its ducking."""
+    chimes = ChimeSet.from_settings(settings.audio)
+    duckings = zone_duckings(settings, ducking_restore_dir(), publish_duck)
+    return {
+        zone: Playback(sink, settings.audio, chimes, heartbeat=beat(audio_worker(zone)), on_end=on_end,
+                       zone=zone, ducking=duckings.get(zone), loudness=zone_loudness(settings, zone))
+        for zone, sink in sinks.items()
+    }  # fmt: skip

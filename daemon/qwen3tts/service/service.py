@@ -21,7 +21,6 @@ from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
-from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.duck import DuckMessage
@@ -30,14 +29,12 @@ from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.appliance.systemd.watchdog import Heartbeats, Watchdog
 from qwen3tts.appliance.thermal.governor import ThermalMonitor
-from qwen3tts.appliance.zones.duck_setup import zone_duckings
 from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
 from qwen3tts.model.bundle import weights_kind
-from qwen3tts.paths import ducking_restore_dir
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.mqtt_door import MqttDoor
-from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks
+from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
@@ -104,13 +101,8 @@ class Service:
             self.text.front_end = self.front_end
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
-        chimes = ChimeSet.from_settings(settings.audio)
-        duckings = zone_duckings(settings, ducking_restore_dir(), self._publish_duck)
-        for zone, sink in self.sinks.items():  # one audio thread per zone
-            worker = audio_worker(zone)
-            self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
-                                            on_end=lambda: self.announcer.wake(), zone=zone,
-                                            ducking=duckings.get(zone))  # fmt: skip
+        wake = lambda: self.announcer.wake()  # noqa: E731 (the announcer is made next)
+        self.playbacks = zone_playbacks(settings, self.sinks, self._beat, wake, self._publish_duck)
         self.announcer = self._announcer(engine)
         if settings.thermal.enabled:
             beat = self._beat("thermal")

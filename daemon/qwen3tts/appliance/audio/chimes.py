@@ -20,6 +20,7 @@ import numpy as np
 import soundfile
 import soxr
 
+from qwen3tts.appliance.audio.loudness import LoudnessTarget, normalised_sound
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import AudioError, ConfigError
@@ -144,6 +145,14 @@ class ChimeSet:
     @classmethod
     def silent(cls) -> ChimeSet:
         return cls(dict.fromkeys(PRIORITIES))
+
+    def levelled(self, target: LoudnessTarget | None) -> ChimeSet:
+        """Every chime at the target loudness under its true-peak ceiling (unchanged when target is None)."""
+        if target is None:
+            return self
+        return ChimeSet(
+            {p: None if s is None else normalised_sound(s, target) for p, s in self.by_priority.items()}
+        )
 
     def names(self) -> tuple[str, ...]:
         """Values an announcement's `chime` field may take."""

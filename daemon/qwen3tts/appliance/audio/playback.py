@@ -5,7 +5,9 @@ keeps filling, how to play it (chime, gain) and a start threshold; the zone read
 `TrackReader` (track_reader.py), so several zones can play the same track from the same samples. The
 audio thread plays chime -> lead-in silence -> speech -> tail silence in fixed
 blocks of `block_ms`, checking for a cut before each block, so a barge-in is heard within one block; it
-then fades out over `fade_ms` (no click). It keeps no queue and knows no announcement ids: it writes its
+then fades out over `fade_ms` (no click). Speech is brought to the zone's loudness target from the estimate
+the track carries with each sample (loudness.py: `ZoneLeveller`, gain then true-peak limiter), and the chimes
+were levelled to it once, at start. It keeps no queue and knows no announcement ids: it writes its
 progress into the track (started, first audio, underflows, ended) and the announcer turns that into
 events. A track ends once its last sample has been heard: after the sink drained and at least the
 stream latency after the last write. A failing sink ends that track only, with its error.
@@ -22,8 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from qwen3tts.appliance.audio.loudness import LoudnessTarget, ZoneLeveller
 from qwen3tts.appliance.audio.sinks import MODEL_RATE, Sink
-from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
+from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Samples, Track
 from qwen3tts.appliance.audio.track_reader import TrackReader
 from qwen3tts.appliance.systemd.supervisor import isolated
 from qwen3tts.errors import AudioError
@@ -66,13 +69,16 @@ class Playback:
         idle_tick_s: float = 0.25,
         zone: str = DEFAULT_ZONE,
         ducking: Ducking | None = None,
+        loudness: LoudnessTarget | None = None,
     ):
         self.zone = zone
         """The zone this playback is the audio thread of: the reader it plays each track through."""
         self.sink = sink
         self.ducking = ducking
         """What this zone lowers while a track plays (zones/ducking.py); None lowers nothing."""
-        self.chimes = chimes
+        self.loudness = loudness
+        """This zone's loudness target (None: played at the level the track and the chimes have)."""
+        self.chimes = chimes.levelled(loudness)
         self.underflows = 0
         """Underflows since start, for the status message."""
         self._clock = clock
@@ -176,39 +182,45 @@ class Playback:
         if track.is_cut:
             raise _Cut  # cut before any speech: nothing to fade
         since_fade_in = 0  # samples written since speech (re)started; the fade-in covers the first `fade`
+        leveller = ZoneLeveller(self.loudness)  # this play in this zone: its gain and limiter
         while True:
             if track.is_cut:
-                tail = self._shape(track.take_now(self._fade), since_fade_in, gain)
+                tail = self._shape(leveller, track.take_now_levelled(self._fade), since_fade_in, gain, True)
                 self._fade_out_and_stop(track, tail)
-            block, last = track.take(self._block, reserve=self._fade)
+            block, last = track.take_levelled(self._block, reserve=self._fade)
             if block is None and not self.sink.paced:  # a file does not care when samples arrive
                 self._wait_until_buffered(track, least)
                 continue
             if block is None:  # synthesis fell behind a sound card: fade out what is held back, rebuffer
                 self._underflow(track)
-                tail = self._shape(track.take_now(self._fade), since_fade_in, gain)
+                tail = self._shape(leveller, track.take_now_levelled(self._fade), since_fade_in, gain, True)
                 self._write(track, tail * fade_out(len(tail)))
                 since_fade_in = 0
                 self._wait_until_buffered(track, least, start=True)
                 continue
-            shaped = self._shape(block, since_fade_in, gain)
+            shaped = self._shape(leveller, block, since_fade_in, gain, last)
             if last and self._fade:
                 shaped[-self._fade :] *= fade_out(min(self._fade, len(shaped)))
             if len(shaped):
                 self._write(track, shaped)
                 track.first_audio(self._clock())
-            since_fade_in += len(shaped)
+            since_fade_in += len(block.pcm)
             if last:
                 return
 
-    def _shape(self, block: np.ndarray, since_fade_in: int, gain: float) -> np.ndarray:
-        """Gain, plus the fade-in ramp where the block overlaps the first `fade` samples of speech."""
-        out = block * np.float32(gain)
+    def _shape(self, leveller: ZoneLeveller, block: Samples, since_fade_in: int, gain: float,
+               ends: bool) -> np.ndarray:  # fmt: skip
+        """The fade-in ramp where the block overlaps the first `fade` samples of speech, the zone's
+        loudness (with `ends`, also what its limiter held back: silence or a fade-out follows), the gain."""
+        out = block.pcm.copy()
         ramp_left = self._fade - since_fade_in
         if ramp_left > 0:
             n = min(ramp_left, len(out))
             out[:n] *= fade_in(self._fade)[since_fade_in : since_fade_in + n]
-        return out
+        out = leveller.process(out, block.levels)
+        if ends:
+            out = np.concatenate([out, leveller.flush()])
+        return out * np.float32(gain)
 
     def _wait_until_buffered(self, track: TrackReader, least: int, start: bool = False) -> None:
         """Hold speech back until `least` samples (with `start`: also the track's start threshold, which

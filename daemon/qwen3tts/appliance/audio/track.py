@@ -5,7 +5,8 @@ The announcer (one thread) puts 24 kHz float32 PCM in as synthesis produces it, 
 (chime, gain, start threshold), names the zones that play it (`attach`) and may cut it; the audio thread of
 each of those zones takes fixed-size blocks out through its own `TrackReader` and writes how far it got
 (started, first audio, underflows, ended, error). One play is synthesised once and heard in every zone from
-the same samples: a sample stays in the track until every zone's reader took it. Every field both sides touch
+the same samples (with one loudness estimate per sample, loudness.py, that each zone turns into its own
+gain): a sample stays in the track until every zone's reader took it. Every field both sides touch
 sits behind the track's one condition, so each read is consistent without another lock anywhere. Nothing
 else passes between the threads.
 """
@@ -15,9 +16,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
+from qwen3tts.appliance.audio.loudness import StreamLoudness
 from qwen3tts.engine.sequence import Priority
 
 DEFAULT_ZONE = "default"
@@ -51,6 +54,13 @@ class ZonePlay:
     underflows: int = 0
 
 
+class Samples(NamedTuple):
+    """A zone's take: the samples and each one's loudness estimate (LUFS, NaN where none yet)."""
+
+    pcm: np.ndarray
+    levels: np.ndarray
+
+
 class Track:
     """Samples with an end marker, read by one reader per zone; playing instructions and per-zone progress."""
 
@@ -59,7 +69,9 @@ class Track:
         """Names the output (the WAV sink's file name); playback gives it no other meaning."""
         self.how = HowToPlay()
         self._cond = threading.Condition()
-        self._chunks: deque[tuple[int, np.ndarray]] = deque()  # (absolute index of its first sample, samples)
+        self._chunks: deque[tuple[int, np.ndarray, np.ndarray]] = deque()
+        """(absolute index of its first sample, samples, the loudness estimate of each sample in LUFS)"""
+        self._loudness = StreamLoudness()  # the announcer's thread only (put)
         self._received = 0
         self._closed = False
         self._abandoned = False
@@ -82,10 +94,13 @@ class Track:
 
     def put(self, chunk: np.ndarray) -> None:
         chunk = np.ascontiguousarray(chunk, dtype=np.float32).reshape(-1)
+        if len(chunk) == 0 or self.closed:
+            return
+        levels = self._loudness.feed(chunk)  # outside the lock: the audio threads need not wait for it
         with self._cond:
-            if self._abandoned or self._closed or len(chunk) == 0:
+            if self._abandoned or self._closed:
                 return
-            self._chunks.append((self._received, chunk))
+            self._chunks.append((self._received, chunk, levels))
             self._received += len(chunk)
             self._cond.notify_all()
 
@@ -111,8 +126,8 @@ class Track:
             while self._chunks and self._chunks[-1][0] >= at:
                 self._chunks.pop()
             if self._chunks and self._chunks[-1][0] + len(self._chunks[-1][1]) > at:
-                start, samples = self._chunks.pop()
-                self._chunks.append((start, samples[: at - start]))
+                start, samples, levels = self._chunks.pop()
+                self._chunks.append((start, samples[: at - start], levels[: at - start]))
             self._received = min(self._received, at)
             self._closed = True
             self._cond.notify_all()
@@ -219,7 +234,7 @@ class Track:
                 lambda: self._cut or self._closed or self._available(zone) >= threshold, timeout
             )
 
-    def take_for(self, zone: str, n: int, reserve: int) -> tuple[np.ndarray | None, bool]:
+    def take_for(self, zone: str, n: int, reserve: int) -> tuple[Samples | None, bool]:
         with self._cond:
             available = self._available(zone)
             if self._closed and available <= n + reserve:
@@ -228,7 +243,7 @@ class Track:
                 return None, False
             return self._take(zone, n), False
 
-    def take_now_for(self, zone: str, n: int) -> np.ndarray:
+    def take_now_for(self, zone: str, n: int) -> Samples:
         with self._cond:
             return self._take(zone, min(n, self._available(zone)))
 
@@ -245,19 +260,21 @@ class Track:
     def _slowest(self) -> int:
         return min((play.taken for play in self._zones.values()), default=0)
 
-    def _take(self, zone: str, n: int) -> np.ndarray:
+    def _take(self, zone: str, n: int) -> Samples:
         """Samples [taken, taken + n) of `zone` (the caller checked they are here); trims what all took."""
         start = self._zones[zone].taken
         parts = [
-            samples[max(0, start - at) : start + n - at]
-            for at, samples in self._chunks
+            (samples[max(0, start - at) : start + n - at], levels[max(0, start - at) : start + n - at])
+            for at, samples, levels in self._chunks
             if at < start + n and at + len(samples) > start
         ]
         self._zones[zone] = replace(self._zones[zone], taken=start + n)
         slowest = self._slowest()
         while self._chunks and self._chunks[0][0] + len(self._chunks[0][1]) <= slowest:
             self._chunks.popleft()
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        if not parts:
+            return Samples(np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32))
+        return Samples(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def _available(self, zone: str) -> int:
         return 0 if self._abandoned else self._received - self._zones[zone].taken

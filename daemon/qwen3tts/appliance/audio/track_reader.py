@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwen3tts.appliance.audio.track import DEFAULT_ZONE, HowToPlay, Track, ZonePlay
+from qwen3tts.appliance.audio.track import DEFAULT_ZONE, HowToPlay, Samples, Track, ZonePlay
 
 
 class TrackReader:
@@ -55,10 +55,18 @@ class TrackReader:
         While the source runs, `reserve` samples are held back so the final block is always long enough
         for the fade-out; once it has ended, a remainder shorter than n + reserve comes in one final block.
         """
+        block, last = self.take_levelled(n, reserve)
+        return (None if block is None else block.pcm), last
+
+    def take_levelled(self, n: int, reserve: int = 0) -> tuple[Samples | None, bool]:
+        """`take()` with each sample's loudness estimate (what the zone levels from)."""
         return self.track.take_for(self.zone, n, reserve)
 
     def take_now(self, n: int) -> np.ndarray:
         """Up to `n` samples, whatever is here, without waiting (the fade-out of a cut)."""
+        return self.take_now_levelled(n).pcm
+
+    def take_now_levelled(self, n: int) -> Samples:
         return self.track.take_now_for(self.zone, n)
 
     def started(self, t: float) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qwen3tts.appliance.audio.alsa import AlsaSink, open_sink
+from qwen3tts.appliance.audio.loudness import LoudnessTarget
 from qwen3tts.appliance.audio.sinks import NullSink, Sink, WavSink
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
 from qwen3tts.appliance.zones.hermes_satellite import HermesSatelliteSink, SatelliteWaits
@@ -26,6 +27,12 @@ StateCallback = Callable[[str, str, str], None]
 def zone_names(settings: Settings) -> tuple[str, ...]:
     """The zones of this box, in configuration order (`default` when none is configured)."""
     return tuple(zone.name for zone in settings.zones) or (DEFAULT_ZONE,)
+
+
+def zone_loudness(settings: Settings, zone: str) -> LoudnessTarget | None:
+    """The loudness target of `zone`: its own `loudness` section, else audio.loudness (None: off)."""
+    own = next((z.loudness for z in settings.zones if z.name == zone), None)
+    return LoudnessTarget.from_settings(own or settings.audio.loudness)
 
 
 def open_zone_sinks(settings: Settings, restore_dir: Path, on_state: StateCallback) -> dict[str, Sink]:
