@@ -7,12 +7,14 @@ names are resolved by the one catalog (voices/catalog.py).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qwen3tts.engine.sequence import Priority, Request
-from qwen3tts.text import MODEL_LANGUAGES, Lexicon, prepare
+from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Piece, prepare
 from qwen3tts.text.splitter import weight
+from qwen3tts.text.ssml import is_ssml, parse_ssml
 
 if TYPE_CHECKING:
     from qwen3tts.voices.catalog import VoiceCatalog
@@ -67,11 +69,58 @@ def read_text(
 ) -> tuple[list[str], tuple[str, ...]]:
     """`split_text`'s pieces and what the reader could not do well (`Prepared.warnings`: digits left
     unread, a piece cut at the length limit), for the announcement's `started` event."""
+    pieces, warnings = read_pieces(text, language, options, normalize)
+    return [piece.normalized for piece in pieces if speaks(piece)] or [text], warnings
+
+
+def read_pieces(
+    text: str,
+    language: str,
+    options: TextOptions | None = None,
+    normalize: bool | None = None,
+    ssml: bool | None = None,
+    chimes: Collection[str] | None = None,
+) -> tuple[list[Piece], tuple[str, ...]]:
+    """What plays for `text`, piece by piece with its marks (SSML silence, chime, language, voice,
+    rate), and the reader's warnings. `ssml` None reads SSML when the text starts with `<speak`;
+    `chimes` are the sounds `<audio src>` may name. Pieces with nothing to say, play or wait for are
+    left out; a text that leaves nothing is one piece of itself. SSMLError (a RequestError, with the
+    line and column) for a document that cannot be read.
+    """
     options = options or TextOptions()
     normalize = options.normalize if normalize is None else normalize
-    prepared = prepare(text, language, normalize, options.lexicon, options.languages)
-    pieces = [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
-    return pieces, tuple(prepared.warnings)
+    lexicon, languages = options.lexicon, options.languages
+    prepared = prepare(text, language, normalize, lexicon, languages, ssml=ssml, chimes=chimes)
+    kept = [piece for piece in prepared.pieces if speaks(piece) or piece.chime or _silence_ms(piece)]
+    return kept or [Piece(text, text, 0, len(text))], tuple(prepared.warnings)
+
+
+def speaks(piece: Piece) -> bool:
+    """Whether the piece is synthesised (it has words); a chime or a bare break is not."""
+    return bool(piece.normalized.strip())
+
+
+def _silence_ms(piece: Piece) -> int:
+    return piece.silence_before_ms + piece.silence_after_ms
+
+
+def check_ssml(
+    text: str,
+    ssml: bool | None,
+    voices: VoiceCatalog,
+    chimes: Collection[str] | None = None,
+) -> tuple[str, ...]:
+    """What every door does before it accepts `text` that is SSML (`ssml` True, or None and it starts
+    with `<speak`): parse it (SSMLError with the reason, line and column), resolve each `<voice name>`
+    through the catalog (RequestError naming the known voices); returns the parser's warnings
+    (unknown elements ignored). Plain text: no warnings."""
+    if not (is_ssml(text) if ssml is None else ssml):
+        return ()
+    languages = tuple(name.lower() for name in voices.languages) or MODEL_LANGUAGES
+    document = parse_ssml(text, languages, chimes)
+    for name in dict.fromkeys(block.voice for block in document.blocks if block.voice):
+        voices.resolve(name)
+    return tuple(document.warnings)
 
 
 def sentences(text: str, language: str = "auto") -> list[str]:

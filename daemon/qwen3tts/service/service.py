@@ -20,6 +20,7 @@ from pathlib import Path
 from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
@@ -100,7 +101,7 @@ class Service:
             worker = audio_worker(zone)
             self.playbacks[zone] = Playback(sink, settings.audio, chimes, heartbeat=self._beat(worker),
                                             on_end=lambda: self.announcer.wake(), zone=zone)  # fmt: skip
-        self.announcer = self._announcer(engine)
+        self.announcer = self._announcer(engine, chimes)
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
@@ -135,7 +136,7 @@ class Service:
                 self.settings.model.bundle, self.settings, heartbeat=self._beat("engine")
             )
 
-    def _announcer(self, engine) -> Announcer:
+    def _announcer(self, engine, chimes: ChimeSet) -> Announcer:
         settings, spec = self.settings, self.runtime.spec
         queue = AnnouncementQueue(
             settings.announcements.spool_dir,
@@ -145,7 +146,7 @@ class Service:
         )
         defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
         replay = PhraseReplay.from_settings(settings, engine, self.catalog)
-        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay)
+        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay, PieceAudio(chimes))
         return Announcer(settings, queue, lookahead, self.playbacks, self._on_event,
                          heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
 

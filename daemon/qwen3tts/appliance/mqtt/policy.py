@@ -6,6 +6,9 @@ cannot serve is refused (or adjusted, with a warning) before it is queued:
 
 - `voice` and `lang` are resolved by the voice catalog (voices/catalog.py), the one place every front
   door resolves them (`auto` is always accepted).
+- SSML (`ssml: true`, or a text that starts with `<speak>`) is parsed here, so invalid markup, an
+  unknown `<voice>` or an `<audio>` naming no configured chime is one `rejected` with the reason and
+  position; unknown elements are ignored with a warning in the `queued` event.
 - `instruct` on a bundle that has no instruct turn (Base, 0.6B CustomVoice) is ignored with a
   warning in the `queued` event, the way the official implementation ignores it for 0.6B
   CustomVoice, instead of failing at synthesis.
@@ -22,6 +25,7 @@ from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
 from qwen3tts.appliance.mqtt.payload import check_clean, quote
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
+from qwen3tts.synthesis import check_ssml
 from qwen3tts.text.checks import checked_text
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -46,6 +50,8 @@ class AnnouncementPolicy:
     """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instruct is ignored."""
     zones: tuple[str, ...] = ()
     """The zones of this box: a say naming any other is refused naming it (empty: not checked)."""
+    chimes: tuple[str, ...] | None = None
+    """The chimes SSML `<audio src>` may name (None: any well-formed name)."""
 
     @classmethod
     def from_settings(
@@ -56,6 +62,7 @@ class AnnouncementPolicy:
         catalog: VoiceCatalog | None = None,
         supports_instruct: bool = True,
         zones: tuple[str, ...] = (),
+        chimes: tuple[str, ...] | None = None,
     ) -> AnnouncementPolicy:
         return cls(
             max_payload_bytes=settings.max_payload_bytes,
@@ -65,6 +72,7 @@ class AnnouncementPolicy:
             catalog=catalog or VoiceCatalog(),
             supports_instruct=supports_instruct,
             zones=zones,
+            chimes=chimes,
         )
 
     def check_size(self, payload: bytes) -> None:
@@ -80,6 +88,7 @@ class AnnouncementPolicy:
         voice = self.catalog.resolve(say.voice) if say.voice is not None else None
         lang = self.catalog.resolve_language(say.lang) if say.lang is not None else None
         instruct, warnings = self._instruct(say.instruct)
+        warnings += check_ssml(text, say.ssml, self.catalog, self.chimes)
         self._check_zones(say.zones)
         ann = Announcement(
             id=say.id or str(uuid.uuid4()),
@@ -98,6 +107,7 @@ class AnnouncementPolicy:
             correlation_data=say.correlation_data,
             session_id=say.session_id,
             normalize=say.normalize,
+            ssml=say.ssml,
             seed=say.seed,
             cache=say.cache,
             zones=say.zones,
