@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.errors import RequestError
 from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Piece, prepare
+from qwen3tts.text.checks import checked_text
 from qwen3tts.text.splitter import weight
 from qwen3tts.text.ssml import is_ssml, parse_ssml
 
@@ -104,23 +106,33 @@ def _silence_ms(piece: Piece) -> int:
     return piece.silence_before_ms + piece.silence_after_ms
 
 
-def check_ssml(
-    text: str,
+def checked_speech(
+    raw: str,
     ssml: bool | None,
+    max_chars: int,
     voices: VoiceCatalog,
     chimes: Collection[str] | None = None,
-) -> tuple[str, ...]:
-    """What every door does before it accepts `text` that is SSML (`ssml` True, or None and it starts
-    with `<speak`): parse it (SSMLError with the reason, line and column), resolve each `<voice name>`
-    through the catalog (RequestError naming the known voices); returns the parser's warnings
-    (unknown elements ignored). Plain text: no warnings."""
-    if not (is_ssml(text) if ssml is None else ssml):
-        return ()
+) -> tuple[str, tuple[str, ...]]:
+    """(the text to speak, the SSML warnings) with the checks and reasons every door shares.
+
+    Plain text: `checked_text` (clean, not empty, at most `max_chars`). SSML (`ssml` True, or None and
+    it starts with `<speak`): clean, then parsed (SSMLError with the reason, line and column; the
+    document may hold up to MAX_DOCUMENT_CHARS with its markup, what it says at most `max_chars`), each
+    `<voice name>` resolved through the catalog (RequestError naming the known voices); the warnings
+    say which markup was ignored (unknown elements).
+    """
+    stripped = raw.strip() if isinstance(raw, str) else raw
+    if not (is_ssml(stripped) if ssml is None else ssml):
+        return checked_text(raw, max_chars), ()
+    text = checked_text(raw, max(len(raw), 1))  # clean and not empty; the parser bounds its size
     languages = tuple(name.lower() for name in voices.languages) or MODEL_LANGUAGES
     document = parse_ssml(text, languages, chimes)
+    said = len(document.text.strip())
+    if said > max_chars:
+        raise RequestError(f"SSML text too long ({said} characters said > {max_chars})")
     for name in dict.fromkeys(block.voice for block in document.blocks if block.voice):
         voices.resolve(name)
-    return tuple(document.warnings)
+    return text, tuple(document.warnings)
 
 
 def sentences(text: str, language: str = "auto") -> list[str]:

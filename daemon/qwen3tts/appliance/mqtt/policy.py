@@ -25,8 +25,7 @@ from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
 from qwen3tts.appliance.mqtt.payload import check_clean, quote
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
-from qwen3tts.synthesis import check_ssml
-from qwen3tts.text.checks import checked_text
+from qwen3tts.synthesis import checked_speech  # the same checks, and reasons, as every door
 from qwen3tts.voices.catalog import VoiceCatalog
 
 if TYPE_CHECKING:
@@ -81,14 +80,16 @@ class AnnouncementPolicy:
 
     def admit(self, say: Say, now: float) -> Announcement:
         """The announcement for a valid request (`warnings` says what was ignored), else RequestError."""
-        text = self._text(say.text)
+        text, ssml_warnings = checked_speech(
+            say.text, say.ssml, self.max_text_chars, self.catalog, self.chimes
+        )
         self._check_numbers(say)
         if say.chime is not None and say.chime not in CHIME_VALUES:
             raise RequestError(f"unknown chime {quote(say.chime)}; expected one of {', '.join(CHIME_VALUES)}")
         voice = self.catalog.resolve(say.voice) if say.voice is not None else None
         lang = self.catalog.resolve_language(say.lang) if say.lang is not None else None
         instruct, warnings = self._instruct(say.instruct)
-        warnings += check_ssml(text, say.ssml, self.catalog, self.chimes)
+        warnings += ssml_warnings
         self._check_zones(say.zones)
         ann = Announcement(
             id=say.id or str(uuid.uuid4()),
@@ -116,8 +117,8 @@ class AnnouncementPolicy:
         )
         return ann
 
-    def _text(self, raw: str) -> str:
-        return checked_text(raw, self.max_text_chars)  # the same checks, and reasons, as every door
+    def _text(self, raw: str, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
+        return checked_speech(raw, ssml, self.max_text_chars, self.catalog, self.chimes)
 
     def _check_numbers(self, say: Say) -> None:
         if say.volume is not None and not 0.0 <= say.volume <= 1.0:
