@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 from mosquitto_broker import Mosquitto, Recorder
+from ssml_documents import BREAK_750, HOSTILE, INVALID, longest_silence
 
 from qwen3tts.appliance.audio.chimes import ChimeSet, read_sound
 from qwen3tts.service.service import Service
@@ -76,21 +77,14 @@ def written(wav_dir, ann_id: str) -> np.ndarray:
     return read_sound(path)
 
 
-def zero_runs(samples: np.ndarray) -> list[tuple[int, int]]:
-    """(length, start) of the runs of exact zero samples, longest first."""
-    zero = np.concatenate([[False], samples == 0.0, [False]])
-    edges = np.flatnonzero(np.diff(zero.astype(np.int8)))
-    return sorted(zip((edges[1::2] - edges[0::2]).tolist(), edges[0::2].tolist(), strict=True), reverse=True)
-
-
 def test_a_break_is_750_ms_of_silence_in_the_zones_audio(daemon):
     _, recorder, wav_dir = daemon
-    say(recorder, {"id": "gap", "text": '<speak>Platform one.<break time="750ms"/>Platform two.</speak>'})
+    say(recorder, {"id": "gap", "text": BREAK_750})
     assert final(recorder, "gap")["event"] == "finished"
     audio = written(wav_dir, "gap")
-    (longest, start), *rest = zero_runs(audio)
+    longest, start = longest_silence(audio)
     assert abs(longest - 18000) <= BLOCK, longest
-    assert not rest or rest[0][0] < BLOCK  # one silence
+    assert longest_silence(np.delete(audio, np.s_[start : start + longest]))[0] < BLOCK  # only one
     before, after = audio[:start], audio[start + longest :]  # between two sentences of speech
     assert 0 < len(before) <= FRAMES * 1920 and 0 < len(after) <= FRAMES * 1920
     assert np.abs(before).max() > 0.01 and np.abs(after).max() > 0.01
@@ -139,17 +133,10 @@ def test_ssml_true_reads_a_document_and_an_unknown_element_is_a_warning(daemon):
     assert any("<blink> is not supported" in w for w in queued["warnings"]), queued
 
 
-@pytest.mark.parametrize(
-    ("ann_id", "text", "reason"),
-    [
-        ("bad-time", '<speak>Hi <break time="forever"/></speak>', "SSML line 1, column 11: break time"),
-        ("unclosed", "<speak>Hi <s>there</speak>", "SSML line 1, column"),
-        ("url", '<speak><audio src="http://x/a.wav"/></speak>', "never a path or URL"),
-        ("voice", '<speak><voice name="nobody">Hi</voice></speak>', "unknown voice 'nobody'"),
-    ],
-)
-def test_invalid_markup_is_one_rejected_with_the_reason_and_position(daemon, ann_id, text, reason):
+@pytest.mark.parametrize(("text", "reason"), INVALID)
+def test_invalid_markup_is_one_rejected_with_the_reason_and_position(daemon, text, reason):
     _, recorder, _ = daemon
+    ann_id = f"invalid-{INVALID.index((text, reason))}"
     say(recorder, {"id": ann_id, "text": text})
     event = final(recorder, ann_id, timeout=10)
     assert event["event"] == "rejected" and reason in event["reason"], event
@@ -157,24 +144,10 @@ def test_invalid_markup_is_one_rejected_with_the_reason_and_position(daemon, ann
     assert [e["event"] for e in events(recorder, ann_id)] == ["rejected"]
 
 
-LAUGHS = (
-    '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
-    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;">]><speak>&c;&c;&c;&c;</speak>'
-)
-
-
-@pytest.mark.parametrize(
-    ("ann_id", "text", "reason"),
-    [
-        ("laughs", LAUGHS, "DOCTYPE is not allowed"),
-        ("nested", "<speak>" + "<s>" * 10_000 + "x", "characters, at most"),  # never closed: it need not be
-        ("nested-6000", "<speak>" + "<s>" * 6_000 + "x", "nested deeper than 32"),
-        ("deep", "<speak>" + "<emphasis>" * 40 + "x" + "</emphasis>" * 40 + "</speak>", "nested deeper"),
-        ("breaks", "<speak>" + "a<break/>" * 2_000 + "</speak>", "more than 100 breaks"),
-    ],
-)
-def test_hostile_documents_are_rejected_at_once_and_the_daemon_speaks_on(daemon, ann_id, text, reason):
+@pytest.mark.parametrize(("text", "reason"), HOSTILE)
+def test_hostile_documents_are_rejected_at_once_and_the_daemon_speaks_on(daemon, text, reason):
     _, recorder, _ = daemon
+    ann_id = f"hostile-{HOSTILE.index((text, reason))}"
     say(recorder, {"id": ann_id, "text": text})
     event = final(recorder, ann_id, timeout=5)
     assert event["event"] == "rejected" and reason in event["reason"], event
