@@ -6,12 +6,16 @@ modification are the real ones.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from announcer_fakes import TurnRig, fake_speech
 
-from qwen3tts.appliance.announcements.piece_audio import PieceAudio
+from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio, piece_key
 from qwen3tts.appliance.audio.chimes import ChimeSet, synthesize_chime
+from qwen3tts.text import Piece
 
 
 def rig_with_chimes(tmp_path) -> TurnRig:
@@ -99,3 +103,16 @@ def test_a_plain_text_that_looks_like_markup_is_read_as_text_when_ssml_is_false(
     rig.turn()
     [text] = rig.engine.texts("p")
     assert "Hello" in text and "speak" in text
+
+
+def test_the_ssml_choice_survives_the_spool_and_a_bad_value_is_refused():
+    ann = Announcement(id="s", text="<speak>Hi</speak>", ssml=True)
+    assert Announcement.from_json(ann.to_json()).ssml is True
+    with pytest.raises(ValueError, match="ssml"):
+        Announcement.from_json({**ann.to_json(), "ssml": "yes"})
+
+
+def test_a_repeat_from_the_phrase_cache_keys_on_the_marks():
+    plain = Piece("Hi.", "Hi.", 0, 3)
+    assert piece_key(plain) == "Hi."  # plain announcements keep the keys their renditions have
+    assert piece_key(replace(plain, silence_after_ms=750)) != piece_key(replace(plain, silence_after_ms=500))
