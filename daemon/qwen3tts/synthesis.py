@@ -7,13 +7,16 @@ names are resolved by the one catalog (voices/catalog.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qwen3tts.engine.sequence import Priority, Request
-from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Prepared, prepare
+from qwen3tts.errors import RequestError
+from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Piece, Prepared, prepare
+from qwen3tts.text.checks import checked_text
 from qwen3tts.text.splitter import weight
+from qwen3tts.text.ssml import is_ssml, parse_ssml
 
 if TYPE_CHECKING:
     from qwen3tts.voices.catalog import VoiceCatalog
@@ -71,11 +74,68 @@ def read_text(
 ) -> tuple[list[str], tuple[str, ...]]:
     """`split_text`'s pieces and what the reader could not do well (`Prepared.warnings`: digits left
     unread, a piece cut at the length limit), for the announcement's `started` event."""
+    pieces, warnings = read_pieces(text, language, options, normalize)
+    return [piece.normalized for piece in pieces if speaks(piece)] or [text], warnings
+
+
+def read_pieces(
+    text: str,
+    language: str,
+    options: TextOptions | None = None,
+    normalize: bool | None = None,
+    ssml: bool | None = None,
+    chimes: Collection[str] | None = None,
+) -> tuple[list[Piece], tuple[str, ...]]:
+    """What plays for `text`, piece by piece with its marks (SSML silence, chime, language, voice,
+    rate), and the reader's warnings. `ssml` None reads SSML when the text starts with `<speak`;
+    `chimes` are the sounds `<audio src>` may name. Pieces with nothing to say, play or wait for are
+    left out; a text that leaves nothing is one piece of itself. SSMLError (a RequestError, with the
+    line and column) for a document that cannot be read.
+    """
     options = options or TextOptions()
     normalize = options.normalize if normalize is None else normalize
-    prepared = options.front_end(text, language, normalize, options.lexicon, options.languages)
-    pieces = [piece.normalized for piece in prepared.pieces if piece.normalized.strip()] or [text]
-    return pieces, tuple(prepared.warnings)
+    lexicon, languages = options.lexicon, options.languages
+    prepared = options.front_end(text, language, normalize, lexicon, languages, ssml=ssml, chimes=chimes)
+    kept = [piece for piece in prepared.pieces if speaks(piece) or piece.chime or _silence_ms(piece)]
+    return kept or [Piece(text, text, 0, len(text))], tuple(prepared.warnings)
+
+
+def speaks(piece: Piece) -> bool:
+    """Whether the piece is synthesised (it has words); a chime or a bare break is not."""
+    return bool(piece.normalized.strip())
+
+
+def _silence_ms(piece: Piece) -> int:
+    return piece.silence_before_ms + piece.silence_after_ms
+
+
+def checked_speech(
+    raw: str,
+    ssml: bool | None,
+    max_chars: int,
+    voices: VoiceCatalog,
+    chimes: Collection[str] | None = None,
+) -> tuple[str, tuple[str, ...]]:
+    """(the text to speak, the SSML warnings) with the checks and reasons every door shares.
+
+    Plain text: `checked_text` (clean, not empty, at most `max_chars`). SSML (`ssml` True, or None and
+    it starts with `<speak`): clean, then parsed (SSMLError with the reason, line and column; the
+    document may hold up to MAX_DOCUMENT_CHARS with its markup, what it says at most `max_chars`), each
+    `<voice name>` resolved through the catalog (RequestError naming the known voices); the warnings
+    say which markup was ignored (unknown elements).
+    """
+    stripped = raw.strip() if isinstance(raw, str) else raw
+    if not (is_ssml(stripped) if ssml is None else ssml):
+        return checked_text(raw, max_chars), ()
+    text = checked_text(raw, max(len(raw), 1))  # clean and not empty; the parser bounds its size
+    languages = tuple(name.lower() for name in voices.languages) or MODEL_LANGUAGES
+    document = parse_ssml(text, languages, chimes)
+    said = len(document.text.strip())
+    if said > max_chars:
+        raise RequestError(f"SSML text too long ({said} characters said > {max_chars})")
+    for name in dict.fromkeys(block.voice for block in document.blocks if block.voice):
+        voices.resolve(name)
+    return text, tuple(document.warnings)
 
 
 def sentences(text: str, language: str = "auto") -> list[str]:

@@ -12,6 +12,8 @@ CATASTROPHIC = re.compile(r"(\w+\s?)+$")
 STALLING_TEXT = "a" * 40 + "!"
 
 
-def prepare_after_backtracking(text, language=None, normalize=True, lexicon=None, supported=MODEL_LANGUAGES):
+def prepare_after_backtracking(
+    text, language=None, normalize=True, lexicon=None, supported=MODEL_LANGUAGES, **marks
+):
     CATASTROPHIC.search(text)
-    return prepare(text, language, normalize, lexicon, supported)
+    return prepare(text, language, normalize, lexicon, supported, **marks)

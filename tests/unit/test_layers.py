@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
         "appliance/systemd",
         "engine",
         "synthesis.py",
+        "tempo.py",  # SSML <prosody rate>: the time-scale modification the HTTP API's speed uses
         "text",
         "voices",
         "errors.py",
@@ -61,6 +62,7 @@ ALLOWED: dict[str, set[str]] = {
         "appliance/announcements",
         "appliance/systemd",
         "engine",
+        "synthesis.py",  # check_ssml: every door refuses a bad SSML document the same way
         "text",
         "voices",
         "errors.py",

@@ -2,10 +2,12 @@
 
 The body is OpenAI's: `input`, `voice`, `response_format` (mp3 by default; encoding.py), `speed`
 (0.25-4.0, by time-scale modification: tempo.py), `instructions`, `model` (any name), plus our
-`language`. OpenAI's voice names (`alloy`, ...) are mapped to the bundle's voices by
+`language` and `ssml` (true reads `input` as SSML; an `input` that starts with `<speak` is read so
+anyway, as over MQTT). OpenAI's voice names (`alloy`, ...) are mapped to the bundle's voices by
 `servers.http.voice_map`; a bundle voice of the same name comes first. What the bundle cannot do is
 ignored with a `Qwen3tts-Warning` header, as MQTT puts it in the `queued` event's warnings: instructions
-on a bundle without an instruct turn, a mapped voice the bundle does not have. Anything else it cannot
+on a bundle without an instruct turn, a mapped voice the bundle does not have, SSML markup that is
+not supported (unknown elements). Anything else it cannot
 honour is a 400 naming the parameter and the values it takes.
 
 Audio streams as it is produced. Once the headers are out an error cannot become a status code: a
@@ -100,15 +102,18 @@ def open_speech(pool: StreamPool, voices: VoiceMap, body: dict) -> SpeechOrder:
                        "instructions")  # fmt: skip
     if instructions and not pool.offer.supports_instruct:
         instructions, warnings = None, (*warnings, INSTRUCTIONS_IGNORED)
+    ssml = body.get("ssml")
+    if ssml is not None and not isinstance(ssml, bool):
+        raise ApiError(400, "ssml must be true or false", "ssml")
     try:
-        stream = pool.open("http", body.get("input"), voice, body.get("language"), instructions)
+        stream = pool.open("http", body.get("input"), voice, body.get("language"), instructions, ssml)
     except Busy as exc:
         raise ApiError(429, str(exc), None, "busy") from exc
     except InvalidField as exc:
         raise ApiError(400, str(exc), PARAMS[exc.field]) from exc
     except RequestError as exc:  # the engine refused the text at submit
         raise ApiError(400, str(exc), "input") from exc
-    return SpeechOrder(stream, fmt, speed, warnings)
+    return SpeechOrder(stream, fmt, speed, (*warnings, *stream.warnings))
 
 
 def _format(value: object) -> AudioFormat:

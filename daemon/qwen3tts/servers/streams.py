@@ -28,8 +28,9 @@ from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
-from qwen3tts.synthesis import TextOptions, sentence_request, sentences, split_text
-from qwen3tts.text.checks import checked_text
+from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, sentences, speaks
+from qwen3tts.tempo import TimeStretch
+from qwen3tts.text import Piece
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +74,21 @@ class StreamPool:
         self._ids = itertools.count(1)
 
     def open(self, server: str, text: object, voice: str | None = None, language: str | None = None,
-             instruct: str | None = None) -> SpeechStream:  # fmt: skip
-        """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio."""
+             instruct: str | None = None, ssml: bool | None = None) -> SpeechStream:  # fmt: skip
+        """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio.
+
+        `ssml` True reads `text` as SSML, None when it starts with `<speak` (the MQTT door's rule);
+        `stream.warnings` says which markup was ignored.
+        """
         try:
-            text = self._checked_text(text)
+            text, warnings = self._checked_text(text, ssml)
         except InvalidField:
             self.metrics.requests.labels(server, "rejected").inc()
             raise
         stream = self.open_stream(server, voice, language, instruct)
+        stream.warnings = warnings
         try:
-            stream.say(text)
+            stream.say(text, ssml)
         except RequestError:  # the engine refused the first piece at submit
             stream.close("rejected")
             raise
@@ -106,12 +112,13 @@ class StreamPool:
         self.metrics.active.set(len(self.streams))
         return stream
 
-    def _checked_text(self, text: object) -> str:
-        """Checked as an MQTT announcement's text is (text/checks.py), with the same reasons."""
+    def _checked_text(self, text: object, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
+        """Checked as an MQTT announcement's text is (synthesis.checked_speech), with the same reasons;
+        no chime can be named (the audio goes to the caller, not to a speaker with chimes)."""
         if not isinstance(text, str):
             raise InvalidField("text", "text must be a string")
         try:
-            return checked_text(text, self.max_text_chars)
+            return checked_speech(text, ssml, self.max_text_chars, self.offer.catalog, chimes=())
         except RequestError as exc:
             raise InvalidField("text", str(exc)) from exc
 
@@ -147,9 +154,11 @@ class SpeechStream:
         self.language = language
         self.instruct = instruct
         self.outcome: str | None = None  # set once, by close()
-        self._pending: list[str] = []  # pieces not yet submitted
-        self._handle = None  # the engine Handle of the piece being synthesised
-        self._num_done = 0  # pieces whose synthesis ended
+        self.warnings: tuple[str, ...] = ()  # SSML markup ignored (unknown elements)
+        self._pending: list[Piece] = []  # pieces not yet submitted
+        self._piece: Piece | None = None  # the piece being synthesised (or its silence played)
+        self._handle = None  # its engine Handle; None for a piece that is only silence
+        self._num_done = 0  # pieces whose synthesis ended (for the runaway warning's number)
         self._streamed = ""  # streamed text not yet a complete sentence (feed)
         self._streamed_chars = 0
         self._num_pieces = 0
@@ -158,10 +167,10 @@ class SpeechStream:
         self._first_audio: float | None = None
         log.info("%s: opened", self.id)
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, ssml: bool | None = None) -> None:
         """Queue the pieces of `text`; the first is submitted now if nothing runs (errors raise here)."""
-        self._pending += split_text(text, self.language, self.pool.text)
-        if self._handle is None:
+        self._pending += read_pieces(text, self.language, self.pool.text, ssml=ssml, chimes=())[0]
+        if self._piece is None:
             self._submit_next()
 
     def feed(self, chunk: str) -> list[str]:
@@ -190,14 +199,18 @@ class SpeechStream:
         return [rest] if rest else []
 
     def _submit_next(self) -> bool:
+        """The next piece becomes the current one, submitted if it has words; False when none is left."""
+        self._piece = self._handle = None
         if not self._pending:
-            self._handle = None
             return False
+        piece = self._piece = self._pending.pop(0)
+        if not speaks(piece):
+            return True  # a bare SSML break: its silence only
         request = sentence_request(
             f"{self.id}.{self._num_pieces}",
-            self._pending.pop(0),
-            language=self.language,
-            voice=self.voice,
+            piece.normalized,
+            language=piece.language or self.language,
+            voice=self.pool.offer.catalog.resolve(piece.voice) if piece.voice else self.voice,
             instruct=self.instruct,
             priority=Priority.BACKGROUND,
             max_frames=self.pool.max_frames,
@@ -208,31 +221,59 @@ class SpeechStream:
         return True
 
     async def pcm(self) -> AsyncIterator[np.ndarray]:
-        """PCM chunks of every piece queued so far, as the engine produces them.
+        """PCM chunks of every piece queued so far, as the engine produces them, with each piece's SSML
+        silence around it and its speech at its SSML rate.
 
         Raises RequestError if a piece fails. Being cancelled (client gone) cancels the engine request.
         """
-        loop = asyncio.get_running_loop()
-        while self._handle is not None or self._submit_next():
-            handle = self._handle
-            chunks = iter(handle)
-            while True:
+        while self._piece is not None or self._submit_next():
+            piece, handle = self._piece, self._handle
+            if piece.silence_before_ms:
+                yield self._silence(piece.silence_before_ms)
+            if handle is not None:
+                stretch = TimeStretch(piece.rate, self.pool.offer.sample_rate) if piece.rate != 1.0 else None
                 try:
-                    chunk = await loop.run_in_executor(self.pool._executor, next, chunks, None)
-                except asyncio.CancelledError:
-                    handle.cancel()  # the client went away: do not finish the piece
-                    raise
-                if chunk is None:
-                    break
+                    async for chunk in self._speech(handle, stretch):
+                        yield chunk
+                finally:
+                    if stretch is not None:
+                        stretch.close()
+                if handle.cancelled:
+                    return  # cancelled from outside (shutdown): no more pieces
+                self._num_done += 1
+                warning = runaway_warning(handle, self._num_done)
+                if warning is not None:  # counted by the engine for /metrics; said to the operator here
+                    log.warning("%s: %s", self.id, warning)
+            if self._piece is not piece:
+                return  # closed meanwhile
+            if piece.silence_after_ms:
+                yield self._silence(piece.silence_after_ms)
+            self._piece = self._handle = None
+
+    async def _speech(self, handle, stretch: TimeStretch | None) -> AsyncIterator[np.ndarray]:
+        loop = asyncio.get_running_loop()
+        chunks = iter(handle)
+        while True:
+            try:
+                chunk = await loop.run_in_executor(self.pool._executor, next, chunks, None)
+            except asyncio.CancelledError:
+                handle.cancel()  # the client went away: do not finish the piece
+                raise
+            if chunk is None:
+                break
+            chunk = stretch.push(chunk) if stretch is not None else chunk
+            if len(chunk):  # a stretcher may hold a chunk back while it gathers a pitch period
                 self._count(chunk)
                 yield chunk
-            self._handle = None
-            if handle.cancelled:
-                return  # cancelled from outside (shutdown): no more pieces
-            warning = runaway_warning(handle, self._num_done + 1)
-            self._num_done += 1
-            if warning is not None:  # counted by the engine for /metrics; said to the operator here
-                log.warning("%s: %s", self.id, warning)
+        tail = stretch.finish() if stretch is not None and not handle.cancelled else ()
+        if len(tail):
+            self._count(tail)
+            yield tail
+
+    def _silence(self, milliseconds: int) -> np.ndarray:
+        silence = np.zeros(milliseconds * self.pool.offer.sample_rate // 1000, np.float32)
+        self._count(silence)
+        return silence
 
     def _count(self, chunk: np.ndarray) -> None:
         if self._first_audio is None:
@@ -246,7 +287,7 @@ class SpeechStream:
         """End the request: cancel engine work still running, free the slot, count the outcome. Idempotent."""
         if self.outcome is not None:
             return
-        handle, self._handle, self._pending = self._handle, None, []
+        handle, self._handle, self._pending, self._piece = self._handle, None, [], None
         cancelled = handle is not None and handle.cancel()
         self.outcome = outcome or ("cancelled" if cancelled else "ok")
         metrics = self.pool.metrics

@@ -38,6 +38,7 @@ class MqttDoor:
             catalog=catalog,
             supports_instruct=supports_instruct,
             zones=zones,
+            chimes=announcer.lookahead.sounds.chime_names(),
         )
         topics = self.client.topics
         self.intake = Intake(

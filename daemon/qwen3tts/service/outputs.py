@@ -60,9 +60,8 @@ def open_sinks(settings: Settings, outputs: OutputStates, publish, waits: Satell
     return sinks | satellite_sinks(settings.mqtt, send, waits, lambda zone: beat(audio_worker(zone)))
 
 
-def zone_playbacks(settings: Settings, sinks: Mapping, beat, on_end, publish_duck) -> dict[str, Playback]:
-    """{zone: its audio thread's playback}: the chimes, the zone's loudness target and its ducking."""
-    chimes = ChimeSet.from_settings(settings.audio)
+def zone_playbacks(settings: Settings, chimes: ChimeSet, sinks: Mapping, beat, on_end, publish_duck) -> dict:
+    """{zone: its audio thread's Playback}: with the zone's loudness target and its ducking."""
     duckings = zone_duckings(settings, ducking_restore_dir(), publish_duck)
     return {
         zone: Playback(sink, settings.audio, chimes, heartbeat=beat(audio_worker(zone)), on_end=on_end,

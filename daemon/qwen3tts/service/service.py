@@ -20,7 +20,9 @@ from pathlib import Path
 from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.duck import DuckMessage
@@ -101,9 +103,10 @@ class Service:
             self.text.front_end = self.front_end
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
+        chimes = ChimeSet.from_settings(settings.audio)
         wake = lambda: self.announcer.wake()  # noqa: E731 (the announcer is made next)
-        self.playbacks = zone_playbacks(settings, self.sinks, self._beat, wake, self._publish_duck)
-        self.announcer = self._announcer(engine)
+        self.playbacks = zone_playbacks(settings, chimes, self.sinks, self._beat, wake, self._publish_duck)
+        self.announcer = self._announcer(engine, chimes)
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
@@ -138,7 +141,7 @@ class Service:
                 self.settings.model.bundle, self.settings, heartbeat=self._beat("engine")
             )
 
-    def _announcer(self, engine) -> Announcer:
+    def _announcer(self, engine, chimes: ChimeSet) -> Announcer:
         settings, spec = self.settings, self.runtime.spec
         queue = AnnouncementQueue(
             settings.announcements.spool_dir,
@@ -148,7 +151,7 @@ class Service:
         )
         defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
         replay = PhraseReplay.from_settings(settings, engine, self.catalog)
-        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay)
+        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay, PieceAudio(chimes))
         return Announcer(settings, queue, lookahead, self.playbacks, self._on_event,
                          heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
 

@@ -129,10 +129,14 @@ class GuardedFrontEnd:
         normalize: bool = True,
         lexicon: Lexicon | None = None,
         supported: Iterable[str] = MODEL_LANGUAGES,
+        *,
+        ssml: bool | None = None,
+        chimes: Iterable[str] | None = None,
     ) -> Prepared:
-        """`prepare(text, language, normalize, lexicon, supported)` in a worker; FrontEndTimeout past the
-        deadline, RequestError for what `prepare` refuses."""
-        call = (text, language, normalize, lexicon, tuple(supported))
+        """`prepare(text, language, normalize, lexicon, supported, ssml=, chimes=)` in a worker;
+        FrontEndTimeout past the deadline, RequestError for what `prepare` refuses."""
+        marks = {"ssml": ssml, "chimes": None if chimes is None else tuple(chimes)}
+        call = (text, language, normalize, lexicon, tuple(supported), marks)
         for attempt in range(2):
             worker = self._take()
             try:
@@ -170,10 +174,10 @@ class GuardedFrontEnd:
         raise RequestError("the text front end's workers do not start")
 
     def _ask(self, worker: _Worker, call: tuple) -> tuple[str, object]:
-        text, language, normalize, lexicon, supported = call
+        text, language, normalize, lexicon, supported, marks = call
         sent = SAME_LEXICON if worker.lexicon is lexicon else lexicon
         started = time.monotonic()
-        worker.conn.send((text, language, normalize, sent, supported))
+        worker.conn.send((text, language, normalize, sent, supported, marks))
         worker.lexicon = lexicon
         if not worker.conn.poll(self.deadline_s):
             waited = time.monotonic() - started

@@ -35,15 +35,16 @@ def serve(conn, languages: tuple[str, ...], target: Callable = prepare) -> None:
             call = conn.recv()
         except (EOFError, OSError):
             return  # the daemon closed the pipe (shutdown) or went away
-        text, language, normalize, sent_lexicon, supported = call
+        text, language, normalize, sent_lexicon, supported, marks = call
         if sent_lexicon != SAME_LEXICON:
             lexicon = sent_lexicon
-        conn.send(_answer(target, text, language, normalize, lexicon, supported))
+        conn.send(_answer(target, (text, language, normalize, lexicon, supported), marks))
 
 
-def _answer(target: Callable, text, language, normalize, lexicon, supported) -> tuple[str, object]:
+def _answer(target: Callable, arguments: tuple, marks: dict) -> tuple[str, object]:
+    """`target`'s Prepared, or the error it raised, as something the pipe can carry."""
     try:
-        prepared = target(text, language, normalize, lexicon, supported)
+        prepared = target(*arguments, **marks)
     except RequestError as exc:
         return "error", _picklable(exc)
     except Exception as exc:  # a boundary: a bug in the front end is one failed request, not a dead worker

@@ -32,7 +32,7 @@ def test_json_reasons_are_the_mqtt_doors(text):
 @pytest.mark.parametrize("text", HOSTILE_TEXT)
 def test_text_reasons_are_the_mqtt_doors(text):
     policy = AnnouncementPolicy(max_text_chars=2000)
-    assert reason(checks.checked_text, text, 2000) == reason(policy._text, text)
+    assert reason(checks.checked_text, text, 2000) == reason(policy._text, text, False)
 
 
 def test_utf8_reasons_are_the_mqtt_doors():

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
     from qwen3tts.appliance.audio.track import Track
     from qwen3tts.engine.sequence import Handle
+    from qwen3tts.tempo import TimeStretch
+    from qwen3tts.text import Piece
 
 
 class AnnouncementStatus(enum.Enum):
@@ -80,6 +82,8 @@ class Announcement:
     session_id: str | None = None
     normalize: bool | None = None
     """Normalise the text (numbers, dates, units) before synthesis; None follows the setting."""
+    ssml: bool | None = None
+    """Read `text` as SSML; None when it starts with `<speak` (the intake checked the document)."""
     seed: int | None = None
     """Sampling seed for a reproducible rendition; None draws one."""
     cache: bool | None = None
@@ -112,13 +116,16 @@ class Announcement:
     """Sentences of this play the frame cap stopped (the model ran away); said in `finished`."""
     ack: Callable[[], object] | None = field(default=None, repr=False, metadata={"runtime": True})
     """Acknowledges the MQTT message it came in (QoS 1); called once, after it is spooled or refused."""
-    pieces: list[str] = field(default_factory=list, metadata={"runtime": True})
-    """The text pieces from `cursor` on, as the model gets them; empty until the announcer prepares it."""
+    pieces: list[Piece] = field(default_factory=list, metadata={"runtime": True})
+    """The pieces from `cursor` on (what the model gets in `normalized`, SSML marks beside it: silence,
+    chime, language, voice, rate); empty until the announcer prepares it."""
     handles: dict[int, Handle] = field(default_factory=dict, metadata={"runtime": True})
     """Engine requests of pieces whose PCM is not all in the track yet, by piece index."""
     ends: list[int] = field(default_factory=list, metadata={"runtime": True})
     """Track sample where each complete piece ends (pieces 0..len(ends)-1 are complete)."""
     arriving_since: float | None = field(default=None, metadata={"runtime": True})
+    stretch: TimeStretch | None = field(default=None, repr=False, metadata={"runtime": True})
+    """The time-scale modification of the arriving piece when its SSML rate is not 1."""
     """Monotonic time the first PCM of the arriving piece came (its speed is measured from there)."""
     track: Track | None = field(default=None, metadata={"runtime": True})
     """The PCM handed to the audio thread; made when its first piece is submitted."""
@@ -167,8 +174,10 @@ class Announcement:
             handle.cancel()
         if self.track is not None:
             self.track.abandon()
+        if self.stretch is not None:
+            self.stretch.close()
         self.pieces, self.handles, self.ends, self.arriving_since = [], {}, [], None
-        self.track, self.cut_at, self.cut = None, None, None
+        self.track, self.cut_at, self.cut, self.stretch = None, None, None, None
         self.play_zones, self.zone_errors = (), {}
 
     def to_json(self) -> dict[str, Any]:
@@ -198,7 +207,7 @@ _OPTIONAL_STR = ("lang", "voice", "instruct", "chime", "response_topic", "hermes
 _OPTIONAL_NUMBER = ("volume", "expires_at", "t_started", "t_first_audio", "t_finished")
 _NUMBER = ("repeat_interval", "not_before", "t_queued")
 _COUNT = ("repeat", "seq", "plays_done", "cursor", "attempts")
-_OPTIONAL_BOOL = ("normalize", "cache")
+_OPTIONAL_BOOL = ("normalize", "ssml", "cache")
 
 
 def _spooled_value(name: str, value: object) -> object:

@@ -6,7 +6,9 @@ shorter than `announcements.lookahead_s` and fewer requests run than the engine'
 thermal governor sets). The piece that plays next is always submitted, and an emergency's pieces ignore
 both limits (the engine lets emergencies bypass its batch limit too). PCM is taken from the engine
 handles without waiting and appended to the announcement's track in piece order; a later piece's PCM
-waits in its handle until the ones before it are complete.
+waits in its handle until the ones before it are complete. A piece's SSML marks shape its audio
+(piece_audio.py): exact silence before and after it, a chime piece's sound instead of synthesis, its
+rate through the time-scale modification; its language and voice go into its engine request.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio, piece_key
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
 from qwen3tts.appliance.systemd.supervisor import isolated
@@ -27,8 +30,8 @@ from qwen3tts.engine.runaway import runaway_warning
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
-from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_text, sentence_request
-from qwen3tts.text.splitter import weight
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_pieces, sentence_request, speaks
+from qwen3tts.text import Piece
 from qwen3tts.voices.catalog import VoiceCatalog
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class LookAhead:
         text: TextOptions,
         voices: VoiceCatalog,
         replay: PhraseReplay | None = None,
+        sounds: PieceAudio | None = None,
     ):
         self.engine = engine
         self.settings = settings
@@ -71,6 +75,8 @@ class LookAhead:
         self.voices = voices
         self.replay = replay
         """Plays whole announcements again from the phrase cache; None synthesises everything."""
+        self.sounds = sounds or PieceAudio()
+        """The audio of the pieces' SSML marks (silence, chimes, rate)."""
         self.rtf: float | None = None
         """EWMA of synthesis time / audio time of one stream, once it produces audio."""
         self._request_ids = itertools.count()
@@ -84,23 +90,26 @@ class LookAhead:
         is all in the track: it starts playing without synthesis.
         """
         language = ann.lang or self.defaults.language
-        texts, ann.reading = read_text(ann.text, language, self.text, normalize=ann.normalize)
+        pieces, ann.reading = read_pieces(
+            ann.text, language, self.text, ann.normalize, ann.ssml, self.sounds.chime_names()
+        )
         ann.runaway = ()
-        ann.cursor = min(ann.cursor, len(texts) - 1)
-        ann.pieces, ann.handles, ann.ends = texts[ann.cursor :], {}, []
+        ann.cursor = min(ann.cursor, len(pieces) - 1)
+        ann.pieces, ann.handles, ann.ends = pieces[ann.cursor :], {}, []
         ann.track = Track(ann.id)
         ann.from_cache, ann.rendition = False, None
         if use_cache and self.replay is not None:
-            self._replay(ann, texts, language)
+            self._replay(ann, pieces, language)
 
-    def _replay(self, ann: Announcement, texts: list[str], language: str) -> None:
+    def _replay(self, ann: Announcement, pieces: list[Piece], language: str) -> None:
         voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
-        key = self.replay.key(texts, voice, language, instruct, ann.seed)
+        key = self.replay.key([piece_key(piece) for piece in pieces], voice, language, instruct, ann.seed)
         pcm = self.replay.lookup(ann, key)
         if pcm is None:
             self.replay.start_collecting(ann, key)
             return
-        ann.pieces, ann.ends = [" ".join(texts)], [len(pcm)]
+        whole = " ".join(piece.normalized for piece in pieces)
+        ann.pieces, ann.ends = [Piece(ann.text, whole, 0, len(ann.text))], [len(pcm)]
         ann.track.put(pcm)
         ann.track.close()
         ann.from_cache = True
@@ -128,7 +137,7 @@ class LookAhead:
         """Seconds of audio piece `index` gives (measured once it is complete)."""
         if index < len(ann.ends):
             return (ann.ends[index] - (ann.ends[index - 1] if index else 0)) / MODEL_RATE
-        return weight(ann.pieces[index]) / CHARS_PER_SECOND
+        return self.sounds.estimate_s(ann.pieces[index], CHARS_PER_SECOND)
 
     def _arrived_s(self, ann: Announcement, index: int) -> float:
         """Seconds of piece `index` already in the track (only the arriving piece has any)."""
@@ -158,6 +167,9 @@ class LookAhead:
         for ann in plan:  # each one prepared by the caller
             horizon += ann.track.available / MODEL_RATE
             for index in range(len(ann.ends), ann.playing_end):
+                if not speaks(ann.pieces[index]):  # a chime or a bare break: its audio is at hand
+                    horizon += self.estimate(ann, index)
+                    continue
                 if index in ann.handles:
                     horizon += max(0.0, self.estimate(ann, index) - self._arrived_s(ann, index))
                     first = False
@@ -187,11 +199,13 @@ class LookAhead:
         return index in ann.handles
 
     def _request(self, ann: Announcement, index: int):
+        piece = ann.pieces[index]
+        voice = self.voices.resolve(piece.voice) if piece.voice else ann.voice or self.defaults.voice
         request = sentence_request(
             f"{ann.id}#{next(self._request_ids)}",
-            ann.pieces[index],
-            language=ann.lang or self.defaults.language,
-            voice=ann.voice or self.defaults.voice,
+            piece.normalized,
+            language=piece.language or ann.lang or self.defaults.language,
+            voice=voice,
             instruct=ann.instruct or self.defaults.instruct,
             priority=ann.priority,
             max_frames=self.settings.engine.max_frames,
@@ -206,6 +220,7 @@ class LookAhead:
     def move_pcm(self, ann: Announcement) -> None:
         """Append the PCM that is ready, in piece order; close the track after the last piece.
 
+        Each piece brings its marks: silence (and a chime) before, its speech at its rate, silence after.
         Raises the RequestError of a piece whose synthesis failed. A cancelled request is not an ended
         one: its piece stays incomplete (only a finished request completes a piece).
         """
@@ -214,36 +229,55 @@ class LookAhead:
             return  # a cut play takes no more PCM: what its cancelled requests left is not the piece
         while len(ann.ends) < ann.playing_end:
             index = len(ann.ends)
-            handle = ann.handles.get(index)
-            if handle is None:
+            piece = ann.pieces[index]
+            if track.received == (ann.ends[-1] if ann.ends else 0):
+                self._put(ann, self.sounds.before(piece))  # once: afterwards the track holds more
+            if speaks(piece) and not self._move_speech(ann, index):
                 return
-            chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
-            for chunk in chunks:
-                self._arrived(ann, chunk)
-            if not ended or handle.cancelled:
-                return
-            del ann.handles[index]
+            self._put(ann, self.sounds.after(piece))
             ann.ends.append(track.received)
-            self._ran_away(ann, handle, index)
-            self._measure(ann, index)
+            if speaks(piece):
+                self._measure(ann, self.estimate(ann, index) - self.sounds.extra_s(piece))
         track.close()
 
-    def _ran_away(self, ann: Announcement, handle, index: int) -> None:
+    def _move_speech(self, ann: Announcement, index: int) -> bool:
+        """The piece's PCM that is ready into the track (at its rate); True once all of it is in."""
+        handle = ann.handles.get(index)
+        if handle is None:
+            return False
+        chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
+        for chunk in chunks:
+            if ann.arriving_since is None:
+                ann.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
+                ann.stretch = self.sounds.stretch(ann.pieces[index])
+            self._put(ann, ann.stretch.push(chunk) if ann.stretch is not None else chunk)
+        if not ended or handle.cancelled:
+            return False
+        del ann.handles[index]
+        self._ran_away(ann, handle, index)
+        if ann.stretch is not None:
+            self._put(ann, ann.stretch.finish())
+            ann.stretch = None
+        return True
+
+    @staticmethod
+    def _ran_away(ann: Announcement, handle, index: int) -> None:
         warning = runaway_warning(handle, ann.cursor + index + 1)
         if warning is not None:  # said in the `finished` event (issue 24 item 5)
             log.warning("%s: %s", ann.id, warning)
             ann.runaway += (warning,)
 
-    def _arrived(self, ann: Announcement, chunk: np.ndarray) -> None:
-        if ann.arriving_since is None:
-            ann.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
+    @staticmethod
+    def _put(ann: Announcement, chunk: np.ndarray) -> None:
+        if not len(chunk):
+            return
         ann.track.put(chunk)
         if ann.rendition is not None:
             ann.rendition.append(chunk)
 
-    def _measure(self, ann: Announcement, index: int) -> None:
+    def _measure(self, ann: Announcement, audio_s: float) -> None:
+        """The real-time factor of the speech piece just complete (`audio_s` seconds of speech)."""
         since, ann.arriving_since = ann.arriving_since, None
-        audio_s = self.estimate(ann, index)
         if since is None or audio_s < 0.5:
             return
         sample = (time.monotonic() - since) / audio_s

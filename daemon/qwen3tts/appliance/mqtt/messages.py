@@ -123,6 +123,7 @@ class Say(Message):
     session_id: str | None = None
     normalize: bool | None = None
     """Run the text normaliser (numbers, dates, units); None follows the setting."""
+    ssml: bool | None = None  # read the text as SSML; None: when it starts with `<speak`
     seed: int | None = None
     """Sampling seed for a reproducible rendition, 0..2^32-1; None draws one."""
     cache: bool | None = None
@@ -190,6 +191,7 @@ class Say(Message):
             interrupt=field_of(obj, "interrupt", bool),
             session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
             normalize=field_of(obj, "normalize", bool),
+            ssml=field_of(obj, "ssml", bool),
             seed=seed_of(obj),
             cache=field_of(obj, "cache", bool),
             zones=zones_of(obj),

@@ -6,6 +6,9 @@ cannot serve is refused (or adjusted, with a warning) before it is queued:
 
 - `voice` and `lang` are resolved by the voice catalog (voices/catalog.py), the one place every front
   door resolves them (`auto` is always accepted).
+- SSML (`ssml: true`, or a text that starts with `<speak>`) is parsed here, so invalid markup, an
+  unknown `<voice>` or an `<audio>` naming no configured chime is one `rejected` with the reason and
+  position; unknown elements are ignored with a warning in the `queued` event.
 - `instruct` on a bundle that has no instruct turn (Base, 0.6B CustomVoice) is ignored with a
   warning in the `queued` event, the way the official implementation ignores it for 0.6B
   CustomVoice, instead of failing at synthesis.
@@ -22,7 +25,7 @@ from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
 from qwen3tts.appliance.mqtt.payload import check_clean, quote
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
-from qwen3tts.text.checks import checked_text
+from qwen3tts.synthesis import checked_speech  # the same checks, and reasons, as every door
 from qwen3tts.voices.catalog import VoiceCatalog
 
 if TYPE_CHECKING:
@@ -46,6 +49,8 @@ class AnnouncementPolicy:
     """False for bundles without an instruct turn (Base, 0.6B CustomVoice): instruct is ignored."""
     zones: tuple[str, ...] = ()
     """The zones of this box: a say naming any other is refused naming it (empty: not checked)."""
+    chimes: tuple[str, ...] | None = None
+    """The chimes SSML `<audio src>` may name (None: any well-formed name)."""
 
     @classmethod
     def from_settings(
@@ -56,6 +61,7 @@ class AnnouncementPolicy:
         catalog: VoiceCatalog | None = None,
         supports_instruct: bool = True,
         zones: tuple[str, ...] = (),
+        chimes: tuple[str, ...] | None = None,
     ) -> AnnouncementPolicy:
         return cls(
             max_payload_bytes=settings.max_payload_bytes,
@@ -65,6 +71,7 @@ class AnnouncementPolicy:
             catalog=catalog or VoiceCatalog(),
             supports_instruct=supports_instruct,
             zones=zones,
+            chimes=chimes,
         )
 
     def check_size(self, payload: bytes) -> None:
@@ -73,13 +80,16 @@ class AnnouncementPolicy:
 
     def admit(self, say: Say, now: float) -> Announcement:
         """The announcement for a valid request (`warnings` says what was ignored), else RequestError."""
-        text = self._text(say.text)
+        text, ssml_warnings = checked_speech(
+            say.text, say.ssml, self.max_text_chars, self.catalog, self.chimes
+        )
         self._check_numbers(say)
         if say.chime is not None and say.chime not in CHIME_VALUES:
             raise RequestError(f"unknown chime {quote(say.chime)}; expected one of {', '.join(CHIME_VALUES)}")
         voice = self.catalog.resolve(say.voice) if say.voice is not None else None
         lang = self.catalog.resolve_language(say.lang) if say.lang is not None else None
         instruct, warnings = self._instruct(say.instruct)
+        warnings += ssml_warnings
         self._check_zones(say.zones)
         ann = Announcement(
             id=say.id or str(uuid.uuid4()),
@@ -98,6 +108,7 @@ class AnnouncementPolicy:
             correlation_data=say.correlation_data,
             session_id=say.session_id,
             normalize=say.normalize,
+            ssml=say.ssml,
             seed=say.seed,
             cache=say.cache,
             zones=say.zones,
@@ -106,8 +117,8 @@ class AnnouncementPolicy:
         )
         return ann
 
-    def _text(self, raw: str) -> str:
-        return checked_text(raw, self.max_text_chars)  # the same checks, and reasons, as every door
+    def _text(self, raw: str, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
+        return checked_speech(raw, ssml, self.max_text_chars, self.catalog, self.chimes)
 
     def _check_numbers(self, say: Say) -> None:
         if say.volume is not None and not 0.0 <= say.volume <= 1.0:
