@@ -1,4 +1,4 @@
-"""Field docstrings of settings.py, and the commented default YAML rendered from them.
+"""Field docstrings of the settings package, and the commented default YAML rendered from them.
 
 config/qwen3tts.yaml is this rendering, committed; a test keeps the two identical so the file
 shipped to /etc never drifts from the code.
@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import typing
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,12 +23,9 @@ from qwen3tts.settings_loader import settings_to_dict
 
 @cache
 def _docs_by_class() -> dict[str, dict[str, str]]:
-    """{class name: {field name: docstring}} from the attribute docstrings in settings.py."""
-    tree = ast.parse(inspect.getsource(settings_module))
+    """{class name: {field name: docstring}} from the attribute docstrings in the settings package."""
     result: dict[str, dict[str, str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
+    for node in _class_nodes():
         docs: dict[str, str] = {}
         body = node.body
         for stmt, nxt in zip(body, [*body[1:], None], strict=True):
@@ -41,6 +39,13 @@ def _docs_by_class() -> dict[str, dict[str, str]]:
                     docs[stmt.target.id] = " ".join(nxt.value.value.split())
         result[node.name] = docs
     return result
+
+
+def _class_nodes() -> list[ast.ClassDef]:
+    """The class definitions of every module of the settings package (one section per file)."""
+    folder = Path(settings_module.__file__).parent
+    trees = [ast.parse(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))]
+    return [node for tree in trees for node in tree.body if isinstance(node, ast.ClassDef)]
 
 
 def field_doc(cls: type, name: str) -> str | None:

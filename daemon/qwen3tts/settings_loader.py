@@ -156,7 +156,7 @@ def _convert_scalar(hint: type, value: Any, path: str, meta: typing.Mapping[str,
         if not isinstance(value, str | Path) or not str(value):
             raise ConfigError(f"{path}: expected a file system path, got {value!r}")
         return Path(value)
-    raise ConfigError(f"{path}: unsupported setting type {hint!r}")  # a bug in settings.py, not user input
+    raise ConfigError(f"{path}: unsupported setting type {hint!r}")  # a bug in settings/, not user input
 
 
 def _check_topic_part(value: str, path: str, meta: typing.Mapping[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Engine limits and the official sampling defaults.
 
-These are the engine's own knobs; settings.py (owned by the lead) maps its YAML keys onto them.
+These are the engine's own knobs; the settings package maps its YAML keys onto them.
 """
 
 from __future__ import annotations

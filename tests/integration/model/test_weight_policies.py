@@ -7,9 +7,10 @@ import openvino as ov
 import pytest
 
 from qwen3tts.errors import BundleError
-from qwen3tts.model.build import PRECISION_POLICIES, compress_weights, gather_tables_to_f16, int4_group_sizes
+from qwen3tts.model.build import PRECISION_POLICIES
 from qwen3tts.model.bundle import read_manifest
 from qwen3tts.model.checkpoint import load_checkpoint
+from qwen3tts.model.compression import compress_weights, gather_tables_to_f16, int4_group_sizes
 from qwen3tts.model.graphs.code_predictor import build_code_predictor
 
 

@@ -31,7 +31,7 @@ import openvino as ov
 import openvino.opset13 as ops
 
 from qwen3tts.errors import CheckpointError
-from qwen3tts.model.graphs import layers
+from qwen3tts.model.graphs import layers, transformer
 from qwen3tts.model.graphs.gumbel_sampler import NOISE_MAX as NOISE_MAX  # part of this graph's contract
 from qwen3tts.model.graphs.gumbel_sampler import NOISE_MIN as NOISE_MIN
 from qwen3tts.model.graphs.gumbel_sampler import GumbelTopKSampler
@@ -120,7 +120,7 @@ def _parameters(spec: CodePredictorSpec, talker_hidden: int) -> dict[str, ov.Nod
 class _SharedWeights:
     """One Constant per release tensor, reused by all 15 unrolled steps.
 
-    layers.linear / layers.decoder_layer create a fresh Constant on every call; unrolled 15 times that
+    layers.linear / transformer.decoder_layer create a fresh Constant on every call; unrolled 15 times that
     would hold 15 copies of every matrix in the graph (4.7 GB f32 at the real size), so the matrices are
     made once here and multiplied with `_linear`.
     """
@@ -188,7 +188,7 @@ def _decoder_forward(
     num_new = x.get_output_partial_shape(0)[1].get_length()
     positions = np.arange(kv_cache.length, kv_cache.length + num_new)
     position_ids = layers.const([positions], np.int64)  # [1, S]
-    rope = layers.rope_tables(position_ids, spec.head_dim, spec.rope_theta)  # 2 x [1, 1, S, hd]
+    rope = transformer.rope_tables(position_ids, spec.head_dim, spec.rope_theta)  # 2 x [1, 1, S, hd]
     # A single new position sees every cached one; the first step's two positions need a causal mask.
     mask = None if num_new == 1 else layers.const(np.tril(np.ones((num_new, num_new), bool)), bool)  # [S, T]
     for i in range(spec.num_hidden_layers):
@@ -214,12 +214,12 @@ def _self_attention(
     kv_cache: _GrowingKV,
     layer_index: int,
 ) -> ov.Node:
-    """Qwen3 attention (q/k RMSNorm per head, RoPE, GQA): layers.self_attention with shared weights.
+    """Qwen3 attention (q/k RMSNorm per head, RoPE, GQA): transformer.self_attention with shared weights.
 
     Differs in taking shared Constants (see _SharedWeights; q/k/v are one stacked matrix) and in the
     single-position steps (14 of 15 run once per layer): see _one_query_attention.
     """
-    dims = layers.AttentionDims.from_spec(spec)
+    dims = transformer.AttentionDims.from_spec(spec)
     attn_prefix = f"{prefix}.self_attn"
     norms = {
         key: shared.array(key) for key in (f"{attn_prefix}.q_norm.weight", f"{attn_prefix}.k_norm.weight")
@@ -230,10 +230,13 @@ def _self_attention(
         attn = _one_query_attention(h, qkv, norms, attn_prefix, dims, rope, kv_cache, layer_index)
         attn = ops.reshape(attn, i64([0, 1, width]), special_zero=True)  # [B, 1, nh*hd]
     else:
-        q, k, v = layers.qkv_heads(h, shared.qkv(attn_prefix), norms, attn_prefix, dims)  # [B, n, S, hd]
-        q, k = layers.apply_rope(q, *rope), layers.apply_rope(k, *rope)
+        q, k, v = transformer.qkv_heads(h, shared.qkv(attn_prefix), norms, attn_prefix, dims)  # [B, n, S, hd]
+        q, k = transformer.apply_rope(q, *rope), transformer.apply_rope(k, *rope)
         k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]
-        k_all, v_all = layers.repeat_kv(k_all, dims), layers.repeat_kv(v_all, dims)  # [B, nh, T, hd]
+        k_all, v_all = (
+            transformer.repeat_kv(k_all, dims),
+            transformer.repeat_kv(v_all, dims),
+        )  # [B, nh, T, hd]
         attn = ops.scaled_dot_product_attention(q, k_all, v_all, mask, causal=False)  # [B, nh, S, hd]
         attn = ops.transpose(attn, i64([0, 2, 1, 3]))  # [B, S, nh, hd]
         attn = ops.reshape(attn, i64([0, 0, width]), special_zero=True)  # [B, S, nh*hd]
@@ -245,7 +248,7 @@ def _one_query_attention(
     qkv: ov.Node,
     norms: Mapping[str, np.ndarray],
     prefix: str,
-    dims: layers.AttentionDims,
+    dims: transformer.AttentionDims,
     rope: tuple[ov.Node, ov.Node],
     kv_cache: _GrowingKV,
     layer_index: int,
@@ -263,9 +266,9 @@ def _one_query_attention(
     cos, sin = rope  # [1, 1, 1, hd]: broadcasts over [B, 1, heads, hd]
     eps = dims.rms_norm_eps
     q = ops.reshape(q, i64([0, 0, dims.num_heads, hd]), special_zero=True)  # [B, 1, nh, hd]
-    q = layers.apply_rope(layers.rms_norm(q, norms[f"{prefix}.q_norm.weight"], eps), cos, sin)
+    q = transformer.apply_rope(layers.rms_norm(q, norms[f"{prefix}.q_norm.weight"], eps), cos, sin)
     k = ops.reshape(k, i64([0, 0, kvh, hd]), special_zero=True)  # [B, 1, kvh, hd]
-    k = layers.apply_rope(layers.rms_norm(k, norms[f"{prefix}.k_norm.weight"], eps), cos, sin)
+    k = transformer.apply_rope(layers.rms_norm(k, norms[f"{prefix}.k_norm.weight"], eps), cos, sin)
     k = ops.reshape(k, i64([0, kvh, 1, hd]), special_zero=True)  # [B, kvh, 1, hd]
     v = ops.reshape(v, i64([0, kvh, 1, hd]), special_zero=True)  # [B, kvh, 1, hd]
     k_all, v_all = kv_cache.update(layer_index, k, v)  # [B, kvh, T, hd]

@@ -16,20 +16,8 @@ import openvino as ov
 import openvino.opset13 as ops
 
 from qwen3tts.model.graphs.codec_layers import CarriedState, last
-from qwen3tts.model.graphs.layers import (
-    F32_MIN,
-    AttentionDims,
-    Output,
-    apply_rope,
-    attend,
-    const,
-    i64,
-    linear,
-    project_heads,
-    rms_norm,
-    rope_tables,
-    swiglu_mlp,
-)
+from qwen3tts.model.graphs.layers import F32_MIN, Output, const, i64, linear, rms_norm, swiglu_mlp
+from qwen3tts.model.graphs.transformer import AttentionDims, apply_rope, attend, project_heads, rope_tables
 from qwen3tts.model.spec import CodecDecoderSpec
 
 POSITION = "position"  # state [1] i64: frames decoded so far in this stream

@@ -29,17 +29,12 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
-from qwen3tts.model.graphs.layers import (
+from qwen3tts.model.graphs.layers import Output, const, i64, linear, named_parameter, named_result
+from qwen3tts.model.graphs.transformer import (
     AttentionDims,
-    Output,
     apply_rope,
     attend,
-    const,
     float_attention_mask,
-    i64,
-    linear,
-    named_parameter,
-    named_result,
     project_heads,
     rope_tables,
 )

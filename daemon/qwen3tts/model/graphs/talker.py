@@ -27,7 +27,7 @@ import openvino.opset13 as ops
 from openvino._offline_transformations import paged_attention_transformation
 from openvino.op.util import Variable, VariableInfo
 
-from qwen3tts.model.graphs import layers
+from qwen3tts.model.graphs import layers, transformer
 from qwen3tts.model.spec import TalkerSpec
 
 INPUTS_EMBEDS = "inputs_embeds"
@@ -49,7 +49,7 @@ class StatefulKVCache:
     error. `sinks` collects the Assign ops for ov.Model.
     """
 
-    def __init__(self, batch: ov.Output, beam_idx: ov.Output, dims: layers.AttentionDims):
+    def __init__(self, batch: ov.Output, beam_idx: ov.Output, dims: transformer.AttentionDims):
         self.batch = batch  # [1] i64
         self.beam_idx = beam_idx
         self.dims = dims
@@ -74,7 +74,7 @@ class StatefulKVCache:
 
 def build_talker(spec: TalkerSpec, weights: Mapping[str, np.ndarray]) -> ov.Model:
     """Stateful talker graph from release-named weights (`talker.model.layers.{i}.*`, `talker.codec_head`)."""
-    dims = layers.AttentionDims.from_spec(spec)
+    dims = transformer.AttentionDims.from_spec(spec)
     inputs_embeds = layers.named_parameter([-1, -1, spec.hidden_size], np.float32, INPUTS_EMBEDS)
     attention_mask = layers.named_parameter([-1, -1], np.int64, ATTENTION_MASK)
     position_ids = layers.named_parameter([-1, -1], np.int64, POSITION_IDS)
@@ -83,13 +83,13 @@ def build_talker(spec: TalkerSpec, weights: Mapping[str, np.ndarray]) -> ov.Mode
     embeds_shape = ops.shape_of(inputs_embeds, "i64")  # [3]: B, S, hidden
     batch = layers.dim(embeds_shape, 0)  # [1]
     query_len = ops.gather(embeds_shape, layers.i64(1), layers.i64(0))  # S, 0-d
-    mask = layers.float_attention_mask(attention_mask, query_len)  # [B, 1, S, T]
-    rope = layers.rope_tables(position_ids, spec.head_dim, spec.rope_theta)  # 2 x [B, 1, S, D]
+    mask = transformer.float_attention_mask(attention_mask, query_len)  # [B, 1, S, T]
+    rope = transformer.rope_tables(position_ids, spec.head_dim, spec.rope_theta)  # 2 x [B, 1, S, D]
     cache = StatefulKVCache(batch, beam_idx, dims)
 
     x = inputs_embeds
     for i in range(spec.num_hidden_layers):
-        x = layers.decoder_layer(x, weights, f"{PREFIX}.layers.{i}", dims, rope, mask, cache, i)
+        x = transformer.decoder_layer(x, weights, f"{PREFIX}.layers.{i}", dims, rope, mask, cache, i)
     norm_key = f"{PREFIX}.norm.weight"
     hidden = layers.rms_norm(x, weights[norm_key], spec.rms_norm_eps, name=norm_key)  # [B, S, hidden]
     logits = layers.linear(hidden, weights, CODEC_HEAD)  # [B, S, vocab]
