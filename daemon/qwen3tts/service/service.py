@@ -35,14 +35,14 @@ from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
+from qwen3tts.service.front_end import text_front_end
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
 from qwen3tts.settings import Settings
-from qwen3tts.synthesis import SpeechDefaults, TextOptions
-from qwen3tts.text import reload_lexicon, warm_up
+from qwen3tts.synthesis import SpeechDefaults
 from qwen3tts.text.guard import GuardedFrontEnd
 from qwen3tts.voices import voices_dir
 from qwen3tts.voices.catalog import VoiceCatalog
@@ -94,13 +94,7 @@ class Service:
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
             self.sinks = open_sinks(settings, self.outputs, self._publish, self.satellites, self._beat)
-        self.text = TextOptions(settings.text.normalize, reload_lexicon(settings.text.lexicon, None),
-                                tuple(spec.languages))  # fmt: skip
-        warm_up(spec.languages)  # the language detector, so the first `auto` announcement does not wait
-        if settings.text.front_end_timeout_s > 0:  # where a stalled match can be abandoned (text/guard.py)
-            self.front_end = GuardedFrontEnd(settings.text.front_end_timeout_s, spec.languages,
-                                             settings.text.front_end_workers).start()  # fmt: skip
-            self.text.front_end = self.front_end
+        self.text, self.front_end = text_front_end(settings.text, spec.languages)
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
