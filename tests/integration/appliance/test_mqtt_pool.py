@@ -28,8 +28,9 @@ SAY = f"{POOL_BASE}/say"
 class MemberProcess:
     """pool_member_runner.py as a subprocess the test can SIGKILL."""
 
-    def __init__(self, broker, site: str, spool: Path, log_path: Path, group: str = "g") -> None:
-        args = [sys.executable, str(RUNNER), broker.host, str(broker.port), site, str(spool), group]
+    def __init__(self, broker, site: str, spool: Path, log_path: Path, group: str = "g",
+                 *extra: str) -> None:  # fmt: skip
+        args = [sys.executable, str(RUNNER), broker.host, str(broker.port), site, str(spool), group, *extra]
         with open(log_path, "a") as log:
             self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, env=os.environ)
         lines: list[str] = []
@@ -115,6 +116,38 @@ def test_a_dead_members_held_share_goes_to_the_anchor_and_its_spooled_share_wait
         assert Counter(at_a + b_spooled + [i for i in ids if i not in at_a + b_spooled]) == Counter(ids)
         assert len(set(at_a) | set(b_spooled)) == 8
         assert queued(recorder).get("b-box", []) == b_spooled  # the restarted b got nothing again
+    finally:
+        member.kill()
+        anchor.stop()
+
+
+def test_a_member_killed_between_its_spool_write_and_its_acknowledgement_is_not_spoken_twice(
+    mosquitto, recorder_factory, tmp_path
+):
+    """The window on purpose: b spools its share but withholds every PUBACK, and is SIGKILLed so. The
+    anchor's rescue takes that share (redelivered) and lists it in b's `rescued` record; b drops it
+    from its spool before replaying it."""
+    recorder = recorder_factory(mosquitto, ["qwen3tts/+/event", f"{POOL_BASE}/members/#"])
+    anchor = PoolRunner(mosquitto.host, mosquitto.port, "a-box", tmp_path / "a-spool").start()
+    member = MemberProcess(mosquitto, "b-box", tmp_path / "b-spool", tmp_path / "b.log", "g", "withhold-acks")
+    try:
+        recorder.wait_for(lambda _: record_state(recorder, "b-box") == "member", 10)
+        ids = [f"w{n}" for n in range(4)]
+        for ann_id in ids:
+            say(recorder, ann_id)
+        recorder.wait_for(lambda _: sum(map(len, queued(recorder).values())) == 4, 10)
+        b_spooled = [a["id"] for a in spooled(tmp_path / "b-spool")]
+        assert b_spooled, queued(recorder)  # the round robin gave b its share, spooled and unacknowledged
+        member.kill()
+        recorder.wait_for(lambda _: record_state(recorder, "b-box") == "rescued", 15)
+        member = MemberProcess(mosquitto, "b-box", tmp_path / "b-spool", tmp_path / "b.log")
+        anchor.settle(recorder)
+        at_a = queued(recorder).get("a-box", [])
+        assert [i for i in at_a if i in b_spooled] == b_spooled  # the rescuer took b's spooled share ...
+        assert member.replayed == [] and spooled(tmp_path / "b-spool") == []  # ... so b, back, drops it
+        assert "taken over by a-box" in (tmp_path / "b.log").read_text()
+        assert Counter(at_a + member.replayed) == Counter(ids)  # across the pool: none lost, none twice
+        assert queued(recorder).get("b-box", []) == b_spooled  # b queued only its first run's share
     finally:
         member.kill()
         anchor.stop()
