@@ -61,8 +61,10 @@ class Handover:
 
 class RescueHandover(Handover):
     """The rescue worker's: a redelivered announcement may also be in its owner's spool, so once it is
-    spooled here (its acknowledgement) its fingerprint, with the owner's packet id, is noted in the rescue
-    first. `rescue` is set by the rescue worker, this handover's only thread, before each message."""
+    taken here its fingerprint, with the owner's packet id, is noted in the rescue before it is
+    acknowledged. Taken is what the queue now remembers (queued, or a duplicate of what it has); one
+    refused (queue full, spool write failed) is acknowledged unnoted, and the owner keeps its copy.
+    `rescue` is set by the rescue worker, this handover's only thread, before each message."""
 
     rescue: Rescue | None = None
 
@@ -71,8 +73,9 @@ class RescueHandover(Handover):
         if redelivered and rescue is not None and ack is not None and ann.message_id is not None:
             owners = ann.message_id - POOL_PACKET_BASE  # rescued ids are offset twice (pool_link.py)
 
-            def noted_ack() -> None:  # the announcer's thread, after the spool write
-                rescue.took(fingerprint(ann, owners))
+            def noted_ack() -> None:  # the announcer's thread (the queue's owner), after the put
+                if self.announcer.queue.recent.seen(ann.id):
+                    rescue.took(fingerprint(ann, owners))
                 ack()
 
             ann.ack = noted_ack

@@ -1,12 +1,16 @@
-"""A member back from a rescue drops from its spool what the rescuer took (pool_return.py), nothing else."""
+"""A rescuer notes what it took that its owner may have spooled (pool_member.py `RescueHandover`); the
+member, back, drops from its spool what the rescuer took (pool_return.py), nothing else."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from qwen3tts.appliance.announcements.announcement import Announcement
-from qwen3tts.appliance.announcements.recent_ids import fingerprint
+from qwen3tts.appliance.announcements.recent_ids import RecentIds, fingerprint
 from qwen3tts.appliance.announcements.spool import Spool
 from qwen3tts.appliance.mqtt.pool import MEMBER, OFFLINE, RESCUED, MemberRecord
 from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE
+from qwen3tts.appliance.mqtt.pool_member import RescueHandover
 from qwen3tts.appliance.mqtt.pool_return import drop_rescued
 
 
@@ -53,3 +57,54 @@ def test_other_content_under_the_same_packet_id_is_kept(tmp_path):
     other = Announcement(id="x", text="Platform four.", seq=9, message_id=POOL_PACKET_BASE + 7)
     assert drop_rescued(spool, rescued_of(other)) == []
     assert [a.id for a in spool.load()] == [ann.id]
+
+
+class FakeAnnouncer:
+    """Records what was handed over; `queue.recent` is the real duplicate memory."""
+
+    def __init__(self) -> None:
+        self.queue = SimpleNamespace(recent=RecentIds())
+        self.handed: list[Announcement] = []
+
+    def enqueue(self, ann, redelivered=False) -> None:
+        self.handed.append(ann)
+
+
+class FakeRescue:
+    def __init__(self) -> None:
+        self.taken: list[str] = []
+
+    def took(self, print_: str) -> None:
+        self.taken.append(print_)
+
+
+def rescued_message(acks: list[int]) -> Announcement:
+    ann = Announcement(id="r1", text="Pooled notice.", message_id=2 * POOL_PACKET_BASE + 7)
+    ann.ack = lambda: acks.append(7)
+    return ann
+
+
+def test_the_rescuer_notes_a_redelivered_message_it_took_with_the_owners_packet_id_before_its_ack():
+    announcer, rescue, acks = FakeAnnouncer(), FakeRescue(), []
+    handover = RescueHandover(announcer)
+    handover.rescue = rescue
+    ann = rescued_message(acks)
+    handover.enqueue(ann, redelivered=True)
+    announcer.queue.recent.add(ann.id, ann, message_id=ann.message_id)  # what the queue's put does
+    ann.ack_once()
+    owners = Announcement(id="b-own", text="Pooled notice.", message_id=POOL_PACKET_BASE + 7)
+    assert rescue.taken == [fingerprint(owners, owners.message_id)] and acks == [7]
+
+
+def test_a_refused_or_first_delivered_message_is_acknowledged_but_not_noted():
+    announcer, rescue, acks = FakeAnnouncer(), FakeRescue(), []
+    handover = RescueHandover(announcer)
+    handover.rescue = rescue
+    refused = rescued_message(acks)  # e.g. the queue was full: the queue does not remember it
+    handover.enqueue(refused, redelivered=True)
+    refused.ack_once()
+    first = rescued_message(acks)  # not flagged DUP: the owner never had it
+    handover.enqueue(first, redelivered=False)
+    announcer.queue.recent.add(first.id, first, message_id=first.message_id)
+    first.ack_once()
+    assert rescue.taken == [] and acks == [7, 7]
