@@ -8,7 +8,7 @@ back, reads its record once before the announcer replays the spool and drops the
 announcements listed there, naming the rescuer in the log.
 
 The record is read only then: the member's own record replaces it as soon as its pool link connects,
-before that link takes anything, so a list never meets a spooled announcement of a later session. A
+before it acknowledges anything, so a list never meets a spooled announcement of a later session. A
 fingerprint is content and packet id: when two boxes admit the same message differently (other
 defaults), it does not match and the message is spoken twice, as before, never lost.
 """
