@@ -68,6 +68,11 @@ class MqttDoor:
                           announcer=announcer, make_intake=intake, room=self.client.backlog.wait_for_room,
                           heartbeat=heartbeat)  # fmt: skip
 
+    def drop_rescued(self, spool) -> None:
+        """Before the announcer replays `spool`: what a rescuer of our pool session took goes."""
+        if self.pool is not None:
+            self.pool.drop_rescued(spool)
+
     def _post(self, inbound) -> None:
         self.intake.post(inbound)
 

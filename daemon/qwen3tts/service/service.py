@@ -115,6 +115,7 @@ class Service:
         log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
                  plan, ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
+        self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
         self.supervisor.start("announcer", self.announcer.run)  # replays the spool first
         self.mqtt.start(self.supervisor)
         self._status_dirty.set()

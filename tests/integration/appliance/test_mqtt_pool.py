@@ -28,8 +28,9 @@ SAY = f"{POOL_BASE}/say"
 class MemberProcess:
     """pool_member_runner.py as a subprocess the test can SIGKILL."""
 
-    def __init__(self, broker, site: str, spool: Path, log_path: Path, group: str = "g") -> None:
-        args = [sys.executable, str(RUNNER), broker.host, str(broker.port), site, str(spool), group]
+    def __init__(self, broker, site: str, spool: Path, log_path: Path, group: str = "g",
+                 *extra: str) -> None:  # fmt: skip
+        args = [sys.executable, str(RUNNER), broker.host, str(broker.port), site, str(spool), group, *extra]
         with open(log_path, "a") as log:
             self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, env=os.environ)
         lines: list[str] = []
@@ -115,6 +116,39 @@ def test_a_dead_members_held_share_goes_to_the_anchor_and_its_spooled_share_wait
         assert Counter(at_a + b_spooled + [i for i in ids if i not in at_a + b_spooled]) == Counter(ids)
         assert len(set(at_a) | set(b_spooled)) == 8
         assert queued(recorder).get("b-box", []) == b_spooled  # the restarted b got nothing again
+    finally:
+        member.kill()
+        anchor.stop()
+
+
+@pytest.mark.parametrize("with_ids", [True, False], ids=["ids", "id-less"])
+def test_a_member_killed_between_its_spool_write_and_its_acknowledgement_is_not_spoken_twice(
+    mosquitto, recorder_factory, tmp_path, with_ids
+):
+    """The window on purpose: b spools its share but withholds every PUBACK, and is SIGKILLed so. The
+    anchor's rescue takes that share (redelivered) and lists it in b's `rescued` record; b drops it
+    from its spool before replaying it. Id-less says get another id at each box: the list matches
+    content and packet id."""
+    recorder = recorder_factory(mosquitto, ["qwen3tts/+/event", f"{POOL_BASE}/members/#"])
+    anchor = PoolRunner(mosquitto.host, mosquitto.port, "a-box", tmp_path / "a-spool").start()
+    member = MemberProcess(mosquitto, "b-box", tmp_path / "b-spool", tmp_path / "b.log", "g", "withhold-acks")
+    try:
+        recorder.wait_for(lambda _: record_state(recorder, "b-box") == "member", 10)
+        texts = [f"Pooled notice {n}." for n in range(4)]
+        for n, text in enumerate(texts):
+            recorder.publish(SAY, json.dumps({"id": f"w{n}", "text": text} if with_ids else {"text": text}))
+        recorder.wait_for(lambda _: sum(map(len, queued(recorder).values())) == 4, 10)
+        b_spooled = [a["text"] for a in spooled(tmp_path / "b-spool")]
+        assert b_spooled, queued(recorder)  # the round robin gave b its share, spooled and unacknowledged
+        member.kill()
+        recorder.wait_for(lambda _: record_state(recorder, "b-box") == "rescued", 15)
+        member = MemberProcess(mosquitto, "b-box", tmp_path / "b-spool", tmp_path / "b.log")
+        anchor.settle(recorder)
+        assert member.replayed == [] and spooled(tmp_path / "b-spool") == []  # b, back, dropped its share
+        assert (tmp_path / "b.log").read_text().count("taken over by a-box") == len(b_spooled)
+        at_a = [a["text"] for a in spooled(tmp_path / "a-spool")]  # nothing finishes: every one stays
+        assert Counter(at_a) == Counter(texts)  # a has its own share and b's: none lost, none twice
+        assert len(queued(recorder).get("b-box", [])) == len(b_spooled)  # b queued only its first share
     finally:
         member.kill()
         anchor.stop()

@@ -17,6 +17,9 @@ dropped). Receive Maximum holds only while a member acknowledges nothing. So the
   client id and state; its will says `offline`). When a record turns `offline`, the anchor takes over that
   member's session (same client id, clean start off), unsubscribes it from the round robin, speaks what
   was waiting there and ends the session; what the dead member had spooled it speaks itself on restart.
+  The `rescued` record lists what the rescuer took that the broker flagged as redelivered (the member
+  may have spooled it and died before its acknowledgement reached the broker): the member, back, drops
+  those from its spool before it replays it (pool_return.py).
 
 This module is the pure part: topics, records, the members' view and the gate. No paho here.
 """
@@ -39,7 +42,11 @@ log = logging.getLogger(__name__)
 MEMBER, AWAY, OFFLINE, RESCUED = "member", "away", "offline", "rescued"
 """A record's state: in the round robin; online but out of it; gone (its will); its session was rescued."""
 STATES = (MEMBER, AWAY, OFFLINE, RESCUED)
-RECORD_MAX_BYTES = 1024
+RECORD_MAX_BYTES = 4096
+TAKEN_MAX = 64
+"""A `rescued` record lists at most this many taken messages (the newest): more than Receive Maximum (20),
+the most a session has in flight, which are the only ones its owner can have spooled unacknowledged."""
+FINGERPRINT_CHARS = 32
 CLIENT_ID_MAX_CHARS = 128
 
 
@@ -81,14 +88,21 @@ class PoolTopics:
 
 @dataclass(frozen=True)
 class MemberRecord:
-    """One member as its retained record says: site, the client id of its pool session, state."""
+    """One member as its retained record says: site, the client id of its pool session, state; a
+    `rescued` one also who rescued it (`by`) and the fingerprints (recent_ids.py, with the owner's packet
+    ids) of the redelivered messages the rescuer took (`taken`)."""
 
     site: str
     client_id: str
     state: str
+    by: str | None = None
+    taken: tuple[str, ...] = ()
 
     def payload(self) -> bytes:
-        return json.dumps({"site": self.site, "client_id": self.client_id, "state": self.state}).encode()
+        obj: dict[str, object] = {"site": self.site, "client_id": self.client_id, "state": self.state}
+        if self.by is not None:
+            obj["by"], obj["taken"] = self.by, list(self.taken[-TAKEN_MAX:])
+        return json.dumps(obj).encode()
 
     @classmethod
     def parse(cls, site: str, payload: bytes) -> MemberRecord | None:
@@ -110,7 +124,8 @@ class MemberRecord:
         if problem is not None:
             log.warning("pool: ignoring the record of %s: %s", quote(site, 80), problem)
             return None
-        return cls(site, obj["client_id"], obj["state"])
+        by, taken = obj.get("by"), obj.get("taken", [])
+        return cls(site, obj["client_id"], obj["state"], by, tuple(taken))
 
 
 def _record_problem(site: str, obj: dict) -> str | None:
@@ -123,6 +138,18 @@ def _record_problem(site: str, obj: dict) -> str | None:
         return "client_id has control characters or spaces"
     if state not in STATES:
         return f"state must be one of {', '.join(STATES)}"
+    return _rescuer_problem(obj)
+
+
+def _rescuer_problem(obj: dict) -> str | None:
+    by, taken = obj.get("by"), obj.get("taken", [])
+    if by is not None and not (isinstance(by, str) and 0 < len(by) <= CLIENT_ID_MAX_CHARS):
+        return f"by must be a site name of 1-{CLIENT_ID_MAX_CHARS} characters"
+    if not isinstance(taken, list) or len(taken) > TAKEN_MAX:
+        return f"taken must be a list of at most {TAKEN_MAX} fingerprints"
+    hexdigits = set("0123456789abcdef")
+    if any(not isinstance(t, str) or len(t) != FINGERPRINT_CHARS or set(t) - hexdigits for t in taken):
+        return f"taken must hold fingerprints of {FINGERPRINT_CHARS} hex digits"
     return None
 
 

@@ -4,7 +4,9 @@ Two workers beside the box's own intake, both handing pooled says to the same `I
 validation, policy and answers; the announcer spools and acknowledges each): the pooled worker takes
 what the pool link receives, but only while the gate is open (pool.py: "Hold"); the rescue worker takes
 what a rescue hands over at once, without the gate (it is the anchor's, and it must stay short: what is
-not taken before the owner returns would be spoken twice). A held message received before the pool
+not taken before the owner returns would be spoken twice), and notes in the rescue each redelivered one
+before it is acknowledged (`RescueHandover`: the `rescued` record lists them, pool_return.py). A held
+message received before the pool
 connection last dropped is not taken (it may have been rescued meanwhile); the broker sends it again.
 A message that waited is taken with what is left of its MQTT 5 Message Expiry Interval.
 
@@ -21,11 +23,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.announcements.recent_ids import fingerprint
+from qwen3tts.appliance.announcements.spool import Spool
 from qwen3tts.appliance.mqtt.intake import TICK_S, Announcer, Intake
 from qwen3tts.appliance.mqtt.messages import Inbound
 from qwen3tts.appliance.mqtt.pool import RESCUED, MemberRecord, PoolGate, PoolMembers, PoolTopics
-from qwen3tts.appliance.mqtt.pool_link import PoolLink
+from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE, PoolLink
 from qwen3tts.appliance.mqtt.pool_rescue import Rescue
+from qwen3tts.appliance.mqtt.pool_return import drop_rescued, own_record
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.settings import MqttSettings
 
@@ -54,6 +59,29 @@ class Handover:
         self.announcer.set_voice(voice, answer)
 
 
+class RescueHandover(Handover):
+    """The rescue worker's: a redelivered announcement may also be in its owner's spool, so once it is
+    taken here its fingerprint, with the owner's packet id, is noted in the rescue before it is
+    acknowledged. Taken is what the queue now remembers (queued, or a duplicate of what it has); one
+    refused (queue full, spool write failed) is acknowledged unnoted, and the owner keeps its copy.
+    `rescue` is set by the rescue worker, this handover's only thread, before each message."""
+
+    rescue: Rescue | None = None
+
+    def enqueue(self, ann, redelivered: bool = False) -> None:
+        rescue, ack = self.rescue, ann.ack
+        if redelivered and rescue is not None and ack is not None and ann.message_id is not None:
+            owners = ann.message_id - POOL_PACKET_BASE  # rescued ids are offset twice (pool_link.py)
+
+            def noted_ack() -> None:  # the announcer's thread (the queue's owner), after the put
+                if self.announcer.queue.recent.seen(ann.id):
+                    rescue.took(fingerprint(ann, owners))
+                ack()
+
+            ann.ack = noted_ack
+        super().enqueue(ann, redelivered)
+
+
 class PoolMember:
     """The pool side of one box: its pool link, the gate, the members' view, the rescues."""
 
@@ -66,6 +94,8 @@ class PoolMember:
         self.members = PoolMembers(site)
         self._handover = Handover(announcer)
         self.intake = make_intake(self._handover)
+        self._rescue_handover = RescueHandover(announcer)
+        self._rescue_intake = make_intake(self._rescue_handover)
         self._room, self._beat = room, heartbeat
         self._pooled: queue.Queue[tuple[Inbound, int, float]] = queue.Queue()
         self._rescued: queue.Queue[tuple[Inbound, Rescue, float]] = queue.Queue()
@@ -81,6 +111,10 @@ class PoolMember:
         supervisor.start("pool", self._run_pooled)
         supervisor.start("pool-rescue", self._run_rescued)
         self.link.start()
+
+    def drop_rescued(self, spool: Spool) -> list[str]:
+        """Before the announcer replays `spool`: drop what a rescuer of our session took (pool_return.py)."""
+        return drop_rescued(spool, own_record(self.settings, self.topics, self.site))
 
     def close(self) -> None:
         """Take nothing more (shutdown): what was not taken stays unacknowledged at the broker."""
@@ -144,13 +178,14 @@ class PoolMember:
                 log.info("pool: the rescue of %s ended (%s); its message stays in its session",
                          rescue.record.site, rescue.outcome)  # fmt: skip
                 continue
-            self._take(inbound, received)
+            self._rescue_handover.rescue = rescue
+            self._take(inbound, received, self._rescue_intake)
 
-    def _take(self, inbound: Inbound, received: float) -> None:
+    def _take(self, inbound: Inbound, received: float, intake: Intake | None = None) -> None:
         if inbound.message_expiry is not None:
             left = inbound.message_expiry - int(time.time() - received)
             inbound = replace(inbound, message_expiry=max(0, left))
-        self.intake.handle(inbound)
+        (intake or self.intake).handle(inbound)
 
     # ---- membership and rescues ----
 
@@ -181,8 +216,8 @@ class PoolMember:
         """A rescue's paho thread."""
         self._rescued.put((inbound, rescue, time.time()))
 
-    def _rescue_ended(self, record: MemberRecord, outcome: str, count: int) -> None:
+    def _rescue_ended(self, record: MemberRecord, outcome: str, taken: tuple[str, ...]) -> None:
         with self._lock:
             self._rescues.pop(record.client_id, None)
         if outcome in ("rescued", "empty") and self.members.record(record.site) == record:
-            self.link.publish_record(replace(record, state=RESCUED))
+            self.link.publish_record(replace(record, state=RESCUED, by=self.site, taken=taken))

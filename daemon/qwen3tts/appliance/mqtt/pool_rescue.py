@@ -7,7 +7,9 @@ and what waits in it are handed over, in-flight messages again with DUP), unsubs
 the round robin, hands every message over like a pooled one (acknowledged once spooled) and ends the
 session (session expiry 0 on DISCONNECT) once all were acknowledged and nothing more came. If the owner
 comes back meanwhile, the broker gives it the session again (taking it from us): what we had not
-acknowledged stays there for it, and we never reconnect.
+acknowledged stays there for it, and we never reconnect. What the broker flagged as redelivered may
+also be in the owner's spool (it died before its acknowledgement reached the broker): each one taken is
+noted (`took`, before its acknowledgement) for the `rescued` record, which tells the owner to drop it.
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ RESCUE_QUIET_S = 1.0
 
 
 class Rescue:
-    """One takeover of a dead member's pool session; `on_end(record, outcome, count)` when it is over:
+    """One takeover of a dead member's pool session; `on_end(record, outcome, taken)` when it is over:
     "rescued" (the session ended empty), "empty" (nothing waited), "interrupted" (the owner came back, or
-    the connection failed: what was not acknowledged stays in the session), "timeout"."""
+    the connection failed: what was not acknowledged stays in the session), "timeout"; `taken` the
+    fingerprints noted by `took`."""
 
     def __init__(self, settings: MqttSettings, topics: PoolTopics, record: MemberRecord, *,
                  on_inbound: Callable[[Inbound, Rescue], object],
-                 on_end: Callable[[MemberRecord, str, int], object],
+                 on_end: Callable[[MemberRecord, str, tuple[str, ...]], object],
                  before: Callable[[float], bool] = lambda timeout: True,
                  password: str | None = None, deadline_s: float = 600.0):  # fmt: skip
         self.settings, self.topics, self.record = settings, topics, record
@@ -54,6 +57,7 @@ class Rescue:
         self._cond = threading.Condition()
         self._pending: set[int] = set()
         self._received = 0
+        self._taken: list[str] = []
         self._last = time.monotonic()
         self._unsubscribed = False
         self._outcome: str | None = None
@@ -72,7 +76,7 @@ class Rescue:
         if not self._before(10.0):  # our own shared subscription first: the group must never have no member
             log.warning("pool: not in the round robin ourselves; %s is not rescued now", self.record.site)
             self._end("interrupted")
-            self._on_end(self.record, "interrupted", 0)
+            self._on_end(self.record, "interrupted", ())
             return
         try:
             client = pool_client(self.settings, self.record.client_id, self._password)
@@ -94,7 +98,17 @@ class Rescue:
             outcome = "interrupted"
         log.info("pool: rescue of %s: %s, %d announcements taken over", self.record.site, outcome,
                  self._received)  # fmt: skip
-        self._on_end(self.record, outcome, self._received)
+        self._on_end(self.record, outcome, self.taken)
+
+    def took(self, fingerprint: str) -> None:
+        """A redelivered message was spooled here (called before it is acknowledged)."""
+        with self._cond:
+            self._taken.append(fingerprint)
+
+    @property
+    def taken(self) -> tuple[str, ...]:
+        with self._cond:
+            return tuple(self._taken)
 
     def _wait(self) -> str:
         deadline = time.monotonic() + self._deadline_s

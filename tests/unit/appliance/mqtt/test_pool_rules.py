@@ -39,7 +39,23 @@ def test_a_record_round_trips_and_a_bad_one_is_ignored():
     assert MemberRecord.parse("b", record("c")) is None  # its site is not its topic's
     assert MemberRecord.parse("b", record("b", "boss")) is None
     assert MemberRecord.parse("b", record("b", client_id="two words")) is None
-    assert MemberRecord.parse("b", b"") is None and MemberRecord.parse("b", b"x" * 2000) is None
+    assert MemberRecord.parse("b", b"") is None and MemberRecord.parse("b", b"x" * 5000) is None
+
+
+def test_a_rescued_record_names_its_rescuer_and_what_it_took_and_a_bad_list_is_ignored():
+    taken = ("0123456789abcdef" * 2, "f" * 32)
+    rescued = MemberRecord("b", "cid", "rescued", by="a", taken=taken)
+    assert MemberRecord.parse("b", rescued.payload()) == rescued
+    many = MemberRecord("b", "cid", "rescued", by="a", taken=tuple(f"{n:032x}" for n in range(100)))
+    assert MemberRecord.parse("b", many.payload()).taken == many.taken[-64:]  # the newest, bounded
+
+    def bad(**fields) -> bytes:
+        return json.dumps({"site": "b", "client_id": "cid", "state": "rescued", **fields}).encode()
+
+    assert MemberRecord.parse("b", bad(by="a", taken=["not hex" * 5])) is None
+    assert MemberRecord.parse("b", bad(by="a", taken="f" * 32)) is None
+    assert MemberRecord.parse("b", bad(by="a", taken=["F" * 32])) is None
+    assert MemberRecord.parse("b", bad(by=7, taken=[])) is None
 
 
 @given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
