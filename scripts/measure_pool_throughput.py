@@ -2,7 +2,7 @@
 tiny bundle, WAV sinks not paced, one mosquitto on loopback; COUNT pooled announcements published at
 once, timed from the first publish to the last `finished`. docs/benchmarks.md quotes it.
 
-    flock -x /work/locks/cpu.lock .venv/bin/python scripts/measure_pool_throughput.py [--count N] [--repeat R]
+    .venv/bin/python scripts/measure_pool_throughput.py [--count N] [--repeat R]
 
 All members share this machine's CPUs, so the figure is the pool's overhead and sharing, not the speed-up
 of boxes that each have their own CPU.
