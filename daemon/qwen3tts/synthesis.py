@@ -57,23 +57,14 @@ class TextOptions:
     a text past its deadline; the service installs the guarded one."""
 
 
-def split_text(
-    text: str, language: str = "auto", options: TextOptions | None = None, normalize: bool | None = None
-) -> list[str]:
-    """What the model gets for `text`, one engine request per piece (the one call of the text front end).
-
-    Pieces come from `qwen3tts.text.prepare`: split without changing the text, the site lexicon
-    applied, then numbers, times, units and codes read out for `language` (detected for `auto`).
-    `normalize` (a message's own choice) overrides the configured default.
-    """
-    return read_text(text, language, options, normalize)[0]
-
-
 def read_text(
     text: str, language: str, options: TextOptions | None = None, normalize: bool | None = None
 ) -> tuple[list[str], tuple[str, ...]]:
-    """`split_text`'s pieces and what the reader could not do well (`Prepared.warnings`: digits left
-    unread, a piece cut at the length limit), for the announcement's `started` event."""
+    """What the model gets for `text`, one engine request per piece, and what the reader could not do
+    well (`Prepared.warnings`: digits left unread, a piece cut at the length limit), for the
+    announcement's `started` event. Pieces come from `qwen3tts.text.prepare` (split without changing
+    the text, the site lexicon applied, then numbers, times, units and codes read out for `language`);
+    `normalize` (a message's own choice) overrides the configured default."""
     pieces, warnings = read_pieces(text, language, options, normalize)
     return [piece.normalized for piece in pieces if speaks(piece)] or [text], warnings
 

@@ -36,7 +36,7 @@ from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
 from qwen3tts.engine.stats import EngineStats
 from qwen3tts.errors import RequestError
-from qwen3tts.synthesis import SpeechDefaults, TextOptions, split_text
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_text
 from qwen3tts.voices.catalog import VoiceCatalog
 
 BLOCK = 960  # 40 ms at 24 kHz: one audio block, as rig_settings plays
@@ -51,7 +51,7 @@ def fake_speech(text: str, samples: int = 2400) -> np.ndarray:
 
 def pieces(text: str, language: str = "english") -> list[str]:
     """The pieces the announcer submits for `text` (the text front end's, as the model gets them)."""
-    return split_text(text, language, TextOptions())
+    return read_text(text, language, TextOptions())[0]
 
 
 def expected_pcm(text: str, start: int = 0, stop: int | None = None) -> np.ndarray:

@@ -32,7 +32,7 @@ from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Priority, Request
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
-from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, split_text
+from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, read_text
 from qwen3tts.voices.catalog import VoiceCatalog
 
 SAMPLES_PER_FRAME = 1920  # 80 ms at 24 kHz, like the real codec
@@ -217,7 +217,7 @@ class Rig:
     def sentence_pcm(self, text: str, cursor: int = 0) -> list[np.ndarray]:
         """Each piece of `text` synthesised alone (greedy: the same PCM the announcer gets)."""
         out = []
-        for i, piece in enumerate(split_text(text, "auto", TextOptions())[cursor:]):
+        for i, piece in enumerate(read_text(text, "auto", TextOptions())[0][cursor:]):
             max_frames = frame_budget(piece, self.settings.engine.max_frames)
             request = Request(id=f"alone-{threading.get_ident()}-{i}", text=piece, speaker="ryan",
                               language="auto", max_frames=max_frames)  # fmt: skip
