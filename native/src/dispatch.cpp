@@ -11,15 +11,27 @@
 namespace qwen3tts::native {
 namespace {
 
-// Output channels per scheduling unit (a multiple of kBlock); rows of x per pass over a weight panel
-// (16 x K x 4 bytes, at most 192 KiB: they stay in L2 while a thread walks its weight rows).
+// Output channels per scheduling unit (a multiple of every set's blocks).
 constexpr int64_t kRowsPerTask = 16;
-constexpr int64_t kPanelRowsPerPass = 16;
+
+// Tuning by environment, for benchmarks only: QWEN3TTS_NATIVE_BLOCKS=<stream>,<gemm> (1, 2 or 4 each).
+struct Blocks {
+    int stream, gemm;
+};
+Blocks blocks_for(const KernelSet& kernels) {
+    static const char* wanted = std::getenv("QWEN3TTS_NATIVE_BLOCKS");
+    if (wanted != nullptr && wanted[0] >= '1' && wanted[0] <= '4' && wanted[1] == ',' && wanted[2] >= '1' &&
+        wanted[2] <= '4')
+        return {wanted[0] - '0', wanted[2] - '0'};
+    return {kernels.stream_block, kernels.gemm_block};
+}
 
 // libgcc's checks include the OS having enabled the register state (XCR0) for AVX and AVX-512.
 bool cpu_has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 bool cpu_has_avx_vnni() { return cpu_has_avx2() && __builtin_cpu_supports("avxvnni"); }
-bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool cpu_has_avx512() {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
 bool cpu_has_avx512_vnni() { return cpu_has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 
 const KernelSet& best_kernels() {
@@ -30,43 +42,24 @@ const KernelSet& best_kernels() {
     return generic_kernels();
 }
 
-// Few rows of x, quantized: each output channel's weight row streamed once, kRowDotRows rows of x per pass.
-void streamed_rows(const KernelSet& kernels, const QuantizedRows& x, const Int8Matrix& w, int64_t n_begin,
-                   int64_t n_end, float* y) {
+// Output channels [n_begin, n_end) for every row of x: blocks of `nw` weight rows, each against the rows
+// of x kBlockRows at a time (a block's later passes read its weights from L1), kGemmRowsPerPass rows of x
+// per walk over the weights so that their int16 copy stays in L2.
+void blocked_rows(const KernelSet& kernels, const QuantizedRows& x, const Int8Matrix& w, int nw, int64_t n_begin,
+                  int64_t n_end, float* y) {
     const int64_t K = w.cols, N = w.rows;
-    float out[kRowDotRows];
-    for (int64_t n = n_begin; n < n_end; ++n) {
-        for (int64_t m = 0; m < x.rows; m += kRowDotRows) {  // a row's later passes read it from L1
-            const int rows = static_cast<int>(std::min<int64_t>(kRowDotRows, x.rows - m));
-            kernels.row_dot(w.data + n * K, x, m, rows, out);
-            for (int i = 0; i < rows; ++i) y[(m + i) * N + n] = out[i] * w.scale[n];
-        }
-    }
-}
-
-// Many rows of x, f32: kBlock weight rows widened to an f32 panel, then kPanelRowsPerPass rows of x
-// against it, two at a time.
-void panel_rows(const KernelSet& kernels, const float* x, int64_t m_rows, const Int8Matrix& w, int64_t n_begin,
-                int64_t n_end, float* y) {
-    const int64_t K = w.cols, N = w.rows;
-    const int64_t blocked_end = n_begin + (n_end - n_begin) / kBlock * kBlock;
-    thread_local std::vector<float> panel;
-    panel.resize(static_cast<size_t>(kBlock * K));
-    float out[2 * kBlock];
-    for (int64_t m0 = 0; m0 < m_rows; m0 += kPanelRowsPerPass) {
-        const int64_t m1 = std::min(m_rows, m0 + kPanelRowsPerPass);
-        for (int64_t n = n_begin; n < blocked_end; n += kBlock) {
-            const int8_t* rows = w.data + n * K;
-            for (int64_t i = 0; i < kBlock * K; ++i) panel[i] = static_cast<float>(rows[i]);
-            for (int64_t m = m0; m < m1; m += 2) {
-                const int count = m + 1 < m1 ? 2 : 1;
-                kernels.panel_dot(panel.data(), x + m * K, K, count, out);
-                for (int i = 0; i < count; ++i)
-                    for (int64_t r = 0; r < kBlock; ++r) y[(m + i) * N + n + r] = out[i * kBlock + r] * w.scale[n + r];
+    float out[kBlockRows * kBlockRows];
+    for (int64_t m0 = 0; m0 < x.rows; m0 += kGemmRowsPerPass) {
+        const int64_t m1 = std::min(x.rows, m0 + kGemmRowsPerPass);
+        for (int64_t n = n_begin; n < n_end; n += nw) {
+            const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
+            for (int64_t m = m0; m < m1; m += kBlockRows) {
+                const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, m1 - m));
+                kernels.block_dot(w.data + n * K, rows_w, x, m, rows_x, out);
+                for (int r = 0; r < rows_w; ++r)
+                    for (int i = 0; i < rows_x; ++i) y[(m + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
             }
         }
-        for (int64_t n = blocked_end; n < n_end; ++n)
-            for (int64_t m = m0; m < m1; ++m) y[m * N + n] = row_dot_f32(w.data + n * K, x + m * K, K) * w.scale[n];
     }
 }
 
@@ -105,10 +98,6 @@ void matmul(const KernelSet& chosen, const float* x, int64_t m, const Int8Matrix
             },
             tbb::static_partitioner());
     };
-    if (m > kStreamRowsMax) {
-        over_channels([&](int64_t n_begin, int64_t n_end) { panel_rows(kernels, x, m, w, n_begin, n_end, y); });
-        return;
-    }
     const int64_t groups = num_groups(w.cols);
     thread_local std::vector<int16_t> values;  // the calling thread's scratch, reused call after call
     thread_local std::vector<float> scales;
@@ -116,7 +105,9 @@ void matmul(const KernelSet& chosen, const float* x, int64_t m, const Int8Matrix
     scales.resize(static_cast<size_t>(m * groups));
     quantize_rows(x, m, w.cols, values.data(), scales.data());
     const QuantizedRows rows{values.data(), scales.data(), m, w.cols, groups};
-    over_channels([&](int64_t n_begin, int64_t n_end) { streamed_rows(kernels, rows, w, n_begin, n_end, y); });
+    const Blocks blocks = blocks_for(kernels);
+    const int nw = m <= kStreamRowsMax ? blocks.stream : blocks.gemm;
+    over_channels([&](int64_t n_begin, int64_t n_end) { blocked_rows(kernels, rows, w, nw, n_begin, n_end, y); });
 }
 
 }  // namespace qwen3tts::native

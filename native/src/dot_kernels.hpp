@@ -1,12 +1,12 @@
-// RowDot and PanelDot (kernels.hpp) written once, RowDot over an integer SIMD policy V, for
-// kernels_avx2.cpp, kernels_avx512.cpp and their VNNI twins. Each includes this file and is compiled with its own -m
-// flags; everything here has internal linkage (anonymous namespace), so the linker can never hand one
+// BlockDot (kernels.hpp) written once over an integer SIMD policy V, for kernels_avx2.cpp,
+// kernels_avx512.cpp and their VNNI twins. Each includes this file and is compiled with its own -m flags;
+// everything here has internal linkage (anonymous namespace), so the linker can never hand one
 // instruction set's copy to another's caller. The f32 lanes are 256-bit AVX code in every one of them.
 //
 // V provides: kStep (int16 lanes per register); reg; zero(); widen(const int8_t*) (kStep int8 -> int16);
 // load(const int16_t*); dot(acc, a, b) = acc + pairwise a*b in int32 lanes (vpmaddwd + vpaddd, or
-// vpdpwssd); lanes8(reg) -> __m256i, the 8 lanes of kernels.hpp (256 bits: as is; 512 bits: lane j
-// plus lane j + 8, which covers the same channels mod 16).
+// vpdpwssd); add(a, b) in int32 lanes; lanes8(reg) -> __m256i, the 8 lanes of kernels.hpp (256 bits: as
+// is; 512 bits: lane j plus lane j + 8, which covers the same channels mod 16).
 #pragma once
 
 #include <immintrin.h>
@@ -18,86 +18,96 @@
 namespace qwen3tts::native {
 namespace {
 
-// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) of four 8-lane vectors at once (hadd pairs
-// neighbours within each 128-bit half).
-inline void lane_sums4(__m256 a, __m256 b, __m256 c, __m256 d, float* out) {
-    const __m256 ab = _mm256_hadd_ps(a, b);      // a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
-    const __m256 cd = _mm256_hadd_ps(c, d);
-    const __m256 abcd = _mm256_hadd_ps(ab, cd);  // (a0+a1)+(a2+a3) ... | (a4+a5)+(a6+a7) ...
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
-}
-
-// The same tree for one vector: hadd twice, then the two halves' first lanes.
+// The same tree for one vector: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
 inline float lane_sum(__m256 a) {
-    const __m256 pairs = _mm256_hadd_ps(a, a);      // a0+a1 a2+a3 . . | a4+a5 a6+a7 . .
+    const __m256 pairs = _mm256_hadd_ps(a, a);          // a0+a1 a2+a3 . . | a4+a5 a6+a7 . .
     const __m256 quads = _mm256_hadd_ps(pairs, pairs);  // (a0+a1)+(a2+a3) ... | (a4+a5)+(a6+a7) ...
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(quads), _mm256_extractf128_ps(quads, 1)));
 }
 
-template <typename V, int M>
-inline void dot_step(typename V::reg (&sums)[M], const int8_t* w, const int16_t* const* x, int64_t k) {
-    const typename V::reg wv = V::widen(w + k);
-    for (int i = 0; i < M; ++i) sums[i] = V::dot(sums[i], wv, V::load(x[i] + k));
-}
+// Few products per weight (one or two outputs) leave a single accumulator waiting on the dot
+// instruction's latency (vpdpwssd: 5 cycles): two chains per output, taking alternate steps, keep the
+// units busy. With more outputs the block itself gives enough independent chains.
+template <int NW, int M>
+constexpr int kChains = NW * M <= 2 ? 2 : 1;
 
-template <typename V, int M>
-void row_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
-    const int64_t K = x.cols;
-    const int16_t* xr[M];
-    for (int i = 0; i < M; ++i) xr[i] = x.values + (row + i) * K;
-    __m256 acc[M];
-    for (int i = 0; i < M; ++i) acc[i] = _mm256_setzero_ps();
-    for (int64_t g0 = 0, g = 0; g0 < K; g0 += kGroup, ++g) {
-        const int64_t g1 = g0 + kGroup < K ? g0 + kGroup : K;
-        typename V::reg sums[M];
-        for (int i = 0; i < M; ++i) sums[i] = V::zero();
-        int64_t k = g0;
-        for (; k + 64 <= g1; k += 64) {  // one cache line of weights per iteration, one prefetch
-            _mm_prefetch(reinterpret_cast<const char*>(w + k + kPrefetchBytes), _MM_HINT_T0);
-            for (int64_t u = 0; u < 64; u += V::kStep) dot_step<V, M>(sums, w, xr, k + u);
-        }
-        for (; k < g1; k += V::kStep) dot_step<V, M>(sums, w, xr, k);
-        for (int i = 0; i < M; ++i) {
-            const __m256 scale = _mm256_set1_ps(x.scales[(row + i) * x.groups + g]);
-            const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(V::lanes8(sums[i])), scale);
-            acc[i] = _mm256_add_ps(acc[i], part);  // -ffp-contract=off: never fused
+template <typename V, int NW, int M>
+struct Block {
+    static constexpr int S = kChains<NW, M>;
+    const int8_t* w[NW];
+    const int16_t* x[M];
+    typename V::reg sums[NW][M][S];
+
+    void clear() {
+        for (int r = 0; r < NW; ++r)
+            for (int i = 0; i < M; ++i)
+                for (int s = 0; s < S; ++s) sums[r][i][s] = V::zero();
+    }
+    // one step of kStep input channels at k, into chain s
+    void step(int64_t k, int s) {
+        typename V::reg xv[M];
+        for (int i = 0; i < M; ++i) xv[i] = V::load(x[i] + k);
+        for (int r = 0; r < NW; ++r) {
+            const typename V::reg wv = V::widen(w[r] + k);
+            for (int i = 0; i < M; ++i) sums[r][i][s] = V::dot(sums[r][i][s], wv, xv[i]);
         }
     }
-    for (int i = 0; i < M; ++i) out[i] = lane_sum(acc[i]);
+    __m256i lanes(int r, int i) const {
+        typename V::reg total = sums[r][i][0];
+        for (int s = 1; s < S; ++s) total = V::add(total, sums[r][i][s]);
+        return V::lanes8(total);
+    }
+};
+
+template <typename V, int NW, int M>
+void block_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
+    const int64_t K = x.cols;
+    Block<V, NW, M> block;
+    for (int r = 0; r < NW; ++r) block.w[r] = w + r * K;
+    for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
+    __m256 acc[NW][M];
+    for (int r = 0; r < NW; ++r)
+        for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps();
+    constexpr int64_t kStepsPerLine = 64 / V::kStep;
+    for (int64_t g0 = 0, g = 0; g0 < K; g0 += kGroup, ++g) {
+        const int64_t g1 = g0 + kGroup < K ? g0 + kGroup : K;
+        block.clear();
+        int64_t k = g0;
+        for (; k + 64 <= g1; k += 64) {  // one cache line of each weight row per iteration, one prefetch
+            _mm_prefetch(reinterpret_cast<const char*>(block.w[NW - 1] + k + kPrefetchBytes), _MM_HINT_T0);
+            for (int64_t u = 0; u < kStepsPerLine; ++u) block.step(k + u * V::kStep, static_cast<int>(u % block.S));
+        }
+        for (; k < g1; k += V::kStep) block.step(k, 0);
+        for (int i = 0; i < M; ++i) {
+            const __m256 scale = _mm256_set1_ps(x.scales[(row + i) * x.groups + g]);
+            for (int r = 0; r < NW; ++r) {
+                const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(block.lanes(r, i)), scale);
+                acc[r][i] = _mm256_add_ps(acc[r][i], part);  // -ffp-contract=off: never fused
+            }
+        }
+    }
+    for (int r = 0; r < NW; ++r)
+        for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
+}
+
+template <typename V, int NW>
+void block_dot_m(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out) {
+    switch (m) {
+        case 4: block_dot_rows<V, NW, 4>(w, x, row, out); break;
+        case 3: block_dot_rows<V, NW, 3>(w, x, row, out); break;
+        case 2: block_dot_rows<V, NW, 2>(w, x, row, out); break;
+        default: block_dot_rows<V, NW, 1>(w, x, row, out); break;
+    }
 }
 
 template <typename V>
-void row_dot(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out) {
-    switch (m) {
-        case 4: row_dot_rows<V, 4>(w, x, row, out); break;
-        case 3: row_dot_rows<V, 3>(w, x, row, out); break;
-        case 2: row_dot_rows<V, 2>(w, x, row, out); break;
-        default: row_dot_rows<V, 1>(w, x, row, out); break;
-    }
-}
-
-template <int M>
-void panel_dot_rows(const float* panel, const float* x, int64_t cols, float* out) {
-    __m256 acc[M][kBlock];
-    for (int i = 0; i < M; ++i)
-        for (int r = 0; r < kBlock; ++r) acc[i][r] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < cols; k += 8) {
-        __m256 xv[M];
-        for (int i = 0; i < M; ++i) xv[i] = _mm256_loadu_ps(x + i * cols + k);
-        for (int r = 0; r < kBlock; ++r) {
-            const __m256 wv = _mm256_loadu_ps(panel + r * cols + k);
-            for (int i = 0; i < M; ++i) acc[i][r] = _mm256_fmadd_ps(wv, xv[i], acc[i][r]);
-        }
-    }
-    for (int i = 0; i < M; ++i) lane_sums4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], out + i * kBlock);
-}
-
-// (256-bit in every set: the lanes are kernels.hpp's; cols is a multiple of 8.)
-inline void panel_dot(const float* panel, const float* x, int64_t cols, int m, float* out) {
-    if (m == 2) {
-        panel_dot_rows<2>(panel, x, cols, out);
-    } else {
-        panel_dot_rows<1>(panel, x, cols, out);
+void block_dot(const int8_t* w, int nw, const QuantizedRows& x, int64_t row, int m, float* out) {
+    switch (nw) {
+        case 4: block_dot_m<V, 4>(w, x, row, m, out); break;
+        case 2: block_dot_m<V, 2>(w, x, row, m, out); break;
+        default:
+            for (int r = 0; r < nw; ++r) block_dot_m<V, 1>(w + r * x.cols, x, row, m, out + r * kBlockRows);
+            break;
     }
 }
 

@@ -11,7 +11,9 @@
 // results: the integer products go into 8 lanes (lane j takes input channels k with (k - g0) mod 16 in
 // {2j, 2j+1}, g0 the group's first channel: what vpmaddwd does on 256 bits); after each group, lane j
 // adds float(its integer sum) * xs[m, g] to its f32 sum (a multiply, then an add: never fused); at the
-// end the 8 lanes are added as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+// end the 8 lanes are added as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). Integer sums are
+// exact in any order (|w xq| <= 127 * 32767, 128 of them stay far below 2^31), so a kernel may split a
+// lane over several registers and add them at the group's end: blocking never changes a result.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,6 @@
 namespace qwen3tts::native {
 
 constexpr int64_t kGroup = 128;  // input channels per activation scale (a multiple of 32)
-constexpr int64_t kBlock = 4;    // output channels per PanelDot call (they share each load of x)
 constexpr int64_t kLanes = 8;    // the arithmetic's integer / f32 lanes (above)
 
 struct Int8Matrix {
@@ -42,31 +43,28 @@ inline int64_t num_groups(int64_t cols) { return (cols + kGroup - 1) / kGroup; }
 // xq and xs of x [rows, cols] f32 (kernels_generic.cpp: plain x86-64, the same on every machine).
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, float* scales);
 
-// out[i] = the sum above (without scale[n]) for ONE weight row and `m` (1 to kRowDotRows) rows of x
-// starting at `row`. For few rows of x (decode steps): the weights are read as one sequential stream,
-// prefetched ahead, which is what keeps a core at its memory bandwidth here (four interleaved row
-// streams measured half of it on Zen 1).
-using RowDot = void (*)(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out);
-
-// Many rows of x (prefill): compute, not bandwidth, bounds the product, and the int16 path measured
-// 1.3-1.5x slower than the plugin's f32 GEMM there. So the weights are widened to an f32 panel once per
-// kBlock rows and multiplied with the f32 activations as they are (no quantization), in one fixed order
-// as well: 8 lanes, lane j takes k = j mod 8, one fused multiply-add per k in increasing k (a single
-// rounding, the same in std::fma), then the lane tree above.
-// out[i * kBlock + r] = sum_k panel[r * cols + k] * x[i * cols + k] for `m` (1 or 2) rows i of x.
-using PanelDot = void (*)(const float* panel, const float* x, int64_t cols, int m, float* out);
+// out[r * kBlockRows + i] = the sum above (without scale[n]) for `nw` (1 to kBlockRows) consecutive
+// weight rows starting at w (row stride x.cols) and `m` (1 to kBlockRows) rows of x starting at `row`.
+// Every row count takes this path: the weights are read as one sequential stream per weight row,
+// prefetched ahead, which keeps a core at its memory bandwidth for decode steps (four interleaved row
+// streams measured half of it on Zen 1, so the AVX2 sets block one weight row when x has few rows);
+// with many rows of x (prefill) a block of weight rows stays in registers while rows of x pass by, so
+// each widened weight feeds up to kBlockRows x kBlockRows integer dot products.
+using BlockDot = void (*)(const int8_t* w, int nw, const QuantizedRows& x, int64_t row, int m, float* out);
 
 struct KernelSet {
     const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"
     int64_t cols_multiple;  // K must be a multiple of this for the kernels (else the generic set runs)
-    RowDot row_dot;
-    PanelDot panel_dot;
+    BlockDot block_dot;
+    int stream_block;  // weight rows per block when x has at most kStreamRowsMax rows (decode steps)
+    int gemm_block;    // weight rows per block with more rows of x (prefill)
 };
 
-// Bytes ahead of the current weight that the streaming kernel prefetches (into the next rows).
+// Bytes ahead of the current weight that the kernels prefetch (into the next rows).
 constexpr int64_t kPrefetchBytes = 1024;
-constexpr int kRowDotRows = 4;  // rows of x one RowDot call takes
-constexpr int64_t kStreamRowsMax = 8;  // up to this many rows of x: int16 activations, weights streamed
+constexpr int kBlockRows = 4;          // most weight rows, and rows of x, one BlockDot call takes
+constexpr int64_t kStreamRowsMax = 8;  // up to this many rows of x: stream_block weight rows per block
+constexpr int64_t kGemmRowsPerPass = 128;  // rows of x per pass over the weights (their int16 copy in L2)
 
 // Defined in kernels_<isa>.cpp; each file is compiled with its own -m flags and only called on a CPU
 // that reports those instructions (dispatch.cpp).
@@ -76,8 +74,7 @@ const KernelSet& avx_vnni_kernels();
 const KernelSet& avx512_kernels();
 const KernelSet& avx512_vnni_kernels();
 
-// One output channel in the same arithmetics (matrix ends that do not fill a block): the references.
+// One output channel in the same arithmetic: the reference every kernel set is tested against.
 float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row);
-float row_dot_f32(const int8_t* w, const float* x, int64_t cols);
 
 }  // namespace qwen3tts::native

@@ -12,7 +12,7 @@ struct Avx512 : Avx512Base {
     static reg dot(reg acc, reg a, reg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
 };
 
-const KernelSet kAvx512{"avx512", Avx512::kStep, row_dot<Avx512>, panel_dot};
+const KernelSet kAvx512{"avx512", Avx512::kStep, block_dot<Avx512>, 2, 4};
 
 }  // namespace
 

@@ -12,7 +12,7 @@ struct Avx512Vnni : Avx512Base {
     static reg dot(reg acc, reg a, reg b) { return _mm512_dpwssd_epi32(acc, a, b); }
 };
 
-const KernelSet kAvx512Vnni{"avx512_vnni", Avx512Vnni::kStep, row_dot<Avx512Vnni>, panel_dot};
+const KernelSet kAvx512Vnni{"avx512_vnni", Avx512Vnni::kStep, block_dot<Avx512Vnni>, 2, 4};
 
 }  // namespace
 

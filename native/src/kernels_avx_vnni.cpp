@@ -12,7 +12,7 @@ struct AvxVnni : Avx2Base {
     static reg dot(reg acc, reg a, reg b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
 };
 
-const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, row_dot<AvxVnni>, panel_dot};
+const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, block_dot<AvxVnni>, 1, 2};
 
 }  // namespace
 

@@ -41,31 +41,14 @@ float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row) {
     return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
-float row_dot_f32(const int8_t* w, const float* x, int64_t cols) {
-    float lanes[kLanes] = {};
-    for (int64_t k = 0; k < cols; ++k) lanes[k % kLanes] = std::fma(static_cast<float>(w[k]), x[k], lanes[k % kLanes]);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
 namespace {
 
-void row_dot_generic(const int8_t* w, const QuantizedRows& x, int64_t row, int m, float* out) {
-    for (int i = 0; i < m; ++i) out[i] = row_dot(w, x, row + i);
+void block_dot_generic(const int8_t* w, int nw, const QuantizedRows& x, int64_t row, int m, float* out) {
+    for (int r = 0; r < nw; ++r)
+        for (int i = 0; i < m; ++i) out[r * kBlockRows + i] = row_dot(w + r * x.cols, x, row + i);
 }
 
-void panel_dot_generic(const float* panel, const float* x, int64_t cols, int m, float* out) {
-    for (int i = 0; i < m; ++i) {
-        for (int64_t r = 0; r < kBlock; ++r) {
-            float lanes[kLanes] = {};
-            for (int64_t k = 0; k < cols; ++k)
-                lanes[k % kLanes] = std::fma(panel[r * cols + k], x[i * cols + k], lanes[k % kLanes]);
-            out[i * kBlock + r] =
-                ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-        }
-    }
-}
-
-const KernelSet kGeneric{"generic", 1, row_dot_generic, panel_dot_generic};
+const KernelSet kGeneric{"generic", 1, block_dot_generic, 1, 1};
 
 }  // namespace
 

@@ -17,6 +17,7 @@ struct Avx2Base {
     static reg widen(const int8_t* p) {
         return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
+    static reg add(reg a, reg b) { return _mm256_add_epi32(a, b); }
     static __m256i lanes8(reg v) { return v; }
 };
 

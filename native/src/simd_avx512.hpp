@@ -17,6 +17,7 @@ struct Avx512Base {
     static reg widen(const int8_t* p) {
         return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    static reg add(reg a, reg b) { return _mm512_add_epi32(a, b); }
     // int32 lane j (j < 8) covers channels 2j, 2j+1 of each 32; lane j + 8 channels 2j+16, 2j+17: both are
     // kernels.hpp's lane j (channels mod 16), and adding integers is exact.
     static __m256i lanes8(reg v) {
