@@ -117,6 +117,10 @@ def compile_properties(
         if settings.num_threads:
             props["INFERENCE_NUM_THREADS"] = settings.num_threads
         props["ENABLE_CPU_PINNING"] = settings.cpu_pinning
+        if settings.inference_precision == "f32":
+            # On CPUs with VNNI the plugin otherwise quantizes a compressed-weight MatMul's activations
+            # to int8 per group of 32 (its default there): exact f32 arithmetic has to say no to that.
+            props["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = 0
     if kv_cache_precision and base_device(device) in ("CPU", "GPU"):
         props["KV_CACHE_PRECISION"] = kv_cache_precision
     return props

@@ -36,7 +36,8 @@ class DeviceSettings:
     inference_precision: Literal["auto", "f32", "bf16", "f16"] = "auto"
     """INFERENCE_PRECISION_HINT; auto is f32 on CPUs (bf16 measured too lossy for the codec and no faster
     with compressed weights) and the device default on GPU/NPU. An explicit f32 means exact f32 arithmetic:
-    the exact codec graphs (never a lossy variant) and no native kernels. Default auto."""
+    the exact codec graphs (never a lossy variant), no native kernels, and no dynamic int8 quantization of
+    the activations (the CPU plugin's default on CPUs with VNNI). Default auto."""
     codec_variant: Literal["auto", "f32", "bf16-tail"] = "auto"
     """Codec graphs on a CPU: auto loads the bundle's fastest variant that passed its build-time SNR gate
     (>= 35 dB against the exact decode) and whose needs the CPU meets (bf16-tail: AVX-512 BF16 or AMX),

@@ -79,8 +79,15 @@ def test_cpu_properties_carry_threads_pinning_and_precision_but_the_npu_gets_non
     assert cpu["INFERENCE_NUM_THREADS"] == 2
     assert cpu["ENABLE_CPU_PINNING"] is False
     assert cpu["KV_CACHE_PRECISION"] == "u8"
+    assert cpu["DYNAMIC_QUANTIZATION_GROUP_SIZE"] == 0  # exact: no int8 activations on VNNI CPUs
     npu = compile_properties("NPU", settings, kv_cache_precision="u8")
     assert "INFERENCE_NUM_THREADS" not in npu and "KV_CACHE_PRECISION" not in npu
+    assert "DYNAMIC_QUANTIZATION_GROUP_SIZE" not in npu
+
+
+def test_auto_precision_leaves_the_plugins_dynamic_quantization_at_its_default():
+    props = compile_properties("CPU", DeviceSettings(inference_precision="auto"), component="talker")
+    assert "DYNAMIC_QUANTIZATION_GROUP_SIZE" not in props
 
 
 def test_auto_precision_is_f32_on_a_bf16_cpu_and_says_why_per_component():
