@@ -3,9 +3,10 @@
 One OpenVINO graph holds the 20 INT8_SYM MatMuls of five 0.6B code-predictor layers (q/k/v 4096x1024,
 o 1024x2048, gate/up 6144x1024, down 1024x3072: 79 MB of weights, ten times the last-level cache here),
 each fed from the graph's input, so one inference streams every weight once, as one codebook step
-does. It is compiled twice, as nncf wrote it (the plugin's FullyConnectedCompressed) and with the
-native op swapped in (runtime/native.py); round by round the tool times both and each kernel set
-through the library's C entry (no OpenVINO: what the op costs inside the plugin shows as the
+does. It is compiled three times: as nncf wrote it (the plugin's FullyConnectedCompressed, with its
+default properties and with DYNAMIC_QUANTIZATION_GROUP_SIZE 0, i.e. f32 activations where VNNI CPUs
+would otherwise get int8 ones) and with the native op swapped in (runtime/native.py); round by
+round the tool times the three and each kernel set through the library's C entry (no OpenVINO: what the op costs inside the plugin shows as the
 difference), and a numpy read of a buffer of the same size as the ceiling. Reported: median ms per
 pass, GB/s of weights, and the median per-round ratio to the plugin.
 
@@ -72,10 +73,13 @@ def run(rows_list: list[int], rounds: int, threads: int) -> dict:
         rng = np.random.default_rng(rows)
         feeds = {f"x{k}": rng.standard_normal((rows, k)).astype(np.float32) for k in (1024, 2048, 3072)}
         plugin = core.compile_model(compressed_graph(matrices, rows), "CPU", props).create_infer_request()
+        # the plugin's f32 activations: on VNNI CPUs its default quantizes them to int8 (group size 32)
+        exact = {**props, "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
+        plugin_f32 = core.compile_model(compressed_graph(matrices, rows), "CPU", exact).create_infer_request()
         model = compressed_graph(matrices, rows)
         replace_int8_matmuls(model, library)
         native = core.compile_model(model, "CPU", props).create_infer_request()
-        timers = _timers(plugin, native, library, matrices, feeds, isas, buffer, rows)
+        timers = _timers(plugin, plugin_f32, native, library, matrices, feeds, isas, buffer, rows)
         for timer in timers.values():
             timer()  # first inference: allocations, repacking
         samples = {name: [] for name in timers}
@@ -97,13 +101,17 @@ def run(rows_list: list[int], rounds: int, threads: int) -> dict:
     return report
 
 
-def _timers(plugin, native, library, matrices, feeds, isas, buffer, rows) -> dict:
+def _timers(plugin, plugin_f32, native, library, matrices, feeds, isas, buffer, rows) -> dict:
     """name -> a call that does one pass over every weight (or reads the buffer)."""
 
     def kernels(isa: str):
         return lambda: [library.matmul_i8(feeds[f"x{w.shape[1]}"], w, s, isa) for w, s in matrices]
 
-    timers = {"plugin": lambda: plugin.infer(feeds), "native op": lambda: native.infer(feeds)}
+    timers = {
+        "plugin": lambda: plugin.infer(feeds),
+        "plugin, f32 activations": lambda: plugin_f32.infer(feeds),
+        "native op": lambda: native.infer(feeds),
+    }
     for isa in isas:
         if isa != "generic" or rows <= 2:  # the reference loop is slow: one look is enough
             timers[f"{isa} kernels"] = kernels(isa)
