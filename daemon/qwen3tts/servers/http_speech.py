@@ -167,10 +167,12 @@ class _Pipeline:
 
 class SpeechResponse(StreamingResponse):
     """Streams one order; however the response ends (done, client gone, error) the stream closes,
-    which cancels its engine request at once."""
+    which cancels its engine request at once. A response cut off before its last message counts as
+    cancelled even when the engine had already finished (a fast machine, a client that stopped reading)."""
 
     def __init__(self, order: SpeechOrder, rate: int, max_request_s: float):
         self.order, self.rate, self.max_request_s = order, rate, max_request_s
+        self._delivered = False  # the last body message went out
         headers = {WARNING_HEADER: _header_text("; ".join(order.warnings))} if order.warnings else None
         super().__init__(iter(()), media_type=order.fmt.media_type, headers=headers)
 
@@ -178,6 +180,7 @@ class SpeechResponse(StreamingResponse):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         if await self._stream_body(send):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+            self._delivered = True
         # else: returning without the last message makes uvicorn close the connection: a cut-off body
 
     async def _stream_body(self, send) -> bool:
@@ -213,7 +216,7 @@ class SpeechResponse(StreamingResponse):
         try:
             await super().__call__(scope, receive, send)
         finally:
-            self.order.stream.close()
+            self.order.stream.close(None if self._delivered else "cancelled")
 
 
 def _header_text(text: str) -> str:

@@ -132,7 +132,9 @@ def test_a_client_that_stops_reading_is_disconnected_and_its_synthesis_cancelled
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills after a few chunks
     sock.connect(("127.0.0.1", running.servers.http_port))
-    body = ('{"input": "%s", "response_format": "pcm"}' % (LONG * 3)).encode()
+    # 20 sentences (under max_text_chars): the tiny model may end a sentence early, and a fast CPU
+    # synthesised all of 3 of them before the write timeout cut the client off
+    body = ('{"input": "%s", "response_format": "pcm"}' % (LONG * 20)).encode()
     sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
     try:
@@ -144,7 +146,7 @@ def test_a_client_that_stops_reading_is_disconnected_and_its_synthesis_cancelled
         assert (
             running.handles[-1].wait(10) and running.handles[-1].status is SequenceStatus.FINISHED_CANCELLED
         )
-        assert len(running.handles) < 3  # three sentences asked for: it stopped long before the end
+        assert len(running.handles) < 10  # twenty sentences asked for: it stopped long before the end
     finally:
         sock.close()
 
