@@ -1,14 +1,14 @@
 """The native INT8 kernels against the CPU plugin's, on the code predictor's matrices, in one process.
 
-One OpenVINO graph holds the 20 INT8_SYM MatMuls of five 0.6B code-predictor layers (q/k/v 4096x1024,
-o 1024x2048, gate/up 6144x1024, down 1024x3072: 79 MB of weights, ten times the last-level cache here),
-each fed from the graph's input, so one inference streams every weight once, as one codebook step
-does. It is compiled three times: as nncf wrote it (the plugin's FullyConnectedCompressed, with its
-default properties and with DYNAMIC_QUANTIZATION_GROUP_SIZE 0, i.e. f32 activations where VNNI CPUs
-would otherwise get int8 ones) and with the native op swapped in (runtime/native.py); round by
-round the tool times the three and each kernel set through the library's C entry (no OpenVINO: what the op costs inside the plugin shows as the
-difference), and a numpy read of a buffer of the same size as the ceiling. Reported: median ms per
-pass, GB/s of weights, and the median per-round ratio to the plugin.
+One OpenVINO graph holds the 20 INT8_SYM MatMuls of five 0.6B code-predictor layers (q/k/v 4096x1024, o
+1024x2048, gate/up 6144x1024, down 1024x3072: 79 MB of weights, ten times the last-level cache here),
+each fed from the graph's input, so one inference streams every weight once, as one codebook step does.
+It is compiled three times: as nncf wrote it (the plugin's FullyConnectedCompressed, with its default
+properties and with DYNAMIC_QUANTIZATION_GROUP_SIZE 0, i.e. f32 activations where VNNI CPUs would
+otherwise get int8 ones) and with the native op swapped in (runtime/native.py); round by round the tool
+times the three and each kernel set through the library's C entry (no OpenVINO: what the op costs inside
+the plugin shows as the difference), and a numpy read of a buffer of the same size as the ceiling.
+Reported: median ms per pass, GB/s of weights, and the median per-round ratio to the plugin.
 
     python -m qwen3tts.bench.native_kernels --rows 1,2,8 --rounds 7 [--threads 2] [--json out.json]
 """
