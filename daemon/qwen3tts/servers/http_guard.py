@@ -124,12 +124,12 @@ class Connections:
         """`server` is the uvicorn.Server that started without listeners."""
         self.config, self.server, self.limits = config, server, limits
         self.warnings = ThrottledLog(log)
-        self.open: dict[GuardedProtocol, str] = {}  # insertion order: oldest first
+        self.open: dict[GuardedProtocol, tuple[str, socket.socket]] = {}  # insertion order: oldest first
 
     async def connected(self, sock: socket.socket, client: str) -> None:
         protocol = GuardedProtocol(self.config, self.server.server_state, self.server.lifespan.state,
                                    limits=self.limits, warnings=self.warnings)  # fmt: skip
-        self.open[protocol] = client
+        self.open[protocol] = (client, sock)
         try:
             loop = asyncio.get_running_loop()
             await loop.connect_accepted_socket(lambda: protocol, sock)
@@ -139,13 +139,22 @@ class Connections:
 
     def make_room(self, client: str | None) -> bool:
         """Close one connection of `client` (None: of anyone) that waits between two requests; True if
-        there was one. A request in progress is never cut for a newcomer."""
-        for protocol, owner in self.open.items():
-            if (client is None or owner == client) and protocol.idle_between_requests():
+        there was one. A request in progress is never cut for a newcomer, nor one whose first bytes the
+        kernel holds but the event loop has not read yet (a busy loop is slow to read, not the client)."""
+        for protocol, (owner, sock) in self.open.items():
+            if (client is None or owner == client) and protocol.idle_between_requests() and not _unread(sock):
                 del self.open[protocol]
                 log.debug("http: closed an idle keep-alive connection of %s for a new one", owner)
                 protocol.transport.close()
                 return True
+        return False
+
+
+def _unread(sock: socket.socket) -> bool:
+    """Whether bytes from the client wait in the kernel's receive buffer (peeked: nothing is consumed)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # BlockingIOError: nothing waiting; any other error: the socket is going anyway
         return False
 
 
