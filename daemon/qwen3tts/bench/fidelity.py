@@ -98,8 +98,10 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict, native=None) -> f
 
 
 def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str, native: bool = False) -> np.ndarray:
-    # f32 activations either way: an explicit f32 turns the native kernels off, auto is f32 on CPUs
-    precision = "devices.native_kernels=always" if native else "devices.inference_precision=f32"
+    # What the product runs: `auto` precision (an f32 hint on CPUs, and on VNNI CPUs the plugin's int8
+    # activations for compressed-weight MatMuls, as in the teacher-forced graphs above; an explicit f32
+    # would turn those off) with the MatMuls on the plugin's kernels or on native/'s
+    precision = "devices.native_kernels=always" if native else "devices.native_kernels=never"
     cpu = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
     settings = load_settings(None, [precision, *cpu, f"engine.kv_cache_precision={kv_cache}"])
     runtime = load_runtime(bundle, settings)
@@ -173,6 +175,8 @@ def markdown(results: list[Drift], command: str) -> str:
         "(tests/fixtures/golden, scripts/reference/). Our graphs run with INFERENCE_PRECISION_HINT=f32, so",
         "the rows below isolate what INT8 weights (nncf INT8_SYM, the `int8` build policy: talker and code",
         "predictor matmuls, embeddings kept) and a u8 paged KV cache change. f32/f32 is the parity baseline.",
+        "On CPUs with VNNI the int8 rows also hold the CPU plugin's default int8 activations (groups of 32",
+        "channels), which the daemon runs there with `devices.inference_precision: auto`.",
         "Random weights give small top-1 margins, so greedy agreement here is a pessimistic bound for a",
         "trained model.",
         "",
