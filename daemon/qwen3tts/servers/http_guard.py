@@ -62,7 +62,8 @@ class GuardedProtocol(H11Protocol):
             self._cancel_wait()
 
     def idle_between_requests(self) -> bool:
-        """Connected, no request in progress and no byte of the next one read: closing loses nothing."""
+        """Connected, no request in progress and no byte of the next one read (bytes still in the kernel's
+        buffer are the socket's to tell: Connections.make_room peeks at it before closing)."""
         transport = self.transport
         return (transport is not None and not transport.is_closing() and self._between_requests()
                 and not self._reading_head)  # fmt: skip
