@@ -65,7 +65,8 @@ def recordings(directory: Path) -> dict[str, Path]:
     whole = (directory / "ref.wav").read_bytes()
     (directory / "cut.wav").write_bytes(whole[: int(len(whole) * 0.6)])
     (directory / "page.wav").write_bytes(b"<html><body>not audio</body></html>" + os.urandom(4096))
-    return {path.stem: path for path in directory.iterdir()}
+    wavs = {stem: directory / f"{stem}.wav" for stem in ("ref", "silent", "five", "long", "cut", "page")}
+    return wavs | {"flac": directory / "ref.flac"}
 
 
 HOSTILE = [  # (file, name, transcript, what the refusal says): voice add's own refusals

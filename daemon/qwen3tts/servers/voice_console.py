@@ -67,7 +67,7 @@ def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, 
     adding = threading.Lock()  # one voice at a time: each compiles encoders and reads up to 16 MiB
 
     async def listing(request: Request) -> Response:
-        return JSONResponse(console.voice_list() | {"limits": LIMITS})
+        return JSONResponse(await asyncio.to_thread(console.voice_list) | {"limits": LIMITS})  # reads files
 
     async def add(request: Request) -> Response:
         try:

@@ -12,8 +12,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 from status_page_rig import HOSTILE, recordings, start_page_daemon
+from wyoming.audio import AudioChunk, AudioStop
 from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
 from wyoming.info import Describe, Info
+from wyoming.tts import Synthesize, SynthesizeVoice
 
 from qwen3tts.servers import voice_console
 from qwen3tts.voices import VoiceRegistry, voices_dir
@@ -41,6 +44,22 @@ def wyoming_voices(port: int) -> list[str]:
             return Info.from_event(event)
 
     return [voice.name for voice in asyncio.run(describe()).tts[0].voices]
+
+
+def wyoming_speaks(port: int, voice: str) -> int:
+    """Bytes of audio a Wyoming `synthesize` with `voice` got back before its audio-stop."""
+
+    async def synthesize() -> int:
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Synthesize("Platform two.", voice=SynthesizeVoice(name=voice)).event())
+            audio = 0
+            async with asyncio.timeout(120):
+                while not AudioStop.is_type((event := await client.read_event()).type):
+                    assert not Error.is_type(event.type), event.data
+                    audio += len(event.payload or b"") if AudioChunk.is_type(event.type) else 0
+            return audio
+
+    return asyncio.run(synthesize())
 
 
 def event_of(recorder, ann_id: str) -> dict:
@@ -82,6 +101,7 @@ def test_a_voice_cloned_over_http_is_used_by_the_next_mqtt_http_and_wyoming_requ
         assert service.runtime.prompt_builder.voices["voice:anna"].icl
         recorder.publish("qwen3tts/page/say", json.dumps({"id": "cloned", "text": "Hi.", "voice": "anna"}))
         assert event_of(recorder, "cloned")["event"] == "finished"
+        assert wyoming_speaks(wyoming_port, "anna") > 1000
 
         made = httpx.put(f"{url}/status/default-voice", json={"voice": "ANNA"})
         assert made.status_code == 200 and made.json() == {"default": "anna"}

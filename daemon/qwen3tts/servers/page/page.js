@@ -18,7 +18,7 @@ function showStatus(status) {
   const current = status.current;
   text("current", current ? `${current.text} (${current.priority}, ${current.id})` : "");
   text("queue", status.queue.length ? `${status.queue.length}: ${status.queue.join(", ")}` : "empty");
-  text("voice", status.voice);
+  text("voice", status.voice || "default (the bundle's own)");
   text("volume", `${Math.round(status.volume * 100)} %`);
   const engine = status.engine || {};
   text("batch", `${engine.running ?? 0} running, ${engine.waiting ?? 0} waiting, limit ${status.batch_limit}`
