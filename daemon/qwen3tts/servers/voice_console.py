@@ -20,6 +20,7 @@ OpenAI voice list and the MQTT intake all read, so every door offers the new voi
 from __future__ import annotations
 
 import asyncio
+import logging
 import tempfile
 import threading
 from pathlib import Path
@@ -34,6 +35,8 @@ from qwen3tts.errors import AudioError, RequestError
 from qwen3tts.servers.http_request import ApiError, read_body, read_json_body
 from qwen3tts.voices.reference_audio import MAX_SECONDS, MIN_SECONDS
 from qwen3tts.voices.registry import MAX_TRANSCRIPT_CHARS, VoiceError, validate_name
+
+log = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 16 << 20
 """30 s of 48 kHz stereo float WAV is 11.5 MB; anything longer than `voice add` takes is refused anyway."""
@@ -86,6 +89,9 @@ def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, 
             return JSONResponse(entry, status_code=201)
         except (RequestError, AudioError) as exc:
             return ApiError(400, str(exc), None, "rejected").response()
+        except OSError as exc:  # the disk: full, read-only; the voice was not stored
+            log.error("voice %s: could not be stored: %s", request.path_params["name"][:64], exc)
+            return ApiError(507, f"the voice could not be stored: {exc.strerror or exc}").response()
         except ApiError as exc:
             return exc.response()
 

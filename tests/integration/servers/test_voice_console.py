@@ -138,6 +138,9 @@ def test_hostile_uploads_get_voice_adds_refusal_store_nothing_and_the_daemon_kee
         bad_utf8 = httpx.put(f"{url}/status/voices/anna?transcript=caf%E9", content=files["ref"].read_bytes(),
                              headers={"Content-Type": "audio/wav"})  # fmt: skip
         assert bad_utf8.status_code == 400 and "UTF-8" in bad_utf8.json()["error"]["message"]
+        unknown = httpx.put(f"{url}/status/voices/anna?path=/etc/passwd", content=files["ref"].read_bytes(),
+                            headers={"Content-Type": "audio/wav"})  # fmt: skip
+        assert unknown.status_code == 400 and "unknown parameter 'path'" in unknown.json()["error"]["message"]
         html = clone(url, "anna", files["ref"], "Hello there.", headers={"Content-Type": "text/html"})
         assert html.status_code == 415
         form = clone(
