@@ -107,6 +107,12 @@ def test_a_voice_is_cloned_previewed_made_default_and_deleted_from_the_page(
         assert service.status().voice == "anna"
         assert page.locator("#voice-list tr[data-voice=anna] button:text-is('Delete')").count() == 0
         page.screenshot(path=str(tmp_path / "voices-anna.png"), full_page=True)
+        page.set_viewport_size(PHONE)  # the clone form and the voice list on a phone
+        page.wait_for_function("() => window.innerWidth === 390")
+        scroll_width, inner_width = page.evaluate(OVERFLOW)
+        assert scroll_width <= inner_width
+        page.screenshot(path=str(tmp_path / "voices-phone.png"), full_page=True)
+        page.set_viewport_size(DESKTOP)
 
         page.click("#voice-list tr[data-voice=default] button:text-is('Make default')")
         page.wait_for_selector("#voice-list tr[data-voice=default] .default")
