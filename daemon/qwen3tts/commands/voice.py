@@ -6,7 +6,8 @@ bundle's speaker encoder, exactly as `say --ref-audio` does per request, and (wi
 reference codes with the speech-tokenizer encoder, so the daemon speaks it by in-context learning
 (ICL). `--x-vector-only` stores the x-vector alone and leaves the transcript out of the prompt.
 `voice add NAME --instruct "description"` saves a VoiceDesign description under a name. Either way
-the voice is tied to the bundle's hash.
+the voice is tied to the bundle's hash. The checks and the work are runtime/voice_maker.py's, which the
+status page's voice form uses too.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from qwen3tts.settings import Settings
-from qwen3tts.voices.registry import RegisteredVoice, VoiceError, VoiceRegistry, bundle_hash, voices_dir
+from qwen3tts.voices.registry import VoiceRegistry, bundle_hash, voices_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,95 +66,13 @@ def _list(registry: VoiceRegistry, settings: Settings) -> int:
 
 
 def _add(args: argparse.Namespace, registry: VoiceRegistry, settings: Settings) -> int:
-    from qwen3tts.model.bundle import read_manifest
-    from qwen3tts.voices.registry import validate_name, validate_transcript
+    from qwen3tts.runtime.voice_maker import VoiceOrder, make_voice
 
-    name = validate_name(args.name)  # before any expensive work
-    if args.text is not None:
-        args.text = validate_transcript(args.text)
-    if args.instruct is not None:
-        args.instruct = _checked_instruct(args.instruct)
-    if (registry.directory / name).exists() and not args.replace:
-        raise VoiceError(f"voice {name!r} exists; remove it first or pass --replace")
+    order = VoiceOrder(args.name, audio=args.audio, text=args.text, instruct=args.instruct,
+                       x_vector_only=args.x_vector_only, replace=args.replace)  # fmt: skip
     bundle_dir = args.bundle or settings.model.bundle
-    manifest = read_manifest(bundle_dir)
-    spec, digest = manifest.spec, bundle_hash(bundle_dir)
-    if args.instruct is not None:
-        if args.text or args.x_vector_only:
-            raise VoiceError("--text and --x-vector-only go with --audio, not with --instruct")
-        if not args.instruct.strip():
-            raise VoiceError("--instruct must describe the voice")
-        if not spec.supports_instruct:
-            raise VoiceError(f"a {spec.size} {spec.variant} bundle takes no voice description")
-        voice = RegisteredVoice(name, "design", digest, instruct=args.instruct.strip())
-    else:
-        if spec.speaker_encoder is None:
-            raise VoiceError(f"cloning from audio needs a Base bundle; this one is {spec.variant}")
-        if not args.x_vector_only and not args.text:
-            raise VoiceError("--text (the transcript of the recording) is needed unless --x-vector-only")
-        voice = _clone(name, args, bundle_dir, digest, settings)
-    registry.add(voice, replace=args.replace)
+    voice = make_voice(order, registry, bundle_dir, settings)
     codes = "none" if voice.ref_codes is None else f"{len(voice.ref_codes)} frames"
-    print(f"added voice {name} ({voice.kind}, bundle {digest[:12]}, reference codes: {codes})")
+    print(f"added voice {voice.name} ({voice.kind}, bundle {voice.bundle_hash[:12]}, "
+          f"reference codes: {codes})")  # fmt: skip
     return 0
-
-
-def _clone(name: str, args, bundle_dir: Path, digest: str, settings: Settings) -> RegisteredVoice:
-    from qwen3tts.model import bundle as layout
-    from qwen3tts.runtime.parts import PartCompiler
-    from qwen3tts.runtime.speaker import SAMPLE_RATE, SpeakerEncoder, resample_to_speaker_rate
-    from qwen3tts.voices.reference_audio import read_reference_audio
-
-    wave, rate = read_reference_audio(args.audio)
-    wave24 = resample_to_speaker_rate(wave, rate)  # (n,) f32 at 24 kHz, as the official soxr_hq path
-    compiler = PartCompiler(settings.devices, settings.model.cache_dir)
-    compiled, _ = compiler.compile(
-        "speaker_encoder", compiler.read(bundle_dir / layout.SPEAKER_ENCODER_XML), ("CPU",)
-    )
-    xvector = SpeakerEncoder(compiled).xvector(wave24, SAMPLE_RATE)
-    ref_codes = None if args.x_vector_only else encode_reference_codes(bundle_dir, settings, wave24)
-    return RegisteredVoice(
-        name,
-        "clone",
-        digest,
-        x_vector_only=args.x_vector_only,
-        ref_text=None if args.x_vector_only else args.text,
-        xvector=xvector,
-        ref_audio=wave24,
-        ref_codes=ref_codes,
-    )
-
-
-def _checked_instruct(instruct: str) -> str:
-    """A VoiceDesign description: UTF-8 text of at most MAX_TRANSCRIPT_CHARS, like a transcript."""
-    from qwen3tts.voices.registry import MAX_TRANSCRIPT_CHARS
-
-    try:
-        instruct.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise VoiceError(f"--instruct is not valid UTF-8 (at character {exc.start})") from None
-    if len(instruct) > MAX_TRANSCRIPT_CHARS:
-        raise VoiceError(f"--instruct is {len(instruct)} characters; at most {MAX_TRANSCRIPT_CHARS}")
-    return instruct
-
-
-def encode_reference_codes(bundle_dir: Path, settings: Settings, wave24: np.ndarray) -> np.ndarray | None:
-    """(frames, 16) i64 codes of the 24 kHz reference from the bundle's speech-tokenizer encoder (ICL).
-
-    The same encoder the runtime's VoiceEncoder runs for `say --ref-audio --ref-text`. A bundle built
-    before it had the encoder returns None: the voice is stored with its transcript, speaks from its
-    x-vector, and gets codes when added again after a rebuild.
-    """
-    from qwen3tts.model import bundle as layout
-    from qwen3tts.runtime.parts import PartCompiler
-    from qwen3tts.runtime.speaker import SAMPLE_RATE
-    from qwen3tts.runtime.speech_encoder import SpeechEncoder
-
-    if not (bundle_dir / layout.SPEECH_ENCODER_XML).is_file():
-        print("warning: this bundle has no speech encoder; rebuild it for ICL cloning (x-vector used)")
-        return None
-    compiler = PartCompiler(settings.devices, settings.model.cache_dir)
-    compiled, _ = compiler.compile(
-        "speech_encoder", compiler.read(bundle_dir / layout.SPEECH_ENCODER_XML), ("CPU",)
-    )
-    return SpeechEncoder(compiled).encode(wave24, SAMPLE_RATE)

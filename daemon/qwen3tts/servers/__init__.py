@@ -10,7 +10,7 @@ servers disabled (the default) there is no loop and no thread.
     limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
     wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
     http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
-                page (status_page.py); encoding.py the response formats
+                page (status_page.py, its voices: voice_console.py); encoding.py the response formats
 """
 
 from __future__ import annotations

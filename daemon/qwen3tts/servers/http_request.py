@@ -33,24 +33,29 @@ class ApiError(Exception):
 
 async def read_json_body(request: Request, max_bytes: int, timeout_s: float) -> dict:
     """The request's JSON object, or ApiError 400 / 408 / 413 with the reason."""
+    data = await read_body(request, max_bytes, timeout_s)
+    try:
+        return decode_json_object(decode_text(data))
+    except InvalidText as exc:
+        param = exc.name.removeprefix("field ").strip("'") if exc.name.startswith("field ") else None
+        raise ApiError(400, f"request body: {exc}", param, "invalid_text") from None
+    except RequestError as exc:
+        raise ApiError(400, f"request body: {exc}", None, "invalid_json") from None
+
+
+async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
+    """The request's body, at most `max_bytes` and within `timeout_s`; ApiError 400 / 408 / 413."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise ApiError(413, f"request body of {declared} bytes exceeds the limit of {max_bytes}", None,
                        "too_large")  # fmt: skip
     try:
         async with asyncio.timeout(timeout_s):
-            data = await _read_bounded(request, max_bytes)
+            return bytes(await _read_bounded(request, max_bytes))
     except TimeoutError:
         raise ApiError(408, f"the request body took longer than {timeout_s:g} s", None, "timeout") from None
     except ClientDisconnect:
         raise ApiError(400, "the client went away before its request body arrived") from None
-    try:
-        return decode_json_object(decode_text(bytes(data)))
-    except InvalidText as exc:
-        param = exc.name.removeprefix("field ").strip("'") if exc.name.startswith("field ") else None
-        raise ApiError(400, f"request body: {exc}", param, "invalid_text") from None
-    except RequestError as exc:
-        raise ApiError(400, f"request body: {exc}", None, "invalid_json") from None
 
 
 async def _read_bounded(request: Request, max_bytes: int) -> bytearray:

@@ -1,8 +1,10 @@
 """The status page: what the appliance is doing, and a form to make it speak, served by the HTTP server.
 
-    GET  /status           the page (page/index.html, page.js, page.css: no build step, nothing external)
+    GET  /status           the page (page/index.html, page.js, voices.js, page.css: no build step, nothing
+                           external)
     GET  /status/state     JSON: the appliance's status, its recent events, the voices and priorities
     POST /status/announce  JSON {text, voice, priority} -> {"id"}: an announcement, played on the speaker
+    /status/voices...      the voices: list, clone, delete, pick the default (voice_console.py)
 
 Playing a text in the browser instead needs no route of its own: the page asks /v1/audio/speech.
 The page is under the API's token and bind rules; a browser cannot send a bearer token, so with a token
@@ -32,17 +34,19 @@ from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.auth import is_loopback
 from qwen3tts.servers.http_request import ApiError, read_json_body
+from qwen3tts.servers.voice_console import VoiceConsole, voice_routes
 from qwen3tts.text.checks import checked_text
 
 PAGE_FILES = {"": ("index.html", "text/html; charset=utf-8"), "/page.js": ("page.js", "text/javascript"),
+              "/voices.js": ("voices.js", "text/javascript"),
               "/page.css": ("page.css", "text/css")}  # fmt: skip
 EVENT_KEPT = 50
 CSP = "default-src 'self'; media-src 'self' blob:"
 """Everything from this server; the browser-played audio is a blob URL."""
 
 
-class Console(Protocol):
-    """What the status page reads from the running appliance and asks of it."""
+class Console(VoiceConsole, Protocol):
+    """What the status page reads from the running appliance and asks of it (voices: VoiceConsole)."""
 
     def console_status(self) -> dict:
         """The appliance's status (state, queue, current announcement, engine, thermal), JSON-ready."""
@@ -105,12 +109,18 @@ def status_routes(console: Console, pool, max_body_bytes: int, read_timeout_s: f
         *(Route(f"/status{path}", page) for path in PAGE_FILES),
         Route("/status/state", state),
         Route("/status/announce", announce, methods=["POST"]),
+        *voice_routes(console, token, max_body_bytes, read_timeout_s, check_host),
     ]
 
 
 def _check_same_site(request: Request, token: str | None) -> None:
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise ApiError(415, "send the announcement as application/json", None, "unsupported_media_type")
+    check_host(request, token)
+
+
+def check_host(request: Request, token: str | None) -> None:
+    """ApiError 403 when, without a token, the request names a Host that is not loopback (DNS rebinding)."""
     host = _host_name(request.headers.get("host", ""))
     if token is None and not is_loopback(host):
         raise ApiError(403, f"without a token the page only acts for a loopback Host, not {host[:64]!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcer import Announcer
@@ -106,6 +107,7 @@ class Service:
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
         engine.start()
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
+        offer = replace(offer, defaults=self.announcer.lookahead.defaults)  # one default voice, every door
         console = Console(self)  # the status page's view of the appliance
         self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
         for zone, playback in self.playbacks.items():
@@ -153,6 +155,11 @@ class Service:
     def _load_voices(self, settings: Settings) -> bool:
         builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
         return load_registered_voices(self.catalog, voices_dir(settings), settings.model.bundle, builder)
+
+    def reload_voices(self) -> None:
+        """The registry read again after the status page changed it; the voices topic follows."""
+        if self._load_voices(self.settings) and self.mqtt is not None:
+            self.mqtt.announce_voices()
 
     def _mqtt_door(self) -> MqttDoor:
         return MqttDoor(self.settings, self.announcer, self.catalog, self._publish, self._beat("mqtt"),

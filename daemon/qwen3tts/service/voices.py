@@ -1,15 +1,17 @@
 """Registered voices loaded into the running engine: the registry read for the loaded bundle, each cloned
 voice's inputs (x-vector, and for ICL the reference codes and transcript ids) handed to the prompt builder
-under `voice:NAME`, and the catalog told what it now lists. At start and on SIGHUP.
+under `voice:NAME`, and the catalog told what it now lists.
 
 A damaged or unusable voice is skipped with a warning: it never stops the daemon. A voice removed since the
-last load is taken out of the prompt builder, so a queued request for it fails cleanly.
+last load is taken out of the prompt builder, so a queued request for it fails cleanly. At start, on SIGHUP
+and when the status page added or removed a voice; one load at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from qwen3tts.voices import RegisteredVoice, VoiceRegistry, bundle_hash
 from qwen3tts.voices.catalog import KEY_PREFIX, VoiceCatalog, VoiceChoice
 
 log = logging.getLogger(__name__)
+_LOADING = threading.Lock()  # SIGHUP (main thread) and the status page (servers' worker) may load at once
 
 
 def load_registered_voices(catalog: VoiceCatalog, directory: Path, bundle_dir: Path, prompt_builder) -> bool:
@@ -34,7 +37,11 @@ def load_registered_voices(catalog: VoiceCatalog, directory: Path, bundle_dir: P
     except (BundleError, OSError) as exc:  # a manifest that vanished or cannot be read
         log.warning("registered voices: no bundle hash for %s (%s); none loaded", bundle_dir, exc)
         return catalog.set_registered({}, {})
-    registry = VoiceRegistry(directory)
+    with _LOADING:
+        return _load(catalog, VoiceRegistry(directory), digest, prompt_builder)
+
+
+def _load(catalog: VoiceCatalog, registry: VoiceRegistry, digest: str, prompt_builder) -> bool:
     entries: dict[str, VoiceChoice] = {}
     identities: dict[str, str] = {}
     for name in registry.names(digest):

@@ -2,7 +2,7 @@
 
 registry.py stores and reads them (numpy and JSON only: the appliance reads it without OpenVINO);
 reference_audio.py reads an operator's reference recording in any common format. Deriving a voice
-(x-vector, reference codes) needs the bundle's graphs and lives in commands/voice.py.
+(x-vector, reference codes) needs the bundle's graphs and lives in runtime/voice_maker.py.
 """
 
 from qwen3tts.voices.registry import RegisteredVoice, VoiceError, VoiceRegistry, bundle_hash, voices_dir

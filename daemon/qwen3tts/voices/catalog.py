@@ -6,9 +6,9 @@ servers, Home Assistant's voice select, the retained `voices` topic. `choice()` 
 engine request's speaker / reference key / instruct: a registered cloned voice becomes its `voice:NAME`
 reference key (never a path), a VoiceDesign voice its description.
 
-The registered part is replaced as a whole when the registry is read again (start, SIGHUP), so readers on
-any thread need no lock. Loading a voice's inputs into the prompt builder needs the runtime and lives in
-the composition root (service/voices.py).
+The registered part is replaced as a whole when the registry is read again (start, SIGHUP, a voice added or
+removed on the status page), so readers on any thread need no lock. Loading a voice's inputs into the
+prompt builder needs the runtime and lives in the composition root (service/voices.py).
 """
 
 from __future__ import annotations

@@ -100,3 +100,15 @@ def fake_serve() -> Iterator[Callable[..., FakeRunning]]:
     yield start
     for stop in stops:
         stop()
+
+
+@pytest.fixture
+def browser():
+    """A headless Chromium (status_page_rig.launch_chromium), closed after the test."""
+    from playwright.sync_api import sync_playwright
+    from status_page_rig import launch_chromium
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()

@@ -1,47 +1,21 @@
 """The status page in a real headless Chromium (Debian's, driven by Playwright; no browser download):
 it loads from the daemon alone, shows the live state, and a text submitted in its form is announced on
-the appliance until the page lists its `finished` event. Screenshots go to the test's tmp dir."""
+the appliance until the page lists its `finished` event. Screenshots go to the test's tmp dir. The
+voices and the page's layout: test_status_page_voices.py."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import httpx
 import pytest
-from daemon_config import start_daemon
-from mosquitto_broker import free_port
+from status_page_rig import start_page_daemon
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# As the machine notes say: no sandbox as root, and nothing that phones home on a closed network.
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
 
 def start(tmp_path: Path, mosquitto, tiny_models, token: str | None = None):
-    port = free_port()
-    http: dict = {"enabled": True, "port": port}
-    if token:
-        (tmp_path / "http.token").write_text(token)
-        http["token_file"] = str(tmp_path / "http.token")
-    bundle = tiny_models.bundle("custom_voice", "tiny", "f32")
-    return start_daemon(tmp_path, bundle, mosquitto, "page", {"http": http}), f"http://127.0.0.1:{port}"
-
-
-@pytest.fixture
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed (scripts/setup.sh installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    return start_page_daemon(tmp_path, mosquitto, tiny_models.bundle("custom_voice", "tiny", "f32"), token)
 
 
 def test_the_page_shows_live_state_and_a_submitted_text_finishes(tmp_path, mosquitto, tiny_models, browser):

@@ -1,8 +1,10 @@
 // The status page: polls /status/state once a second; the form announces on the appliance
-// (/status/announce) or plays the text here (/v1/audio/speech). No framework, nothing external.
+// (/status/announce) or plays the text here (/v1/audio/speech). voices.js manages the voices.
+// No framework, nothing external.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+let shownVoices = "";
 let filled = false;
 
 function text(id, value) {
@@ -16,7 +18,7 @@ function showStatus(status) {
   const current = status.current;
   text("current", current ? `${current.text} (${current.priority}, ${current.id})` : "");
   text("queue", status.queue.length ? `${status.queue.length}: ${status.queue.join(", ")}` : "empty");
-  text("voice", status.voice);
+  text("voice", status.voice || "default (the bundle's own)");
   text("volume", `${Math.round(status.volume * 100)} %`);
   const engine = status.engine || {};
   text("batch", `${engine.running ?? 0} running, ${engine.waiting ?? 0} waiting, limit ${status.batch_limit}`
@@ -24,7 +26,32 @@ function showStatus(status) {
   text("fps", engine.frames_per_second);
   const temperature = status.temperature_c === null ? "" : `, ${status.temperature_c} °C`;
   text("thermal", `${status.thermal_level}${temperature}`);
-  text("devices", Object.entries(status.device_plan || {}).map(([k, v]) => `${k}: ${v}`).join(", "));
+  const devices = Object.entries(status.device_plan || {}).filter(([k]) => k !== "audio");  // see Zones
+  text("devices", devices.map(([k, v]) => `${k}: ${v}`).join(", "));
+  showBundle(status);
+  showZones(status.zones || []);
+}
+
+function showBundle(status) {
+  const name = String(status.bundle || "").split("/").filter(Boolean).pop() || "—";
+  $("bundle").textContent = status.model ? `${name} (${status.model})` : name;
+  $("bundle").title = status.bundle || "";
+  $("version").textContent = status.version ? `v${status.version}` : "";
+  const random = String(status.weights || "").startsWith("random");
+  $("weights").hidden = !random;
+  $("weights").textContent = random ? `${status.weights.replace(/^random/, "random weights")}` : "";
+}
+
+function showZones(zones) {
+  $("zones").replaceChildren(...zones.map((zone) => {
+    const item = document.createElement("li");
+    const state = document.createElement("span");
+    state.className = "badge small";
+    state.dataset.state = zone.state === "ok" ? "idle" : "offline";
+    state.textContent = zone.state;
+    item.append(`${zone.zone}: ${zone.sink} `, state);
+    return item;
+  }));
 }
 
 function showEvents(events) {
@@ -43,14 +70,17 @@ function showEvents(events) {
 }
 
 function fillChoices(state) {
-  if (filled) return;
+  const options = (select, values, chosen) => select.replaceChildren(...values.map(
+    (value) => new Option(value, value, false, value === chosen)));
+  const voices = `${state.voices.join("\n")}|${state.default_voice}`;
+  if (voices !== shownVoices) {  // a voice added or removed here, over the command line or on SIGHUP
+    const chosen = shownVoices ? $("voices").value : (state.default_voice || "").toLowerCase();
+    shownVoices = voices;
+    options($("voices"), state.voices, chosen);
+    document.dispatchEvent(new CustomEvent("voices-changed"));
+  }
+  if (!filled) options($("priority"), state.priorities, "normal");
   filled = true;
-  const options = (select, values, chosen) => select.replaceChildren(...values.map((value) => {
-    const option = new Option(value, value, false, value === chosen);
-    return option;
-  }));
-  options($("voices"), state.voices, (state.default_voice || "").toLowerCase());
-  options($("priority"), state.priorities, "normal");
 }
 
 async function refresh() {
