@@ -68,6 +68,14 @@ std::string Predictor::frame(const FrameInputs& in, const FrameOutputs& out) {
         const int64_t m = 2 * in.rows, q = p.heads * p.head_dim, kv = p.kv_heads * p.head_dim;
         const int64_t widest = std::max({p.hidden, p.intermediate, q, p.input_size});
         s.rows = in.rows;
+        s.x.resize(m * p.hidden);
+        s.h.resize(m * widest);
+        s.attn.resize(m * q);
+        s.step_in.resize(m * p.input_size);
+        s.embed_sum.resize(in.rows * p.input_size);
+        s.probs.resize(p.steps + 1);
+        s.xq.resize(m * widest);
+        s.xs.resize(m * num_groups(widest));
         s.qkv.resize(m * (q + 2 * kv));
         s.o.resize(m * p.hidden);
         s.gate_up.resize(m * 2 * p.intermediate);
@@ -76,22 +84,14 @@ std::string Predictor::frame(const FrameInputs& in, const FrameOutputs& out) {
         s.logits.resize(in.rows * p.vocab);
         s.kv_k.resize(in.rows * p.layers * (p.steps + 1) * kv);
         s.kv_v.resize(s.kv_k.size());
-        s.codes.resize(in.rows);
-        s.threads.resize(pool_.size());
-        for (auto& t : s.threads) {
-            t.x.resize(m * p.hidden);
-            t.h.resize(m * widest);
-            t.attn.resize(m * q);
-            t.step_in.resize(m * p.input_size);
-            t.embed_sum.resize(in.rows * p.input_size);
-            t.kv_new.resize(m * 2 * kv);
-            t.probs.resize(p.steps + 1);
-            t.xq.resize(m * widest);
-            t.xs.resize(m * num_groups(widest));
-        }
     }
     s.active = in.rows;
-    pool_.run([&](int thread) { run_frame(thread, in, out, s); });
+    s.in = in;
+    s.out = out;
+    s.phases = phases_per_step() * shape_.steps;
+    start_step(0, s);
+    open_phase(0, s);
+    pool_.run([&](int) { run_frame(s); });
     return "";
 }
 

@@ -76,9 +76,18 @@ public:
     std::string frame(const FrameInputs& in, const FrameOutputs& out);
 
 private:
-    void run_frame(int thread, const FrameInputs& in, const FrameOutputs& out, Scratch& s);
-    void layer(int thread, int64_t layer, int64_t first, int64_t count, Scratch& s);
-    void attention(int thread, int64_t layer, int64_t first, int64_t count, Scratch& s);
+    struct Phase;
+    int64_t phases_per_step() const;
+    Phase phase(int64_t index, Scratch& s) const;
+    void run_frame(Scratch& s);
+    void run_chunk(const Phase& phase, int64_t chunk, Scratch& s) const;
+    void finish_phase(int64_t index, Scratch& s);
+    void open_phase(int64_t index, Scratch& s);
+    void start_step(int64_t step, Scratch& s);
+    void layer_input(int64_t layer, int64_t m, Scratch& s);
+    void attention(int64_t layer, int64_t first, int64_t count, Scratch& s);
+    void sample_and_embed(int64_t step, Scratch& s);
+    void quantize(const float* x, int64_t m, int64_t cols, Scratch& s);
 
     PredictorShape shape_;
     const KernelSet& kernels_;

@@ -8,7 +8,8 @@ f32 activations), the native predictor reads the same mapped tensors. Round by r
 ms per frame, GB/s of weights read per frame (each step reads the five layers and its own head), and the
 median per-round ratio to the plugin.
 
-    python -m qwen3tts.bench.native_frame --shape 0.6b --batch-sizes 1,8 --rounds 7 [--threads 2] [--json out]
+    python -m qwen3tts.bench.native_frame --shape 0.6b --batch-sizes 1,8 --rounds 7 [--threads 2]
+        [--json out] [--work-dir dir]
 """
 
 from __future__ import annotations
@@ -36,14 +37,19 @@ from qwen3tts.runtime.native_decode.tensors import read_tensors
 
 
 def random_predictor(shape: str, out: Path, seed: int = 0):
-    """(spec, path of the saved INT8 code-predictor IR) of a random checkpoint of `shape`."""
-    write_checkpoint(out / "checkpoint", shape=shape, seed=seed, configs_only=True)
+    """(spec, path of the saved INT8 code-predictor IR) of a random checkpoint of `shape`; an IR that a
+    previous run left in `out` is reused."""
     root = out / "checkpoint"
+    if not (root / "config.json").is_file():
+        write_checkpoint(root, shape=shape, seed=seed, configs_only=True)
     spec = parse_model_spec(
         read_json(root / "config.json"),
         read_json(root / "generation_config.json"),
         read_json(root / "speech_tokenizer" / "config.json"),
     )
+    path = out / "code_predictor.xml"
+    if path.is_file():
+        return spec, path
     rng = np.random.default_rng(seed)
     shapes = code_predictor_tensor_shapes(spec.code_predictor)
     shapes[cp.TALKER_CODEC_EMBEDDING] = (spec.talker.vocab_size, spec.talker.hidden_size)
@@ -54,7 +60,6 @@ def random_predictor(shape: str, out: Path, seed: int = 0):
         else:
             weights[name] = (0.02 * rng.standard_normal(dims, dtype=np.float32)).astype(np.float32)
     model = cp.build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
-    path = out / "code_predictor.xml"
     save_graph(model, path, "int8")
     return spec, path
 
@@ -67,9 +72,9 @@ def frame_bytes(tensors) -> int:
     return steps * (per_step + projection) + sum(h.data.nbytes for h in tensors.heads)
 
 
-def run(shape: str, batches: list[int], rounds: int, threads: int) -> dict:
+def run(shape: str, batches: list[int], rounds: int, threads: int, work_dir: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="native-frame-") as tmp:
-        spec, path = random_predictor(shape, Path(tmp))
+        spec, path = random_predictor(shape, work_dir or Path(tmp))
         core = ov.Core()
         model = core.read_model(str(path))
         tensors = read_tensors(model, spec.code_predictor)
@@ -155,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--work-dir", type=Path, help="keep the random predictor here, reuse it next time")
     args = parser.parse_args(argv)
-    report = run(args.shape, [int(b) for b in args.batch_sizes.split(",")], args.rounds, args.threads)
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    report = run(args.shape, batches, args.rounds, args.threads, args.work_dir)
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
