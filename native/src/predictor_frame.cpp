@@ -56,6 +56,14 @@ void rope(float* x, int64_t dim, const float* inverse_frequencies, int64_t posit
     }
 }
 
+// sum a[i] * b[i] in 8 independent f32 chains added in one fixed tree: the same bits on every machine (this
+// file has baseline flags), and no single chain waits on the adder's latency.
+float dot(const float* a, const float* b, int64_t n) {
+    float chains[8] = {};
+    for (int64_t i = 0; i < n; ++i) chains[i % 8] = chains[i % 8] + a[i] * b[i];
+    return ((chains[0] + chains[1]) + (chains[2] + chains[3])) + ((chains[4] + chains[5]) + (chains[6] + chains[7]));
+}
+
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Weight rows per kernel call: the kernel set's choice, or QWEN3TTS_NATIVE_BLOCKS=<stream>,<gemm> (as for
@@ -266,11 +274,8 @@ void Predictor::attention(int64_t layer, int64_t first, int64_t count, Scratch& 
                 float* weights = s.probs.data();
                 float largest = -INFINITY;
                 for (int64_t t = 0; t <= position; ++t) {
-                    const float* k = cache_k + t * kv + g * hd;
-                    float dot = 0.0f;
-                    for (int64_t d = 0; d < hd; ++d) dot += q[d] * k[d];
-                    weights[t] = dot;
-                    largest = std::max(largest, dot);
+                    weights[t] = dot(q, cache_k + t * kv + g * hd, hd);
+                    largest = std::max(largest, weights[t]);
                 }
                 float total = 0.0f;
                 for (int64_t t = 0; t <= position; ++t) total += (weights[t] = std::exp(weights[t] - largest));
