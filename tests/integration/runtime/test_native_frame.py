@@ -5,7 +5,7 @@ product): logits within the stated tolerance, next_embed equal, greedy and sampl
 the decision has a margin above that tolerance. Every kernel set this CPU runs gives the frame of the
 portable set bit for bit, at any thread count. The sampler's semantics (code_predictor.py's docstring)
 are checked on the frame's own logits. Fallbacks: a bundle the native path cannot read, or no library,
-give the plugin's graph with one log line naming why.
+give the plugin's graph with one log line naming why. The engine speaks through it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs import code_predictor as cp
 from qwen3tts.runtime.loader import load_runtime
@@ -221,3 +222,21 @@ def test_the_fallbacks_keep_the_plugin_with_one_line_naming_why(
     feeds = _inputs(runtime.spec, rows=2, seed=19)
     steps = runtime.spec.code_predictor.num_code_groups - 1
     assert runtime.runner.code_predictor(*feeds.values())[0].shape == (2, steps)
+
+
+def test_the_engine_speaks_through_the_fused_frame(library, tiny_models):
+    runtime = _runtime(tiny_models.bundle(weights="int8"), "devices.native_kernels=always")
+    assert runtime.runner.code_predictor_path == f"native {library.isa}"
+    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
+    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
+    handles = {
+        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
+        for rid, (text, greedy) in texts.items()
+    }
+    for _ in range(200):
+        if not engine.step():
+            break
+    for rid, handle in handles.items():
+        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
+        assert handle.frames.shape == (8, 16), rid
+        assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
