@@ -73,6 +73,10 @@ int weight_rows_per_block(const KernelSet& kernels, int64_t m) {
     static const bool valid = wanted != nullptr && wanted[0] != 0 && std::strchr("124", wanted[0]) != nullptr &&
                               wanted[1] == ',' && wanted[2] != 0 && std::strchr("124", wanted[2]) != nullptr;
     if (valid) return (m <= kStreamRowsMax ? wanted[0] : wanted[2]) - '0';
+    // On AMD cores one sequential weight stream per thread reads about twice as fast at one or two rows of
+    // x as two or four interleaved ones: Zen 1 (README.md) and Zen 4 (docs/benchmarks.md, issue 34).
+    static const bool amd = __builtin_cpu_is("amd");
+    if (amd && m <= 2) return 1;
     return m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
 }
 

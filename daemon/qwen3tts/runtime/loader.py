@@ -115,6 +115,7 @@ def load_runtime(
     cached_before = _cached_files(settings.model.cache_dir)
     predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
     predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, spec)
+    released["code_predictor"] = 0  # the fused frame reads its weights from the mapped file at every step
     if predictor is None:  # the plugin's graph
         predictor, plan.placements["code_predictor"] = compiler.compile(
             "code_predictor", native("code_predictor", predictor_model), prefs["code_predictor"]
