@@ -10,6 +10,7 @@ give the plugin's graph with one log line naming why. The engine speaks through 
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from qwen3tts.bench import native_frame
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs import code_predictor as cp
@@ -240,3 +242,15 @@ def test_the_engine_speaks_through_the_fused_frame(library, tiny_models):
         assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
         assert handle.frames.shape == (8, 16), rid
         assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
+
+
+def test_the_frame_benchmark_runs_and_reports_every_path(library, tmp_path):
+    out = tmp_path / "frame.json"
+    args = ["--shape", "tiny", "--batch-sizes", "1,3", "--rounds", "1", "--threads", "2"]
+    assert native_frame.main([*args, "--work-dir", str(tmp_path), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["isa"] == library.isa and report["weight_bytes_per_frame"] > 0
+    for batch in ("1", "3"):
+        paths = report["batches"][batch]
+        assert len(paths) == 3 and any(name.startswith("native frame") for name in paths)
+        assert all(v["median_ms"] > 0 and v["gb_per_s"] > 0 for v in paths.values())
