@@ -49,7 +49,7 @@ API int qwen3tts_cp_set_matrix(void* handle, int kind, int64_t index, const int8
     const int64_t layers = p.shape().layers, steps = p.shape().steps;
     qwen3tts::native::Int8Matrix* matrix = nullptr;
     std::vector<float>* storage = nullptr;
-    if (kind <= kDown && index >= 0 && index < layers) {
+    if (kind >= kQkv && kind <= kDown && index >= 0 && index < layers) {
         auto& layer = w.layers[index];
         qwen3tts::native::Int8Matrix* matrices[] = {&layer.qkv, &layer.o, &layer.gate_up, &layer.down};
         std::vector<float>* scales[] = {&layer.qkv_scale, &layer.o_scale, &layer.gate_up_scale, &layer.down_scale};
@@ -59,7 +59,7 @@ API int qwen3tts_cp_set_matrix(void* handle, int kind, int64_t index, const int8
     } else if (kind == kProjection && index == 0) {
         matrix = &w.projection, storage = &w.projection_scale;
     }
-    if (matrix == nullptr || kind < 0 || rows <= 0 || cols <= 0) return -1;
+    if (matrix == nullptr || data == nullptr || scale == nullptr || rows <= 0 || cols <= 0) return -1;
     storage->assign(scale, scale + rows);
     *matrix = {data, storage->data(), rows, cols};
     return 0;
@@ -81,7 +81,7 @@ API int qwen3tts_cp_set_vector(void* handle, int kind, int64_t index, const floa
     } else if (kind == kProjectionBias && index == 0) {
         target = &w.projection_bias;
     }
-    if (target == nullptr || n < 0) return -1;
+    if (target == nullptr || values == nullptr || n < 0) return -1;
     target->assign(values, values + n);
     return 0;
 }

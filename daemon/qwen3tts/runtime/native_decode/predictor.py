@@ -8,6 +8,7 @@ thread pool; `frame` has the contract of Runner.code_predictor (engine/runner.py
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class NativeCodePredictor:
         self.isa = cdll.qwen3tts_cp_isa(handle).decode()
         self.threads = cdll.qwen3tts_cp_threads(handle)
         self.steps = spec.num_code_groups - 1
+        self._lock = threading.Lock()  # one frame at a time: the predictor's buffers are its own
 
     @classmethod
     def build(
@@ -139,17 +141,20 @@ class NativeCodePredictor:
         codes = np.empty((rows, self.steps), dtype=np.int64)
         next_embed = np.empty((rows, self.spec.input_size), dtype=np.float32)
         all_logits = np.empty((rows, self.steps, vocab), dtype=np.float32) if logits else None
-        status = self._cdll.qwen3tts_cp_frame(
+        with self._lock:
+            if self._call_frame(rows, inputs, codes, next_embed, all_logits) != 0:
+                raise ValueError(self._cdll.qwen3tts_cp_message(self._handle).decode())
+        return (codes, next_embed, all_logits) if logits else (codes, next_embed)
+
+    def _call_frame(self, rows, inputs, codes, next_embed, all_logits) -> int:
+        return self._cdll.qwen3tts_cp_frame(
             self._handle,
             rows,
             *(array.ctypes.data for array, _ in inputs.values()),
             codes.ctypes.data,
             next_embed.ctypes.data,
-            all_logits.ctypes.data if logits else None,
+            all_logits.ctypes.data if all_logits is not None else None,
         )
-        if status != 0:
-            raise ValueError(self._cdll.qwen3tts_cp_message(self._handle).decode())
-        return (codes, next_embed, all_logits) if logits else (codes, next_embed)
 
     def close(self) -> None:
         if self._handle:
