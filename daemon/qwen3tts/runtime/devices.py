@@ -50,6 +50,7 @@ class DevicePlan:
     placements: dict[str, Placement] = field(default_factory=dict)
     codec_variant: str = "f32"  # which codec graphs of the bundle were loaded (runtime/codec_variants.py)
     native: dict[str, str] = field(default_factory=dict)  # component -> native kernel set (runtime/native.py)
+    fused: dict[str, str] = field(default_factory=dict)  # component -> kernel set of its fused native path
 
     def device(self, component: str) -> str:
         return self.placements[component].device
@@ -57,11 +58,21 @@ class DevicePlan:
     def summary(self) -> dict[str, str]:
         return {name: p.device for name, p in self.placements.items()}
 
+    def decode_paths(self) -> dict[str, str]:
+        """How each decode stage runs on its device: "native <kernel set>" or "plugin" (ready line)."""
+        return {
+            name: f"native {self.fused[name]}" if name in self.fused else "plugin"
+            for name in ("talker", "code_predictor")
+            if name in self.placements
+        }
+
     def describe(self) -> str:
         lines = []
         for name, placement in self.placements.items():
             why = f" (skipped {'; '.join(placement.skipped)})" if placement.skipped else ""
             native = f", INT8 MatMuls on native {self.native[name]} kernels" if name in self.native else ""
+            if name in self.fused:
+                native = f", fused native frame on {self.fused[name]} kernels"
             lines.append(f"{name}: {placement.device}{native}{why}")
         return "\n".join(lines)
 

@@ -23,9 +23,11 @@ from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
-from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.devices import DevicePlan, Placement, base_device, preference_lists
 from qwen3tts.runtime.native import load_library, replace_int8_matmuls
-from qwen3tts.runtime.native_plan import choose_native
+from qwen3tts.runtime.native_decode.code_predictor import default_threads, fused_code_predictor
+from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
+from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
 from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
@@ -91,7 +93,7 @@ def load_runtime(
     prefs = preference_lists(settings.devices)
     plan = DevicePlan()
 
-    native = _native_kernels(compiler, prefs, plan)
+    native, library = _native_kernels(compiler, prefs, plan)
     released = {}
     # The PagedAttention conversion runs at every start: a converted IR does not load back.
     talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
@@ -111,16 +113,19 @@ def load_runtime(
         compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
     )
     cached_before = _cached_files(settings.model.cache_dir)
-    predictor_model = native("code_predictor", compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML))
-    predictor, plan.placements["code_predictor"] = compiler.compile(
-        "code_predictor", predictor_model, prefs["code_predictor"]
-    )
-    released["code_predictor"] = _settle_on_cpu(
-        plan,
-        "code_predictor",
-        _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
-        lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
-    )
+    predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
+    predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, spec)
+    released["code_predictor"] = 0  # the fused frame reads its weights from the mapped file at every step
+    if predictor is None:  # the plugin's graph
+        predictor, plan.placements["code_predictor"] = compiler.compile(
+            "code_predictor", native("code_predictor", predictor_model), prefs["code_predictor"]
+        )
+        released["code_predictor"] = _settle_on_cpu(
+            plan,
+            "code_predictor",
+            _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
+            lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
+        )
     num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info(
@@ -171,8 +176,8 @@ def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], w
 
 
 def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
-    """A function (component, model) -> model with the native op in it where native_plan chose it;
-    records the choice in `plan.native` and logs it once."""
+    """A function (component, model) -> model with the native op in it where native_plan chose it, and
+    the loaded library (None: not loaded); records the choice in `plan.native` and logs it once."""
     devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
     if devices.native_kernels != "never" and devices.inference_precision != "f32":
         library = load_library(devices.native_library, compiler.core)
@@ -190,7 +195,29 @@ def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
             log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
         return model
 
-    return rewrite
+    return rewrite, library
+
+
+def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec):
+    """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
+    graph); one log line either way, naming why."""
+    devices = compiler.settings
+    choice = choose_fused_code_predictor(devices, library and library.isa, prefs, compiler.available)
+    if not choice.wanted:
+        log.info("code_predictor: the plugin's graph, not the fused native frame (%s)", choice.why)
+        return None
+    threads = default_threads(devices.num_threads)
+    try:
+        predictor = fused_code_predictor(library, model, spec.code_predictor, threads)
+    except (UnreadableTensors, ValueError, OSError) as exc:
+        log.warning("code_predictor: the plugin's graph, the fused native frame cannot run: %s", exc)
+        return None
+    plan.placements["code_predictor"] = Placement("code_predictor", "CPU")
+    plan.fused["code_predictor"] = predictor.isa
+    log.info(
+        "code_predictor: fused native frame (%s kernels, %d threads; %s)", predictor.isa, threads, choice.why
+    )
+    return predictor
 
 
 # Prompt positions beyond one per text character: chat template, speaker / language / codec control

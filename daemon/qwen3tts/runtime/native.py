@@ -39,6 +39,11 @@ class NativeLibrary:
     _cdll: ctypes.CDLL
     _factory: object  # openvino.utils.node_factory.NodeFactory with the extension added
 
+    @property
+    def cdll(self) -> ctypes.CDLL:
+        """The library's C entries (runtime/native_decode/ declares the fused decode's)."""
+        return self._cdll
+
     def supports(self, isa: str) -> bool:
         return bool(self._cdll.qwen3tts_native_supported(isa.encode()))
 

@@ -7,6 +7,10 @@ loads; `never` does not. An explicit `devices.inference_precision: f32` asks for
 arithmetic, which the op's int16 activations are not, so it turns the op off (docs/fidelity.md has
 their drift). The op runs only on the CPU plugin: a component whose first device is another one
 keeps its graph.
+
+The code predictor can also run as one fused native frame (runtime/native_decode/: its 15 steps, heads
+and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting, with
+the kernel sets it measured faster on in FUSED_MEASURED_FASTER.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ COMPONENTS = ("talker", "code_predictor")
 # Kernel set -> the components measured faster with it than with the plugin, 2 threads, batch 1.
 # Only what was measured is here: a kernel set without an entry keeps the plugin under `auto`.
 MEASURED_FASTER: dict[str, frozenset[str]] = {}
+
+# Kernel sets on which the fused code-predictor frame measured faster than the plugin's graph, 2 threads,
+# batch 1 and 8 (`python -m qwen3tts.bench.native_frame`, docs/benchmarks.md). Others keep the graph
+# under `auto`.
+FUSED_MEASURED_FASTER: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -61,3 +70,33 @@ def choose_native(
 def _first_device(preferences: Sequence[str], available: Sequence[str]) -> str | None:
     order, _ = candidates(preferences, available)
     return base_device(order[0]) if order else None
+
+
+@dataclass(frozen=True)
+class FusedChoice:
+    wanted: bool  # try the fused native frame for the code predictor (it may still fall back)
+    why: str  # one line for the log
+
+
+def choose_fused_code_predictor(
+    settings: DeviceSettings,
+    isa: str | None,
+    preferences: dict[str, Sequence[str]],
+    available: Sequence[str],
+) -> FusedChoice:
+    """Whether the code predictor runs as the fused native frame, given the library's kernel set."""
+    if settings.native_kernels == "never":
+        return FusedChoice(False, "devices.native_kernels is never")
+    if settings.inference_precision == "f32":
+        return FusedChoice(False, "devices.inference_precision f32 asks for exact f32 arithmetic")
+    if isa is None:
+        return FusedChoice(False, "the native library is not built or does not load")
+    if _first_device(preferences["code_predictor"], available) != "CPU":
+        return FusedChoice(False, "the code predictor does not run on the CPU")
+    if isa == "generic":
+        return FusedChoice(False, "this CPU has no AVX2")
+    if settings.native_kernels == "always":
+        return FusedChoice(True, "devices.native_kernels is always")
+    if isa in FUSED_MEASURED_FASTER:
+        return FusedChoice(True, f"measured faster with the {isa} kernels")
+    return FusedChoice(False, f"not measured faster with the {isa} kernels")

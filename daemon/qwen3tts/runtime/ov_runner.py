@@ -20,6 +20,7 @@ from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.graphs import code_predictor as cp_names
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec, StreamStart
+from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor
 from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
 
 log = logging.getLogger(__name__)
@@ -61,13 +62,16 @@ class OVRunner:
         self,
         spec: ModelSpec,
         talker: ov.CompiledModel,
-        code_predictor: ov.CompiledModel,
+        code_predictor: ov.CompiledModel | NativeCodePredictor,
         codec: CodecChunkModels,
         num_kv_blocks: int,
     ):
         self.spec = spec
         self._talker = PagedTalker(talker, num_kv_blocks)
-        self._code_predictor = code_predictor.create_infer_request()
+        # the plugin's graph, or the fused native frame (runtime/native_decode/)
+        self._fused_code_predictor = None if isinstance(code_predictor, ov.CompiledModel) else code_predictor
+        self._code_predictor = None if self._fused_code_predictor else code_predictor.create_infer_request()
+        self.code_predictor_path = f"native {code_predictor.isa}" if self._fused_code_predictor else "plugin"
         self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
         self._context_starts: OrderedDict[bytes, StreamStart] = OrderedDict()  # least recent first
@@ -86,6 +90,8 @@ class OVRunner:
     def code_predictor(
         self, hidden, code0, noise, temperature, top_k, top_p
     ) -> tuple[np.ndarray, np.ndarray]:
+        if self._fused_code_predictor is not None:
+            return self._fused_code_predictor.frame(hidden, code0, noise, temperature, top_k, top_p)
         feed = {
             cp_names.PAST_HIDDEN: np.ascontiguousarray(hidden, dtype=np.float32),
             cp_names.CODE0: np.ascontiguousarray(code0, dtype=np.int64),

@@ -114,8 +114,9 @@ class Service:
             self.supervisor.start(audio_worker(zone), playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
-        log.info("ready: %s %s bundle with %s weights, devices %s, sink %s", spec.size, spec.variant, weights,
-                 plan, ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
+        log.info("ready: %s %s bundle with %s weights, devices %s, decode %s, sink %s", spec.size,
+                 spec.variant, weights, plan, self.runtime.plan.decode_paths(),
+                 ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
         self.supervisor.start("announcer", self.announcer.run)  # replays the spool first

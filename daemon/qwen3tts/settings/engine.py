@@ -49,9 +49,10 @@ class DeviceSettings:
     """Pin CPU inference threads to cores. Default true."""
     native_kernels: Literal["auto", "always", "never"] = "auto"
     """The compiled INT8 matrix products of native/ (libqwen3tts_native.so, built by scripts/setup.sh) for
-    the talker and code predictor on the CPU: auto uses them where they measured faster on this CPU class
-    (docs/benchmarks.md) unless devices.inference_precision is an explicit f32 (their int16 activations
-    are not exact f32); always uses them wherever the library loads; never does not. Default auto."""
+    the talker and code predictor on the CPU, and the code predictor's fused native frame (one call per
+    frame, needs AVX2): auto uses them where they measured faster on this CPU class (docs/benchmarks.md)
+    unless devices.inference_precision is an explicit f32 (their int16 activations are not exact f32);
+    always uses them wherever the library loads; never does not. Default auto."""
     native_library: Path | None = None
     """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from."""
 

@@ -70,7 +70,7 @@ def texts_and_service(tmp_path, mosquitto, lexicon):
             speakers=("ryan",), languages=("english", "german"), size="0.6b", variant="custom_voice",
             supports_instruct=False,
         ),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
         manifest=SimpleNamespace(random_weights=True),
     )  # fmt: skip
     service = Service(load_settings(config), config_path=config, runtime=runtime, sink=RigSink())

@@ -1,10 +1,11 @@
 """The native op in the loaded runtime: which graphs get it, and what it changes against the plugin.
 
-On the tiny INT8 bundle, with `devices.native_kernels: always` and the plugin's exact f32 product
-(`never` with an explicit f32 precision) loaded side by side: the
-talker's teacher-forced logits and the code predictor's logits agree within the stated tolerance
-(docs/fidelity.md), and the greedy codes agree wherever the plugin's own top-1 margin is larger than
-that tolerance, i.e. wherever the codes are decided by the model rather than by rounding.
+On the tiny INT8 bundle, with `devices.native_kernels: always` (the talker's INT8 MatMuls on the op, the
+code predictor as the fused native frame) and the plugin's exact f32 product (`never` with an explicit
+f32 precision) loaded side by side: the talker's teacher-forced logits and the code predictor's logits
+agree within the stated tolerance (docs/fidelity.md), and the greedy codes agree wherever the plugin's
+own top-1 margin is larger than that tolerance, i.e. wherever the codes are decided by the model rather
+than by rounding.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ def runtimes(tiny_models):
     }
 
 
-def test_always_puts_both_int8_graphs_on_the_native_kernels(runtimes):
+def test_always_puts_the_talker_on_the_native_kernels_and_the_code_predictor_on_the_fused_frame(runtimes):
     native, plugin = runtimes["always"], runtimes["never"]
     isa = next(iter(native.plan.native.values()))
-    assert native.plan.native == {"talker": isa, "code_predictor": isa}
+    assert native.plan.native == {"talker": isa} and native.plan.fused == {"code_predictor": isa}
     assert "INT8 MatMuls on native" in native.plan.describe()
     assert plugin.plan.native == {} and "native" not in plugin.plan.describe()
     # the warm-up gives the weight files' pages back either way (the op faults its weights back in)
@@ -78,19 +79,19 @@ def test_talker_logits_agree_within_the_tolerance(runtimes):
 def _predict(runtime, hidden, code0):
     batch = len(code0)
     vocab = runtime.spec.code_predictor.vocab_size
-    request = runtime.runner._code_predictor  # the runtime's own infer request: logits are an output too
-    result = request.infer(
-        {
-            cp.PAST_HIDDEN: hidden,
-            cp.CODE0: code0,
-            cp.NOISE: np.full(
-                (batch, runtime.spec.code_predictor.num_code_groups - 1, vocab), 0.5, np.float32
-            ),
-            cp.TEMPERATURE: np.zeros(batch, np.float32),
-            cp.TOP_K: np.full(batch, 50, np.int64),
-            cp.TOP_P: np.ones(batch, np.float32),
-        }
-    )
+    feeds = {
+        cp.PAST_HIDDEN: hidden,
+        cp.CODE0: code0,
+        cp.NOISE: np.full((batch, runtime.spec.code_predictor.num_code_groups - 1, vocab), 0.5, np.float32),
+        cp.TEMPERATURE: np.zeros(batch, np.float32),
+        cp.TOP_K: np.full(batch, 50, np.int64),
+        cp.TOP_P: np.ones(batch, np.float32),
+    }
+    fused = runtime.runner._fused_code_predictor  # the runtime's own predictor: logits are an output too
+    if fused is not None:
+        codes, _, logits = fused.frame(*feeds.values(), logits=True)
+        return codes, logits
+    result = runtime.runner._code_predictor.infer(feeds)
     return result[cp.CODES].copy(), result[cp.LOGITS].copy()
 
 

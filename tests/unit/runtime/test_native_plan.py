@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from qwen3tts.runtime import native_plan
-from qwen3tts.runtime.native_plan import choose_native
+from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
 from qwen3tts.settings import DeviceSettings
 
 CPU_ONLY = {"talker": ("GPU", "CPU"), "code_predictor": ("GPU", "CPU")}
@@ -56,3 +56,32 @@ def test_the_setting_takes_words_yaml_does_not_turn_into_booleans(value):
 
     with pytest.raises(ConfigError, match=r"devices\.native_kernels"):
         load_settings(None, [f"devices.native_kernels={value}"])
+
+
+def _fused(settings, isa, available=("CPU",)):
+    return choose_fused_code_predictor(settings, isa, CPU_ONLY, list(available))
+
+
+def test_the_fused_frame_is_off_for_never_f32_no_library_another_device_and_no_avx2():
+    cases = [
+        (DeviceSettings(native_kernels="never"), "avx512_vnni", ("CPU",), "never"),
+        (DeviceSettings(native_kernels="always", inference_precision="f32"), "avx2", ("CPU",), "f32"),
+        (DeviceSettings(native_kernels="always"), None, ("CPU",), "not built"),
+        (DeviceSettings(native_kernels="always"), "avx2", ("CPU", "GPU.0"), "not run on the CPU"),
+        (DeviceSettings(native_kernels="always"), "generic", ("CPU",), "no AVX2"),
+    ]
+    for settings, isa, available, reason in cases:
+        choice = _fused(settings, isa, available)
+        assert not choice.wanted and reason in choice.why, (settings, isa, choice)
+
+
+def test_always_wants_the_fused_frame_on_any_simd_set():
+    for isa in ("avx2", "avx_vnni", "avx512", "avx512_vnni"):
+        assert _fused(DeviceSettings(native_kernels="always"), isa).wanted
+
+
+def test_auto_wants_it_only_where_it_was_measured_faster(monkeypatch):
+    monkeypatch.setattr(native_plan, "FUSED_MEASURED_FASTER", frozenset({"avx512"}))
+    assert _fused(DeviceSettings(), "avx512").wanted
+    choice = _fused(DeviceSettings(), "avx2")
+    assert not choice.wanted and "not measured faster with the avx2" in choice.why
