@@ -46,7 +46,9 @@ class Netns:
         made = _ip("netns", "add", self.name, check=False)
         if made.returncode != 0:
             pytest.fail(f"ip netns add failed (root needed): {made.stderr.strip()}", pytrace=False)
-        self.run("ip", "link", "set", "lo", "up")
+        # An Ethernet MTU: at lo's 64 KiB a TCP segment can be larger than the tbf bucket, which then drops
+        # it every time it is sent again, and the connection stalls for good (not what a real link does).
+        self.run("ip", "link", "set", "lo", "mtu", "1500", "up")
 
     def prefix(self) -> list[str]:
         """Prepend to a command to run it in the namespace (`ip netns exec` execs it: same pid)."""
