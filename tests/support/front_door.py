@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from announcer_rig import fake_engine
@@ -34,6 +35,7 @@ from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.engine.engine import Engine
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
+from qwen3tts.steady_clock import SteadyClock
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -125,7 +127,10 @@ class FrontDoor:
     ) -> None:
         self.now = NOW
         self.base = (topics or Topics("qwen3tts/hall")).base
-        self.policy = policy or policy_for(zones=("default",))
+        # the policy's deadlines on the door's clock (a step-free time line of its own, steady_clock.py)
+        self.policy = replace(
+            policy or policy_for(zones=("default",)), timeline=SteadyClock(self.clock, self.clock)
+        )
         self.settings = appliance_settings(tmp_path / "spool", **announcement_settings)
         self.published: list[Message] = []
         self.events: list[tuple[Announcement, str, str]] = []

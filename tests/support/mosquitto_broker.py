@@ -110,13 +110,15 @@ class Recorder:
         self.messages: list[Captured] = []
         self._cond = threading.Condition()
         self._subscribed = threading.Event()
-        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+        unix = getattr(broker, "socket_path", None)  # a broker the test reaches by its Unix socket
+        transport = "unix" if unix else "tcp"
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5, transport=transport)
         self.client.on_message = self._on_message
         self.client.on_connect = lambda c, u, f, rc, p: (
             c.subscribe([(t, 1) for t in topics]) if topics else self._subscribed.set()
         )
         self.client.on_subscribe = lambda *args: self._subscribed.set()
-        self.client.connect(broker.host, broker.port)
+        self.client.connect(unix or broker.host, broker.port)
         self.client.loop_start()
         if not self._subscribed.wait(5):
             raise TimeoutError("recorder could not subscribe")

@@ -25,6 +25,7 @@ ALLOWED = {
     "engine/engine.py::Engine._loop": "the step loop: an engine bug must not hang every handle",
     "servers/wyoming_connection.py::WyomingHandler._do_work": "a connection's worker: error, then close",
     "commands/run.py::_Startup.run": "start-up: the main thread reports it",
+    "appliance/audio/device_thread.py::DeviceThread._run": "a device call's exception goes to its caller",
     # per-request isolation: one request's failure finishes only that request
     "engine/engine.py::Engine._append_frame": "one sequence's bookkeeping fails that sequence",
     "engine/engine.py::Engine._isolated": "a batched call that raises is retried one sequence at a time",

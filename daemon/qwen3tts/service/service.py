@@ -43,6 +43,7 @@ from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
 from qwen3tts.settings import Settings
+from qwen3tts.steady_clock import STEADY
 from qwen3tts.synthesis import SpeechDefaults
 from qwen3tts.text.guard import GuardedFrontEnd
 from qwen3tts.voices import voices_dir
@@ -150,7 +151,7 @@ class Service:
         defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
         replay = PhraseReplay.from_settings(settings, engine, self.catalog)
         lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay, PieceAudio(chimes))
-        return Announcer(settings, queue, lookahead, self.playbacks, self._on_event,
+        return Announcer(settings, queue, lookahead, self.playbacks, self._on_event, clock=STEADY,
                          heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
 
     def _load_voices(self, settings: Settings) -> bool:

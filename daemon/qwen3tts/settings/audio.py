@@ -48,6 +48,10 @@ class AudioSettings:
     """Fade at start, stop and barge-in, in ms. Default 10 ms."""
     block_ms: int = field(default=40, metadata={"min": 5, "max": 500})
     """Audio write granularity (barge-in reaction time), in ms. Default 40 ms."""
+    stall_timeout_s: float = field(default=5.0, metadata={"min": 0.5, "max": 20.0})
+    """A sound card that takes no samples for this long (a stuck driver, a half-unplugged USB speaker)
+    fails the announcement playing with an `error` and is reopened; keep it under the unit's WatchdogSec.
+    Default 5 s."""
     jitter_buffer_ms: int = field(default=300, metadata={"min": 0})
     """Least audio buffered before playback starts; raised from the measured real-time factor. Default 300."""
     chime_normal: str = "default"

@@ -64,6 +64,7 @@ class Playback:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
         heartbeat: Callable[[], None] = lambda: None,
         on_end: Callable[[], None] = lambda: None,
         idle_tick_s: float = 0.25,
@@ -83,6 +84,7 @@ class Playback:
         """Underflows since start, for the status message."""
         self._clock = clock
         self._sleep = sleep
+        self._monotonic = monotonic
         self._beat = heartbeat
         self._on_end = on_end
         self._idle_tick_s = idle_tick_s
@@ -254,16 +256,18 @@ class Playback:
         log.debug("underflow in %s (%d so far)", track.label, track.play.underflows)
 
     def _drain(self, track: TrackReader, played_out: bool) -> float:
-        """Wait until the last written sample has been heard; returns that time."""
-        t_last_write = self._clock()
+        """Wait until the last written sample has been heard; returns that time.
+
+        The wait is measured on the monotonic clock: a step of the wall clock (NTP at boot) between the
+        last write and here must not make the audio thread sleep for an hour."""
+        t_last_write, m_last_write = self._clock(), self._monotonic()
         latency = self.sink.latency()
         try:
             self.sink.end(complete=played_out or track.keep_partial)
         except AudioError as exc:  # the track is over either way; it ends with the error
             track.failed(f"{type(exc).__name__}: {exc}")
             log.warning("%s: audio output of zone %s failed at the end: %s", track.label, self.zone, exc)
-        t_played = t_last_write + latency
-        remaining = t_played - self._clock()
+        remaining = m_last_write + latency - self._monotonic()
         if remaining > 0:
             self._sleep(remaining)
-        return max(self._clock(), t_played)
+        return max(self._clock(), t_last_write + latency)

@@ -25,6 +25,7 @@ from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
 from qwen3tts.appliance.mqtt.payload import check_clean, quote
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
+from qwen3tts.steady_clock import STEADY, SteadyClock
 from qwen3tts.synthesis import checked_speech  # the same checks, and reasons, as every door
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -51,6 +52,8 @@ class AnnouncementPolicy:
     """The zones of this box: a say naming any other is refused naming it (empty: not checked)."""
     chimes: tuple[str, ...] | None = None
     """The chimes SSML `<audio src>` may name (None: any well-formed name)."""
+    timeline: SteadyClock = STEADY
+    """The time line of `Announcement.expires_at` (steady_clock.py): the announcer checks it on the same."""
 
     @classmethod
     def from_settings(
@@ -103,7 +106,7 @@ class AnnouncementPolicy:
             interrupt=say.interrupt if say.interrupt is not None else say.priority is not Priority.NORMAL,
             repeat=say.repeat,
             repeat_interval=say.repeat_interval,
-            expires_at=self._expiry(say, now),
+            expires_at=self._expiry(say),
             response_topic=say.response_topic,
             correlation_data=say.correlation_data,
             session_id=say.session_id,
@@ -146,8 +149,11 @@ class AnnouncementPolicy:
             return None, (INSTRUCT_IGNORED,)
         return instruct, ()
 
-    def _expiry(self, say: Say, now: float) -> float | None:
-        deadlines = [say.expires_at] if say.expires_at is not None else []
+    def _expiry(self, say: Say) -> float | None:
+        """The earliest deadline on the steady time line: durations count from now on the monotonic clock,
+        `expires_at` is read against the wall clock now; a later step of the wall clock moves neither."""
+        now = self.timeline()
+        deadlines = [self.timeline.from_wall(say.expires_at)] if say.expires_at is not None else []
         if say.ttl is not None:
             deadlines.append(now + say.ttl)
         elif say.expires_at is None and self.default_ttl > 0:

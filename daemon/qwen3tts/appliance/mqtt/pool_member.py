@@ -140,7 +140,7 @@ class PoolMember:
 
     def _post(self, inbound: Inbound) -> None:
         """paho's thread: queue it with the connection's generation and the time it came."""
-        self._pooled.put((inbound, self.link.generation, time.time()))
+        self._pooled.put((inbound, self.link.generation, time.monotonic()))
 
     def _run_pooled(self, stop: threading.Event) -> None:
         while not (stop.is_set() or self._closed.is_set()):
@@ -183,7 +183,7 @@ class PoolMember:
 
     def _take(self, inbound: Inbound, received: float, intake: Intake | None = None) -> None:
         if inbound.message_expiry is not None:
-            left = inbound.message_expiry - int(time.time() - received)
+            left = inbound.message_expiry - int(time.monotonic() - received)  # held here: no wall-clock step
             inbound = replace(inbound, message_expiry=max(0, left))
         (intake or self.intake).handle(inbound)
 
@@ -214,7 +214,7 @@ class PoolMember:
 
     def _post_rescued(self, inbound: Inbound, rescue: Rescue) -> None:
         """A rescue's paho thread."""
-        self._rescued.put((inbound, rescue, time.time()))
+        self._rescued.put((inbound, rescue, time.monotonic()))
 
     def _rescue_ended(self, record: MemberRecord, outcome: str, taken: tuple[str, ...]) -> None:
         with self._lock:

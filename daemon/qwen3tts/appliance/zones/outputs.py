@@ -60,7 +60,10 @@ def open_zone_sink(
         return WavSink(zone.wav_dir, realtime=zone.wav_realtime)
     if zone.output == "snapcast":
         return SnapcastSink(zone.name, zone.snapcast, restore_dir, on_state=report).open()
-    return AlsaSink(zone.device, block_ms=settings.audio.block_ms, on_state=report).open()
+    audio = settings.audio
+    return AlsaSink(
+        zone.device, block_ms=audio.block_ms, stall_timeout_s=audio.stall_timeout_s, on_state=report
+    ).open()
 
 
 def satellite_sinks(

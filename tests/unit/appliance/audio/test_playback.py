@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from audio_fakes import FakeClock, FakeSink
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
@@ -37,7 +38,9 @@ def track(label: str, samples: int = 4800, value: float = 0.25, close: bool = Tr
 def make(sink=None, settings=SETTINGS, chimes=None):
     sink = sink or FakeSink()
     chimes = chimes or ChimeSet({"normal": CHIME, "priority": None, "emergency": CHIME})
-    return Playback(sink, settings, chimes, clock=sink.clock, sleep=sink.clock.sleep), sink
+    return Playback(
+        sink, settings, chimes, clock=sink.clock, sleep=sink.clock.sleep, monotonic=sink.clock
+    ), sink
 
 
 def speech_writes(sink: FakeSink) -> list[np.ndarray]:
@@ -237,3 +240,20 @@ def test_the_audio_thread_plays_what_it_is_handed_and_beats_while_it_plays():
     worker.join(5)
     assert t.played_out and len(sink.played("w")) == 50 * MS + 24000 + 20 * MS
     assert len(beats) >= 24000 // (10 * MS)  # at least one beat per block written
+
+
+def test_a_step_of_the_wall_clock_back_while_the_end_drains_does_not_hold_the_audio_thread():
+    wall, steady = FakeClock(start=1_800_000_000.0), FakeClock()
+    sink = FakeSink(clock=steady, latency_s=0.2)
+    drain = sink.end
+
+    def drain_then_ntp_steps_back(complete: bool = True) -> None:
+        drain(complete)
+        wall.advance(-3600.0)
+
+    sink.end = drain_then_ntp_steps_back
+    playback = Playback(sink, SETTINGS, ChimeSet.silent(), clock=wall, sleep=steady.sleep, monotonic=steady)
+    t = track("a")
+    playback.play(t)
+    assert steady.sleeps == [pytest.approx(0.2)]  # the latency, not an hour and the latency
+    assert t.played_out

@@ -1,14 +1,17 @@
-"""Sink logic without a sound card: device loss and reopen with backoff (a fake PortAudio), the
-resampler's chunk invariance and the null sink."""
+"""Sink logic without a sound card: device loss, a device that stops taking samples, and reopen with
+backoff (a fake PortAudio), the resampler's chunk invariance and the null sink."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import numpy as np
 import pytest
 import soxr
 from audio_fakes import FakeClock
 
-from qwen3tts.appliance.audio.alsa import REOPEN_BACKOFF_S, AlsaSink
+from qwen3tts.appliance.audio.alsa import MAX_STUCK, REOPEN_BACKOFF_S, AlsaSink
 from qwen3tts.appliance.audio.sinks import NullSink, Resampler
 from qwen3tts.errors import AudioError
 
@@ -113,3 +116,72 @@ def test_the_null_sink_counts_what_it_swallows():
     sink.begin("a")
     assert sink.write(np.zeros(100, dtype=np.float32)) is False
     assert sink.samples_written == 100 and sink.items == ["a"]
+
+
+class StallingPortAudio(FakePortAudio):
+    """A device whose streams stop taking samples while `stalled` is set: write() blocks (a stuck driver)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stalled = False
+        self.released = threading.Event()
+        self.closed: list[FakePortAudio.Stream] = []
+
+    def OutputStream(self, **kwargs):
+        stream = super().OutputStream(**kwargs)
+        stream.stalls = self.stalled
+        fake, write, close = self, stream.write, stream.close
+
+        def blocking_write(frames):
+            if stream.stalls:
+                fake.released.wait()
+            return write(frames)
+
+        def recorded_close():
+            fake.closed.append(stream)
+            close()
+
+        stream.write, stream.close = blocking_write, recorded_close
+        return stream
+
+
+def test_a_write_that_never_returns_loses_the_device_and_a_fresh_stream_plays_without_a_reinit():
+    sd, clock, states = StallingPortAudio(), FakeClock(), []
+    sink = AlsaSink("USB", backend=sd, clock=clock, stall_timeout_s=2.0,
+                    on_state=lambda s, d: states.append((s, d))).open()  # fmt: skip
+    sink.begin("a")
+    sink.write(np.ones(960, dtype=np.float32))
+    sd.streams[0].stalls = True
+    with pytest.raises(AudioError, match="did not return within 2 s"):
+        sink.write(np.ones(960, dtype=np.float32))
+    assert [s for s, _ in states] == ["ok", "lost"] and "DeviceStalled" in states[-1][1]
+    clock.advance(REOPEN_BACKOFF_S[0])
+    assert sink.recover() and len(sd.streams) == 2
+    assert sd.reinits == 0  # PortAudio is not re-initialised under the stream stuck in it
+    sink.begin("b")
+    sink.write(np.ones(960, dtype=np.float32))
+    sink.end()
+    sd.released.set()  # the driver comes back: the stuck write returns, its thread closes that stream
+    deadline = time.monotonic() + 30
+    while sd.streams[0] not in sd.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sd.streams[0] in sd.closed
+
+
+def test_no_more_than_max_stuck_streams_are_left_in_the_driver():
+    sd, clock = StallingPortAudio(), FakeClock()
+    sd.stalled = True  # every stream opened from now on stalls
+    sink = AlsaSink("USB", backend=sd, clock=clock, stall_timeout_s=2.0).open()  # a margin for a loaded box
+    for _ in range(MAX_STUCK):
+        with pytest.raises(AudioError, match="did not return"):
+            sink.begin("a")
+            sink.write(np.ones(960, dtype=np.float32))
+        clock.advance(REOPEN_BACKOFF_S[-1])
+        opened = sink.recover()
+    assert not opened and len(sd.streams) == MAX_STUCK  # no third stream while two are stuck
+    sd.released.set()
+    deadline = time.monotonic() + 30
+    while len(sd.closed) < MAX_STUCK and time.monotonic() < deadline:
+        time.sleep(0.01)
+    clock.advance(REOPEN_BACKOFF_S[-1])
+    assert sink.recover() and len(sd.streams) == MAX_STUCK + 1 and sd.reinits == 1
