@@ -103,13 +103,32 @@ def test_throughput_numbers_agree_with_each_other(bench_report):
 @pytest.mark.slow
 def test_each_stage_has_a_physical_limit_share(bench_report):
     machine = bench_report["machine"]
-    assert _positive(machine["copy_bandwidth"]) and _positive(machine["peak_flops"]["f32"])
+    assert _positive(machine["peak_flops"]["f32"]) and machine["read_unavailable"] is None
+    costs = bench_report["bundle"]["graph_costs"]
+    # each stage's read limit is measured over a buffer of its own weight footprint (at least)
+    assert set(machine["read"]) == {"talker", "code_predictor", "codec"}
+    assert machine["read"]["talker"]["buffer_bytes"] >= costs["talker"]["weight_bytes_footprint"] > 0
+    assert (
+        machine["read"]["code_predictor"]["buffer_bytes"] >= costs["code_predictor"]["weight_bytes_footprint"]
+    )
+    assert all(
+        _positive(r["bytes_per_s"]) and r["threads"] == machine["threads"] for r in machine["read"].values()
+    )
     for summary in bench_report["batches"].values():
         for stage in ("talker", "code_predictor", "codec"):
             limit = summary["limits"][stage]
             assert limit["bound"] in ("memory", "compute")
             assert _positive(limit["bytes_per_frame"]) and _positive(limit["flops_per_frame"])
-            assert _positive(limit["share_of_limit"])
+            assert _positive(limit["share_of_limit"]) and _positive(limit["weight_gb_per_s"])
+            if limit["bound"] == "memory":
+                read = machine["read"][stage]
+                assert limit["read_limit_gb_per_s"] == pytest.approx(read["bytes_per_s"] / 1e9)
+                assert f"{read['kernel']} read" in limit["denominator"]
+            else:
+                assert "matmul peak" in limit["denominator"]
+    assert (
+        "| of |" in bench_report["_stdout"] and "read limit (native streaming read" in bench_report["_stdout"]
+    )
 
 
 @pytest.mark.slow

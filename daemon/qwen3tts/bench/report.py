@@ -21,8 +21,7 @@ def markdown(report: dict) -> str:
         f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
         f"KV {b['kv_cache_precision']}",
         "",
-        f"{m['cpu']}, {w['threads']} threads; copy bandwidth {m['copy_bandwidth'] / 1e9:.1f} GB/s; "
-        "matmul peak "
+        f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
         + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
         + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
         f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
@@ -50,18 +49,21 @@ def markdown(report: dict) -> str:
         )
     lines += [
         "",
-        "Share of each stage's physical limit (roofline: max(bytes / bandwidth, FLOPs / peak)):",
+        "Share of each stage's physical limit (roofline: max(bytes / read limit, FLOPs / peak); bytes are "
+        "the weights and, for the talker, the KV cache read; the last column names the denominator):",
         "",
-        "| batch | stage | MB/frame | GFLOP/frame | bound | limit ms/frame | measured ms/frame | share |",
-        "|---|---|---|---|---|---|---|---|",
+        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | bound | limit ms/frame "
+        "| measured ms/frame | share | of |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for batch, s in report["batches"].items():
         for stage, lim in s.get("limits", {}).items():
             lines.append(
-                f"| {batch} | {stage} | {lim['bytes_per_frame'] / 1e6:.0f} "
-                f"| {lim['flops_per_frame'] / 1e9:.2f} "
-                f"| {lim['bound']} | {lim['limit_ms_per_frame']:.1f} | {lim['measured_ms_per_frame']:.1f} "
-                f"| {100 * lim['share_of_limit']:.0f} % |"
+                f"| {batch} | {stage} | {lim['weight_bytes_per_frame'] / 1e6:.1f} "
+                f"| {lim['flops_per_frame'] / 1e9:.2f} | {lim['weight_gb_per_s']:.1f} "
+                f"| {lim['bound'] or '-'} | {_number(lim['limit_ms_per_frame'], '.1f')} "
+                f"| {lim['measured_ms_per_frame']:.1f} | {_percent(lim['share_of_limit'])} "
+                f"| {lim['denominator']} |"
             )
     lines += ["", "| concurrent requests | time to first audio p50 | p95 |", "|---|---|---|"]
     for concurrency, t in report["ttfa"].items():
@@ -113,6 +115,24 @@ def _profile_lines(profile: dict) -> list[str]:
             for op in ops
         ]
     return lines
+
+
+def _read_limits(machine: dict) -> str:
+    """The read limit of each stage (the denominator of its memory-bound share), or why there is none."""
+    if not machine.get("read"):
+        return f"read limit NOT MEASURED ({machine.get('read_unavailable')}), so no memory-bound share"
+    return "read limit (native streaming read over the stage's weight footprint) " + ", ".join(
+        f"{stage} {r['bytes_per_s'] / 1e9:.1f} GB/s over {r['buffer_bytes'] / 1e6:.1f} MB"
+        for stage, r in machine["read"].items()
+    )
+
+
+def _number(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _percent(share) -> str:
+    return "-" if share is None else f"{100 * share:.0f} %"
 
 
 def _precisions(precision: dict) -> str:

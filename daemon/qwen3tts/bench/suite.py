@@ -106,13 +106,16 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
             reference.close()
     peak_rss = machine.peak_rss_bytes()
     profile = top_operations(compiler) if options.profile else {}
-    limits = machine.measure(threads)
+    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
+    limits = machine.measure(threads, costs.footprints())
     return _report(
         runtime,
         compiler,
         work,
         options,
         limits,
+        costs,
         runs,
         pairs,
         ttfa,
@@ -211,13 +214,15 @@ def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[
     return kinds
 
 
-def _report(runtime, compiler, work, options, limits, runs, pairs, ttfa, reference, facts) -> dict:
+def _kv_bytes_per_token(runtime) -> float:
     runner = runtime.runner
-    kv_per_token = runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
-    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    return runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
+
+
+def _report(runtime, compiler, work, options, limits, costs, runs, pairs, ttfa, reference, facts) -> dict:
+    kv_per_token, kinds = costs.kv_bytes_per_token, costs.peak_kind
     for kind in set(kinds.values()) - set(limits.peak_flops):
         limits.peak_flops[kind] = machine.matmul_peak(kind, limits.threads)
-    costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, kv_per_token, kinds)
     summaries = [analysis.summarize_run(run, costs, limits) for run in runs]
     by_batch = {
         b: analysis.median_summary([s for s in summaries if s["batch"] == b]) for b in options.batch_sizes
