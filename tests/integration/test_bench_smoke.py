@@ -146,6 +146,22 @@ def test_latency_memory_and_kv_are_reported(bench_report):
 
 
 @pytest.mark.slow
+def test_memory_is_accounted_per_component_and_adds_up_to_the_resident_set(bench_report):
+    memory = bench_report["memory"]
+    parts = memory["components"]
+    graphs = ("talker", "codec", "code_predictor")
+    expected = {"python_and_cli", "numpy", "openvino_and_bench", *graphs, "tokenizer_tables_kv_pool", "runs"}
+    assert expected <= set(parts), parts
+    assert sum(parts.values()) == memory["after_runs"]["VmRSS"]  # consecutive growths: nothing left out
+    assert sum(parts.values()) <= bench_report["peak_rss_bytes"]
+    assert parts["python_and_cli"] > 0 and parts["openvino_and_bench"] > 0  # OpenVINO maps megabytes
+    assert sum(parts[g] for g in graphs) > 0  # compiled graphs keep something resident
+    assert memory["known_bytes"]["kv_pool"] > 0 and memory["stored_bytes"]["talker"] > 0
+    assert all(isinstance(memory["released_weight_file_bytes"][g], int) for g in graphs)
+    assert "by component" in bench_report["_stdout"]
+
+
+@pytest.mark.slow
 def test_stdout_table_and_png_are_written(bench_report):
     assert "| batch | talker ms/frame" in bench_report["_stdout"]
     assert "time to first audio p50" in bench_report["_stdout"]

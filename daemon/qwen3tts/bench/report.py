@@ -74,9 +74,24 @@ def markdown(report: dict) -> str:
         f"{report['kv_bytes_per_audio_second'] / 2**10:.0f} KiB per second of audio per stream; "
         f"load {report['load_s']:.1f} s.",
     ]
+    lines += _memory_lines(report.get("memory", {}))
     lines += _reference_lines(report.get("reference"))
     lines += _profile_lines(report.get("profile") or {})
     return "\n".join(lines) + "\n"
+
+
+def _memory_lines(section: dict) -> list[str]:
+    """The resident set after the runs as consecutive growths per component (bench/memory.components)."""
+    parts = section.get("components")
+    if not parts:
+        return []
+    total = sum(parts.values())
+    return [
+        "",
+        f"Resident after the runs, {total / 2**20:.0f} MiB, by component (MiB of growth, in load order): "
+        + ", ".join(f"{name} {value / 2**20:.0f}" for name, value in parts.items())
+        + ".",
+    ]
 
 
 def _reference_lines(reference: dict | None) -> list[str]:

@@ -77,7 +77,8 @@ def bench_settings(settings: Settings, options: BenchOptions) -> Settings:
     return dataclasses.replace(settings, engine=engine)
 
 
-def run_suite(options: BenchOptions, settings: Settings) -> dict:
+def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str, int] | None = None) -> dict:
+    """`baseline_rss`: resident bytes the caller measured before importing the bench (memory.components)."""
     from qwen3tts.runtime.loader import load_runtime
 
     bundle, checkpoint = prepare_bundle(options)
@@ -104,7 +105,16 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
     finally:
         if reference is not None:
             reference.close()
-    peak_rss = machine.peak_rss_bytes()
+    peak_rss = machine.peak_rss_bytes()  # before the read limit's buffers, which are not the model's
+    after_runs = memory.status_bytes()
+    used = {
+        **loaded_memory,
+        "after_runs": after_runs,
+        "resident_by_component": memory.resident_by_component(loaded_memory),
+        "components": memory.components(
+            baseline_rss or {}, ledger, loaded_memory["process"]["VmRSS"], after_runs["VmRSS"]
+        ),
+    }
     profile = top_operations(compiler) if options.profile else {}
     kinds = _peak_kinds(compiler, runtime.manifest.precision)
     costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
@@ -122,11 +132,7 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
         reference,
         {
             "peak_rss_bytes": peak_rss,
-            "memory": {
-                **loaded_memory,
-                "after_runs": memory.status_bytes(),
-                "resident_by_component": memory.resident_by_component(loaded_memory),
-            },
+            "memory": used,
             "load_s": load_seconds,
             "threads": threads,
             "loadavg_before": load_before,
