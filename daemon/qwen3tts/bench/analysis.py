@@ -102,6 +102,9 @@ class Roofline:
             "weight_gb_per_s": self.weight_bytes / seconds / 1e9,
             "read_gb_per_s": self.bytes / seconds / 1e9,
             "read_limit_gb_per_s": self.read.bytes_per_s / 1e9 if self.read is not None else None,
+            # the decode stages' figure of merit: how close their reads come to the read limit, whatever
+            # the roofline's bound (a loaded machine's matmul peak can make a decode stage look compute-bound)
+            "share_of_read_limit": memory / self.measured if memory is not None and self.measured else None,
             "peak_gflop_per_s": self.peak_flops / 1e9,
             "bound": bound,
             "denominator": self._denominator(bound),

@@ -202,8 +202,7 @@ def components(
     """The resident set after the runs, split into consecutive growths (bytes; a step that gave pages
     back is negative), so that they add up to it exactly:
 
-    - `baseline` (measured by the caller before it imported the rest): e.g. the interpreter and the CLI,
-      then numpy;
+    - `baseline` (measured by the caller before it imported the rest): the interpreter, the CLI, numpy;
     - `openvino_and_bench`: imports and the OpenVINO core up to the first graph read;
     - one entry per graph (talker, codec, code_predictor, speaker_encoder): its RssLedger delta;
     - `tokenizer_tables_kv_pool`: the rest of the load (tokenizer, host tables, KV pool: a pool's pages

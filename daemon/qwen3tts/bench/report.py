@@ -49,19 +49,21 @@ def markdown(report: dict) -> str:
         )
     lines += [
         "",
-        "Share of each stage's physical limit (roofline: max(bytes / read limit, FLOPs / peak); bytes are "
-        "the weights and, for the talker, the KV cache read; the last column names the denominator):",
+        "Share of each stage's physical limit. Share of read limit: bytes read per second over the stage's "
+        "read limit above (bytes are the weights and, for the talker, the KV cache read). Share: of the "
+        "roofline, max(bytes / read limit, FLOPs / peak), whose denominator the last column names:",
         "",
-        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | bound | limit ms/frame "
-        "| measured ms/frame | share | of |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | share of read limit | bound "
+        "| limit ms/frame | measured ms/frame | share | of |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for batch, s in report["batches"].items():
         for stage, lim in s.get("limits", {}).items():
             lines.append(
                 f"| {batch} | {stage} | {lim['weight_bytes_per_frame'] / 1e6:.1f} "
                 f"| {lim['flops_per_frame'] / 1e9:.2f} | {lim['weight_gb_per_s']:.1f} "
-                f"| {lim['bound'] or '-'} | {_number(lim['limit_ms_per_frame'], '.1f')} "
+                f"| {_percent(lim['share_of_read_limit'])} | {lim['bound'] or '-'} "
+                f"| {_number(lim['limit_ms_per_frame'], '.1f')} "
                 f"| {lim['measured_ms_per_frame']:.1f} | {_percent(lim['share_of_limit'])} "
                 f"| {lim['denominator']} |"
             )

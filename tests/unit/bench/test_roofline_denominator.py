@@ -94,3 +94,17 @@ def test_the_markdown_names_the_denominators_or_the_missing_limit():
     assert "NOT MEASURED (not built)" in missing
     assert limits["code_predictor"].as_dict()["share_of_limit"] is None  # no figure for it: no share
     assert report._percent(None) == "-" and report._percent(0.5) == "50 %"
+
+
+def test_the_share_of_the_read_limit_stands_even_when_the_roofline_says_compute():
+    """A loaded machine's matmul peak can fall below what a decode stage needs: the roofline then names
+    the peak, and the read share still says how close the stage's reads came to the read limit."""
+    read = {"talker": ReadLimit(25e9, 449_000_000, 2, "avx512", 10)}
+    limits = _limits(read)
+    limits.peak_flops["int8_weights"] = 1e9  # 0.9 GFLOP per step: 0.9 s at this peak
+    talker = rooflines(_steps(), _costs(), limits)["talker"].as_dict()
+    assert talker["bound"] == "compute" and "int8_weights matmul peak 1 GFLOP/s" in talker["denominator"]
+    talker_bytes = TALKER.weight_bytes_read + 100 * KV_PER_TOKEN
+    assert talker["share_of_read_limit"] == pytest.approx(talker_bytes / 25e9 / 0.020)
+    attention = 4 * 16 * 128 * 100 * 28  # QK^T and AV: heads x head_dim x context x layers
+    assert talker["share_of_limit"] == pytest.approx((TALKER.flops + attention) / 1e9 / 0.020)
