@@ -74,3 +74,20 @@ def test_the_command_prints_one_figure_per_buffer():
     lines = result.stdout.splitlines()
     assert len(lines) == 2 and all("GB/s: native" in line for line in lines), result.stdout
     assert DEFAULT_LIBRARY.is_file()
+
+
+@pytest.mark.slow
+def test_the_kernel_table_judges_every_variant_against_the_read_limit():
+    """bench/native_kernels.py: its ceiling is the native read over the same bytes, no longer numpy's."""
+    result = subprocess.run(
+        [sys.executable, "-m", "qwen3tts.bench.native_kernels", "--rows", "1", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "share of the read limit" in result.stdout and "read of a 78.6 MB buffer" in result.stdout
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| 1 |")]
+    assert {"plugin", "native op"} <= {line.split("|")[2].strip() for line in rows}
+    assert all(line.split("|")[5].strip().endswith("%") for line in rows)
+    assert "numpy" not in result.stdout
