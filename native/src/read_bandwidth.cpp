@@ -35,7 +35,12 @@ __attribute__((target("avx512f"))) uint64_t read_avx512(const unsigned char* dat
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(data + i + 128));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512(data + i + 192));
     }
-    return _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    // (stored and summed here: gcc 12's _mm512_reduce_add_epi64 warns about its own undefined idiom)
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    uint64_t sum = 0;
+    for (uint64_t lane : lanes) sum += lane;
+    return sum;
 }
 
 __attribute__((target("avx2"))) uint64_t read_avx2(const unsigned char* data, size_t bytes) {
@@ -106,6 +111,8 @@ private:
     std::atomic<bool> sense_;
 };
 
+volatile uint64_t g_read_sums;  // the reads' sums end here, so no compiler drops the loads
+
 double seconds_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -168,8 +175,7 @@ __attribute__((visibility("default"))) double qwen3tts_native_read_bandwidth(con
     for (std::thread& worker : workers) worker.join();
     std::free(buffer);
     if (buffer_bytes != nullptr) *buffer_bytes = static_cast<int64_t>(total);
-    static volatile uint64_t keep;  // the sums are used, so no compiler drops the loads
-    keep = m.sink.load();
+    g_read_sums = m.sink.load();
     return static_cast<double>(total) * m.sweeps / m.best;
 }
 
