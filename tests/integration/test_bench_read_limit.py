@@ -91,3 +91,15 @@ def test_the_kernel_table_judges_every_variant_against_the_read_limit():
     assert {"plugin", "native op"} <= {line.split("|")[2].strip() for line in rows}
     assert all(line.split("|")[5].strip().endswith("%") for line in rows)
     assert "numpy" not in result.stdout
+
+
+def test_without_the_library_the_machine_has_no_read_limit_and_says_why(tmp_path):
+    from qwen3tts.bench import machine
+
+    missing = tmp_path / "libqwen3tts_native.so"
+    limits = machine.measure(1, {"talker": 1 << 20, "code_predictor": 1 << 20}, missing)
+    assert limits.read == {} and str(missing) in limits.read_unavailable
+    assert limits.peak_flops["f32"] > 0  # the compute side is still measured
+    found = machine.measure(1, {"talker": 1 << 20}, DEFAULT_LIBRARY)
+    assert set(found.read) == {"talker"} and found.read_unavailable is None
+    assert found.read["talker"].buffer_bytes >= 1 << 20 and found.read["talker"].threads == 1

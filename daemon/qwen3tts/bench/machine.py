@@ -100,9 +100,10 @@ def cpu_precisions() -> list[str]:
     return ["f32"] + (["bf16"] if "BF16" in capabilities else [])
 
 
-def measure(num_threads: int, footprints: dict[str, int]) -> MachineLimits:
-    """The limits at `num_threads`; `footprints` maps a stage to the weight bytes it reads (its buffer)."""
-    kernel, unavailable = read_limit.load()
+def measure(num_threads: int, footprints: dict[str, int], library: Path | None = None) -> MachineLimits:
+    """The limits at `num_threads`; `footprints` maps a stage to the weight bytes it reads (its buffer);
+    `library`: the native library (default: native/build/ of this tree, as for the op)."""
+    kernel, unavailable = read_limit.load(library)
     read = {}
     if kernel is not None:
         read = {stage: kernel.measure(max(1, size), num_threads) for stage, size in footprints.items()}

@@ -118,7 +118,7 @@ def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str,
     profile = top_operations(compiler) if options.profile else {}
     kinds = _peak_kinds(compiler, runtime.manifest.precision)
     costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
-    limits = machine.measure(threads, costs.footprints())
+    limits = machine.measure(threads, costs.footprints(), settings.devices.native_library)
     return _report(
         runtime,
         compiler,
