@@ -8,6 +8,7 @@ The sink consumes audio at 24 kHz in real time like a sound card with a 100 ms b
 times it ran dry, so the timeline is the one a loudspeaker would give (a WAV sink is not paced).
 
     PYTHONPATH=daemon .venv/bin/python scripts/bench_announcer.py --bundle var/bench/bundle-0.6b-int8
+    (--set KEY=VALUE overrides a setting, e.g. --set engine.max_frames=8 for a quick look on a tiny bundle)
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class RealTimeSink:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = load_settings(args.config) if args.config else load_settings(None)
+    settings = load_settings(args.config, args.set)
     with TemporaryDirectory() as spool:
         settings = replace(
             settings,
@@ -102,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
         catalog = VoiceCatalog(spec.speakers, spec.languages)
         lookahead = LookAhead(runtime.engine, settings, defaults, TextOptions(), catalog)
 
-        def record(ann, event, reason, warnings) -> None:
-            events.extend(m for m in announcement_events(ann, event, reason) if isinstance(m, Event))
+        def record(ann, event, reason, warnings, **zones) -> None:  # the announcer's OnEvent, as in service/
+            messages = announcement_events(ann, event, reason, time.time(), warnings, **zones)
+            events.extend(m for m in messages if isinstance(m, Event))
 
         announcer = Announcer(settings, queue, lookahead, playback, record)
         supervisor = Supervisor(on_fatal=lambda name: sys.exit(f"worker {name} kept failing"))
@@ -168,6 +170,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, required=True)
     parser.add_argument("--config", type=Path, help="settings file (audio lead-in, chimes, voice, engine)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="settings override")
     parser.add_argument("--count", type=int, default=10, help="announcements in the burst (default 10)")
     parser.add_argument(
         "--lookahead", type=float, default=20.0, help="announcements.lookahead_s (default 20)"

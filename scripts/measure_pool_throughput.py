@@ -2,7 +2,7 @@
 tiny bundle, WAV sinks not paced, one mosquitto on loopback; COUNT pooled announcements published at
 once, timed from the first publish to the last `finished`. docs/benchmarks.md quotes it.
 
-    .venv/bin/python scripts/measure_pool_throughput.py [--count N] [--repeat R]
+    python scripts/measure_pool_throughput.py [--count N] [--repeat R] [--members 1,2,3] [--bundle B]
 
 All members share this machine's CPUs, so the figure is the pool's overhead and sharing, not the speed-up
 of boxes that each have their own CPU.
@@ -94,10 +94,10 @@ class Watcher:
                 self.members.add(msg.topic.rsplit("/", 1)[-1])
             self.cond.notify_all()
 
-    def wait(self, predicate, timeout: float) -> None:
+    def wait(self, predicate, timeout: float, what: str) -> None:
         with self.cond:
             if not self.cond.wait_for(predicate, timeout):
-                raise SystemExit("timed out")
+                raise SystemExit(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def one_run(root: Path, bundle: Path, members: int, count: int, tag: str) -> float:
@@ -105,14 +105,14 @@ def one_run(root: Path, bundle: Path, members: int, count: int, tag: str) -> flo
     daemons = [start_daemon(root, f"m{n}-{tag}", bundle, port) for n in range(members)]
     try:
         watcher = Watcher(port)
-        watcher.wait(lambda: len(watcher.members) >= members, 120)
+        watcher.wait(lambda: len(watcher.members) >= members, 300, f"{members} member(s) to join the pool")
         time.sleep(2)  # the daemons' warm-up ends; nothing else runs
         t0 = time.monotonic()
         for n in range(count):
             watcher.client.publish(
                 f"{POOL}/say", json.dumps({"id": f"b{n}", "text": f"Pooled notice {n}."}), 1
             )
-        watcher.wait(lambda: len(watcher.finished) >= count, 600)
+        watcher.wait(lambda: len(watcher.finished) >= count, 600, f"{count} announcements to finish")
         return max(watcher.finished.values()) - t0
     finally:
         for d in daemons:
@@ -126,20 +126,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bundle", type=Path, help="a tiny bundle to use (default: write and build one)")
+    parser.add_argument("--members", default="1,2,3", help="pool sizes to measure, comma-separated")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="pool-bench-"))
     try:
-        write_checkpoint(root / "ckpt", variant="custom_voice", shape="tiny", seed=0)
-        build_bundle(root / "ckpt", root / "bundle", weights="f32", report=lambda line: None)
+        bundle = args.bundle or root / "bundle"
+        if args.bundle is None:
+            write_checkpoint(root / "ckpt", variant="custom_voice", shape="tiny", seed=0)
+            build_bundle(root / "ckpt", bundle, weights="f32", report=lambda line: None)
         print(
             f"{os.cpu_count()} CPUs, {args.count} pooled announcements, tiny bundle, median of {args.repeat}"
         )
-        for members in (1, 2, 3):
+        for members in (int(m) for m in args.members.split(",")):
             times = []
             for r in range(args.repeat):
                 run_root = root / f"run-{members}-{r}"
                 run_root.mkdir()
-                times.append(one_run(run_root, root / "bundle", members, args.count, f"{members}{r}"))
+                times.append(one_run(run_root, bundle, members, args.count, f"{members}{r}"))
             wall = statistics.median(times)
             print(f"{members} member(s): {wall:.1f} s, {args.count / wall:.2f} announcements/s "
                   f"(runs: {', '.join(f'{t:.1f}' for t in times)})")  # fmt: skip

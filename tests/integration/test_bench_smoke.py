@@ -103,13 +103,37 @@ def test_throughput_numbers_agree_with_each_other(bench_report):
 @pytest.mark.slow
 def test_each_stage_has_a_physical_limit_share(bench_report):
     machine = bench_report["machine"]
-    assert _positive(machine["copy_bandwidth"]) and _positive(machine["peak_flops"]["f32"])
+    assert _positive(machine["peak_flops"]["f32"]) and machine["read_unavailable"] is None
+    costs = bench_report["bundle"]["graph_costs"]
+    # each stage's read limit is measured over a buffer of its own weight footprint (at least)
+    assert set(machine["read"]) == {"talker", "code_predictor", "codec"}
+    assert machine["read"]["talker"]["buffer_bytes"] >= costs["talker"]["weight_bytes_footprint"] > 0
+    assert (
+        machine["read"]["code_predictor"]["buffer_bytes"] >= costs["code_predictor"]["weight_bytes_footprint"]
+    )
+    assert all(
+        _positive(r["bytes_per_s"]) and r["threads"] == machine["threads"] for r in machine["read"].values()
+    )
     for summary in bench_report["batches"].values():
         for stage in ("talker", "code_predictor", "codec"):
             limit = summary["limits"][stage]
             assert limit["bound"] in ("memory", "compute")
             assert _positive(limit["bytes_per_frame"]) and _positive(limit["flops_per_frame"])
-            assert _positive(limit["share_of_limit"])
+            assert _positive(limit["share_of_limit"]) and _positive(limit["weight_gb_per_s"])
+            assert limit["share_of_read_limit"] == pytest.approx(
+                limit["bytes_per_frame"]
+                / (machine["read"][stage]["bytes_per_s"] / 1e3)
+                / limit["measured_ms_per_frame"]
+            )
+            if limit["bound"] == "memory":
+                read = machine["read"][stage]
+                assert limit["read_limit_gb_per_s"] == pytest.approx(read["bytes_per_s"] / 1e9)
+                assert f"{read['kernel']} read" in limit["denominator"]
+            else:
+                assert "matmul peak" in limit["denominator"]
+    assert (
+        "| of |" in bench_report["_stdout"] and "read limit (native streaming read" in bench_report["_stdout"]
+    )
 
 
 @pytest.mark.slow
@@ -124,6 +148,22 @@ def test_latency_memory_and_kv_are_reported(bench_report):
     )
     assert bench_report["workload"]["frames"] == FRAMES
     assert bench_report["workload"]["prompt_tokens"] >= 20
+
+
+@pytest.mark.slow
+def test_memory_is_accounted_per_component_and_adds_up_to_the_resident_set(bench_report):
+    memory = bench_report["memory"]
+    parts = memory["components"]
+    graphs = ("talker", "codec", "code_predictor")
+    expected = {"python_numpy_and_cli", "openvino_and_bench", *graphs, "tokenizer_tables_kv_pool", "runs"}
+    assert expected <= set(parts), parts
+    assert sum(parts.values()) == memory["after_runs"]["VmRSS"]  # consecutive growths: nothing left out
+    assert sum(parts.values()) <= bench_report["peak_rss_bytes"]
+    assert parts["python_numpy_and_cli"] > 0 and parts["openvino_and_bench"] > 0  # OpenVINO maps megabytes
+    assert sum(parts[g] for g in graphs) > 0  # compiled graphs keep something resident
+    assert memory["known_bytes"]["kv_pool"] > 0 and memory["stored_bytes"]["talker"] > 0
+    assert all(isinstance(memory["released_weight_file_bytes"][g], int) for g in graphs)
+    assert "by component" in bench_report["_stdout"]
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """From timed steps to the reported numbers: per-stage time per frame, real-time factor, throughput,
-and the share of each stage's physical limit reached (roofline: the larger of bytes / copy bandwidth
-and FLOPs / matmul peak, both measured in the same run).
+and the share of each stage's physical limit reached (roofline: the larger of bytes / read bandwidth and
+FLOPs / matmul peak, both measured in the same run; the read bandwidth by the native kernel over a buffer
+of the stage's own footprint, machine.py). Each stage's figures name their denominator. Without a
+measured read bandwidth a memory-bound stage gets no share at all: its `denominator` says why.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from pathlib import Path
 
 from qwen3tts.bench.graph_cost import GraphCost, attention_flops, codec_chunk_costs, read_graph_cost
 from qwen3tts.bench.machine import MachineLimits
+from qwen3tts.bench.read_limit import ReadLimit
 from qwen3tts.bench.workload import FRAME_SECONDS, BatchRun, StepRecord
 from qwen3tts.model import bundle as layout
+
+COMPUTE_BOUND_STAGES = ("codec",)  # the decode stages stream their weights; the codec computes
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,14 @@ class BundleCosts:
     head_dim: int
     num_layers: int
     peak_kind: dict[str, str]  # stage -> key of MachineLimits.peak_flops
+
+    def footprints(self) -> dict[str, int]:
+        """Stage -> the distinct weight bytes one call reads: the buffer its read limit is measured over."""
+        return {
+            "talker": self.talker.weight_bytes_footprint,
+            "code_predictor": self.code_predictor.weight_bytes_footprint,
+            "codec": max(cost.weight_bytes_footprint for cost in self.codec.values()),
+        }
 
     def codec_chunk(self, frames: int) -> int:
         """The compiled chunk a codec call of `frames` frames runs (the last, padded one included)."""
@@ -52,38 +65,74 @@ def bundle_costs(
 
 @dataclass
 class Roofline:
-    """Summed over the measured steps of one stage."""
+    """Summed over the measured steps of one stage, against the stage's limits (`read`: None when the
+    read bandwidth could not be measured; `read_unavailable` then says why)."""
 
+    read: ReadLimit | None
+    peak_flops: float
+    peak_kind: str
+    read_unavailable: str | None = None
+    compute_bound: bool = False  # by design (the codec): judged against the peak even without a read figure
     measured: float = 0.0  # s
-    memory: float = 0.0  # s the bytes need at the copy bandwidth
-    compute: float = 0.0  # s the FLOPs need at the matmul peak
-    bytes: float = 0.0
+    bytes: float = 0.0  # weights and KV cache
+    weight_bytes: float = 0.0
     flops: float = 0.0
     frames: int = 0  # frames generated in the measured steps (the codec's cost is spread over them)
 
-    def add(self, measured: float, num_bytes: float, flops: float, machine: MachineLimits, peak: str) -> None:
+    def add(self, measured: float, weight_bytes: float, other_bytes: float, flops: float) -> None:
         self.measured += measured
-        self.bytes += num_bytes
+        self.weight_bytes += weight_bytes
+        self.bytes += weight_bytes + other_bytes
         self.flops += flops
-        self.memory += num_bytes / machine.copy_bandwidth
-        self.compute += flops / machine.peak_flops[peak]
 
     def as_dict(self) -> dict:
-        limit = max(self.memory, self.compute)
         frames = self.frames or 1
+        compute = self.flops / self.peak_flops
+        memory = self.bytes / self.read.bytes_per_s if self.read is not None else None
+        if memory is None:  # only the compute side is known: a memory-bound stage gets no share
+            bound = "compute" if self.compute_bound else None
+        else:
+            bound = "memory" if memory >= compute else "compute"
+        limit = {"memory": memory, "compute": compute, None: None}[bound]
+        seconds = self.measured or float("inf")
         return {
             "bytes_per_frame": self.bytes / frames,
+            "weight_bytes_per_frame": self.weight_bytes / frames,
             "flops_per_frame": self.flops / frames,
-            "bound": "memory" if self.memory >= self.compute else "compute",
-            "limit_ms_per_frame": 1e3 * limit / frames,
+            "weight_gb_per_s": self.weight_bytes / seconds / 1e9,
+            "read_gb_per_s": self.bytes / seconds / 1e9,
+            "read_limit_gb_per_s": self.read.bytes_per_s / 1e9 if self.read is not None else None,
+            # the decode stages' figure of merit: how close their reads come to the read limit, whatever
+            # the roofline's bound (a loaded machine's matmul peak can make a decode stage look compute-bound)
+            "share_of_read_limit": memory / self.measured if memory is not None and self.measured else None,
+            "peak_gflop_per_s": self.peak_flops / 1e9,
+            "bound": bound,
+            "denominator": self._denominator(bound),
+            "limit_ms_per_frame": 1e3 * limit / frames if limit is not None else None,
             "measured_ms_per_frame": 1e3 * self.measured / frames,
-            "share_of_limit": limit / self.measured if self.measured else 0.0,
+            "share_of_limit": limit / self.measured if limit is not None and self.measured else None,
         }
+
+    def _denominator(self, bound: str | None) -> str:
+        if bound == "memory":
+            return self.read.describe()
+        if bound == "compute":
+            return f"measured {self.peak_kind} matmul peak {self.peak_flops / 1e9:.0f} GFLOP/s"
+        return self.read_unavailable or "no measured read bandwidth"
 
 
 def rooflines(steps: list[StepRecord], costs: BundleCosts, machine: MachineLimits) -> dict[str, Roofline]:
-    lines = {stage: Roofline() for stage in ("talker", "code_predictor", "codec")}
-    peaks = costs.peak_kind
+    kinds = costs.peak_kind
+    lines = {
+        stage: Roofline(
+            machine.read.get(stage),
+            machine.peak_flops[kinds[stage]],
+            kinds[stage],
+            machine.read_unavailable,
+            compute_bound=stage in COMPUTE_BOUND_STAGES,
+        )
+        for stage in ("talker", "code_predictor", "codec")
+    }
     for step in steps:
         for call in step.calls:
             if call.stage == "talker":
@@ -94,23 +143,16 @@ def rooflines(steps: list[StepRecord], costs: BundleCosts, machine: MachineLimit
                 )
                 lines["talker"].add(
                     call.seconds,
-                    costs.talker.weight_bytes_read + kv,
+                    costs.talker.weight_bytes_read,
+                    kv,
                     call.tokens * costs.talker.flops + attention,
-                    machine,
-                    peaks["talker"],
                 )
             elif call.stage == "code_predictor":
                 cost = costs.code_predictor
-                lines["code_predictor"].add(
-                    call.seconds,
-                    cost.weight_bytes_read,
-                    call.rows * cost.flops,
-                    machine,
-                    peaks["code_predictor"],
-                )
+                lines["code_predictor"].add(call.seconds, cost.weight_bytes_read, 0, call.rows * cost.flops)
             else:
                 cost = costs.codec[costs.codec_chunk(call.tokens)]
-                lines["codec"].add(call.seconds, cost.weight_bytes_read, cost.flops, machine, peaks["codec"])
+                lines["codec"].add(call.seconds, cost.weight_bytes_read, 0, cost.flops)
     generated = sum(step.frames for step in steps)
     for line in lines.values():
         line.frames = generated

@@ -37,6 +37,7 @@ class GraphCost:
     weight_bytes_stored: int  # all constants in the graph
     weight_bytes_read: int  # per inference (see the module docstring)
     flops: int  # per inference, dynamic dims counted as 1
+    weight_bytes_footprint: int = 0  # the distinct constants read per inference, each once
 
 
 def _key(node: ov.Node) -> int:
@@ -74,12 +75,14 @@ def _closure_bytes(node: ov.Node, derived: set[int], memo: dict[int, frozenset])
     return memo[key]
 
 
-def weight_bytes(model: ov.Model) -> tuple[int, int]:
-    """(stored, read per inference) bytes of the graph's constants."""
+def weight_bytes(model: ov.Model) -> tuple[int, int, int]:
+    """(stored, read per inference, footprint) bytes of the graph's constants: the footprint counts each
+    constant read once however often it is read (the buffer a stage streams over and over)."""
     derived = _constant_derived(model)
     memo: dict[int, frozenset] = {}
     stored = sum(op.get_byte_size() for op in model.get_ordered_ops() if op.get_type_name() == "Constant")
     read = 0
+    touched: set = set()
     for node in model.get_ordered_ops():
         if _key(node) in derived:
             continue
@@ -87,8 +90,10 @@ def weight_bytes(model: ov.Model) -> tuple[int, int]:
             source = port.get_source_output().get_node()
             if _key(source) not in derived or (node.get_type_name() == "Gather" and index == 0):
                 continue
-            read += sum(size for _, size in _closure_bytes(source, derived, memo))
-    return stored, read
+            closure = _closure_bytes(source, derived, memo)
+            read += sum(size for _, size in closure)
+            touched |= closure
+    return stored, read, sum(size for _, size in touched)
 
 
 def node_flops(node: ov.Node) -> int:
@@ -118,9 +123,9 @@ def node_flops(node: ov.Node) -> int:
 
 
 def graph_cost(model: ov.Model) -> GraphCost:
-    stored, read = weight_bytes(model)
+    stored, read, footprint = weight_bytes(model)
     flops = sum(node_flops(op) for op in model.get_ordered_ops() if op.get_type_name() in COMPUTE_OPS)
-    return GraphCost(stored, read, flops)
+    return GraphCost(stored, read, flops, footprint)
 
 
 def read_graph_cost(xml: Path, core: ov.Core | None = None) -> GraphCost:

@@ -1,9 +1,12 @@
-"""This machine's physical limits, measured in the same run as the model: copy bandwidth and matmul peak.
+"""This machine's physical limits, measured in the same run as the model: read bandwidth and matmul peak.
 
 Both are measured with the thread count the model uses, so "share of the limit" compares like with like.
-The bandwidth is a STREAM-style copy (bytes read + bytes written, per second) of a buffer at least 4x the
-last-level cache; the compute peak is a large MatMul with a constant weight (the FullyConnected path the
-model's projections take) through OpenVINO, once per inference precision the CPU offers.
+The read bandwidth comes from the native streaming kernel (read_limit.py), once per stage over a buffer
+of that stage's own weight footprint: weights that fit the last-level cache are judged against the
+cache, the rest against DRAM. Without the native library there is no read figure (`read_unavailable`
+says why) and no memory-bound share is computed. The compute peak is a large MatMul with a constant
+weight (the FullyConnected path the model's projections take) through OpenVINO, once per inference
+precision the CPU offers.
 """
 
 from __future__ import annotations
@@ -11,27 +14,29 @@ from __future__ import annotations
 import os
 import resource
 import statistics
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-MIN_COPY_BYTES = 256 << 20
+from qwen3tts.bench import read_limit
+from qwen3tts.bench.read_limit import ReadLimit
+
 MATMUL_SIZE = 2048  # M = K = N: 17 GFLOP per call, a few hundred ms on 2 cores
 
 
 @dataclass(frozen=True)
 class MachineLimits:
-    """Measured limits; `peak_flops` maps f32 / bf16 / int8_weights to FLOP/s."""
+    """Measured limits; `peak_flops` maps f32 / bf16 / int8_weights to FLOP/s; `read` maps a stage to the
+    read bandwidth over a buffer of its weight footprint (empty, with `read_unavailable`, without the
+    native library)."""
 
-    copy_bandwidth: float  # bytes/s, the best over thread counts
-    copy_bandwidth_by_threads: dict[int, float]
+    read: dict[str, ReadLimit]
     peak_flops: dict[str, float] = field(default_factory=dict)
     llc_bytes: int = 0
-    copy_buffer_bytes: int = 0
     threads: int = 1
+    read_unavailable: str | None = None
 
 
 def last_level_cache_bytes() -> int:
@@ -50,28 +55,6 @@ def last_level_cache_bytes() -> int:
 
 def cpu_count() -> int:
     return len(os.sched_getaffinity(0))
-
-
-def copy_bandwidth(num_threads: int, num_bytes: int, repeats: int = 7) -> float:
-    """Median bytes/s of copying `num_bytes` split over `num_threads` (numpy releases the GIL in copyto)."""
-    src = np.ones(num_bytes // 8, dtype=np.float64)
-    dst = np.zeros_like(src)
-    bounds = np.linspace(0, src.size, num_threads + 1).astype(int)
-    slices = [slice(bounds[i], bounds[i + 1]) for i in range(num_threads)]
-
-    def copy_part(part: slice) -> None:
-        np.copyto(dst[part], src[part])
-
-    times = []
-    for _ in range(repeats + 1):  # the first pass faults the pages in and is dropped
-        workers = [threading.Thread(target=copy_part, args=(part,)) for part in slices]
-        started = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        times.append(time.perf_counter() - started)
-    return 2 * src.nbytes / statistics.median(times[1:])
 
 
 def matmul_peak(
@@ -117,13 +100,16 @@ def cpu_precisions() -> list[str]:
     return ["f32"] + (["bf16"] if "BF16" in capabilities else [])
 
 
-def measure(num_threads: int) -> MachineLimits:
-    llc = last_level_cache_bytes()
-    buffer = max(MIN_COPY_BYTES, 4 * llc)
-    by_threads = {n: copy_bandwidth(n, buffer) for n in sorted({1, num_threads})}
+def measure(num_threads: int, footprints: dict[str, int], library: Path | None = None) -> MachineLimits:
+    """The limits at `num_threads`; `footprints` maps a stage to the weight bytes it reads (its buffer);
+    `library`: the native library (default: native/build/ of this tree, as for the op)."""
+    kernel, unavailable = read_limit.load(library)
+    read = {}
+    if kernel is not None:
+        read = {stage: kernel.measure(max(1, size), num_threads) for stage, size in footprints.items()}
     peaks = {precision: matmul_peak(precision, num_threads) for precision in cpu_precisions()}
     peaks["int8_weights"] = matmul_peak("f32", num_threads, int8_weights=True)
-    return MachineLimits(max(by_threads.values()), by_threads, peaks, llc, buffer, num_threads)
+    return MachineLimits(read, peaks, last_level_cache_bytes(), num_threads, unavailable)
 
 
 def peak_rss_bytes() -> int:

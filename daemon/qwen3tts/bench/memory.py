@@ -78,47 +78,52 @@ def mapped_file_names() -> set[str]:
 
 
 class RssLedger:
-    """Records the resident-set growth of each component's read + compile (attach before loading), and
-    which files each one mapped (its weight files, or the compile-cache blob it was imported from).
+    """Records the resident-set growth of each component's load (attach before loading), and which files
+    each one mapped (its weight files, or the compile-cache blob it was imported from).
 
-    The loader reads a graph, may transform it (the talker's PagedAttention pass), then compiles it;
-    the growth from a read up to the end of the next compile is that component's.
+    A timeline of marks: each compile and each warm-up ends with a mark, and the growth since the
+    previous mark is that component's: its read, transformation (the talker's PagedAttention pass) and
+    compile, then its first inferences (repacked weights) net of the weight-file pages given back after
+    them (runtime/warm_up.py). Growth after the last mark (tokenizer, host tables, KV pool) is not a
+    graph's: `last_mark` is where it starts.
     """
 
     def __init__(self):
         self.deltas: dict[str, int] = defaultdict(int)
         self.files: dict[str, set[str]] = defaultdict(set)
         self.before_load = rss_bytes()
-        self._read_started: int | None = None
-        self._mapped_before: set[str] = set()
+        self.last_mark = self.before_load
+        self._mapped_before: set[str] | None = None
+
+    def mark(self, component: str) -> None:
+        now = rss_bytes()
+        self.deltas[component] += now - self.last_mark
+        self.last_mark = now
 
     @classmethod
     def attach(cls, compiler) -> RssLedger:
         """Wrap `compiler.read`, `compiler.compile` and `compiler.warm_up` (any PartCompiler) on this
         instance; a warm-up's growth (first inferences of dynamic-shape graphs) counts for its component."""
         ledger = cls()
-        read, compile_ = compiler.read, compiler.compile
+        read, compile_, warm_up = compiler.read, compiler.compile, compiler.warm_up
 
         def read_and_note(path):
-            if ledger._read_started is None:
-                ledger._read_started = rss_bytes()
+            if ledger._mapped_before is None:
                 ledger._mapped_before = mapped_file_names()
             return read(path)
 
         def compile_and_note(component, *args, **kwargs):
-            before = ledger._read_started if ledger._read_started is not None else rss_bytes()
             result = compile_(component, *args, **kwargs)
-            ledger.deltas[component] += rss_bytes() - before
-            ledger.files[component] |= mapped_file_names() - ledger._mapped_before
-            ledger._read_started = None
+            ledger.mark(component)
+            ledger.files[component] |= mapped_file_names() - (ledger._mapped_before or set())
+            ledger._mapped_before = None
             return result
 
         def warm_up_and_note(component, run):
-            before = rss_bytes()
-            warm_up(component, run)
-            ledger.deltas[component] += rss_bytes() - before
+            result = warm_up(component, run)
+            ledger.mark(component)
+            return result
 
-        warm_up = compiler.warm_up
         compiler.read, compiler.compile, compiler.warm_up = read_and_note, compile_and_note, warm_up_and_note
         return ledger
 
@@ -188,6 +193,27 @@ def resident_by_component(section: dict, mapping: dict[str, dict[str, int]] | No
     process = status_bytes()
     accounted = sum(c["file_bytes"] + c["anonymous_bytes"] for c in out.values())
     out["other"] = {"bytes": max(0, process.get("VmRSS", 0) - accounted)}
+    return out
+
+
+def components(
+    baseline: dict[str, int], ledger: RssLedger, loaded_rss: int, after_runs_rss: int
+) -> dict[str, int]:
+    """The resident set after the runs, split into consecutive growths (bytes; a step that gave pages
+    back is negative), so that they add up to it exactly:
+
+    - `baseline` (measured by the caller before it imported the rest): the interpreter, the CLI, numpy;
+    - `openvino_and_bench`: imports and the OpenVINO core up to the first graph read;
+    - one entry per graph (talker, codec, code_predictor, speaker_encoder): its RssLedger delta;
+    - `tokenizer_tables_kv_pool`: the rest of the load (tokenizer, host tables, KV pool: a pool's pages
+      count only once written, so most of it shows under `runs`);
+    - `runs`: growth while the workloads ran (KV blocks written, activations of larger batches).
+    """
+    out = dict(baseline)
+    out["openvino_and_bench"] = ledger.before_load - sum(baseline.values())
+    out.update(ledger.deltas)
+    out["tokenizer_tables_kv_pool"] = loaded_rss - ledger.last_mark
+    out["runs"] = after_runs_rss - loaded_rss
     return out
 
 

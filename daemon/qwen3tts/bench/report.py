@@ -21,8 +21,7 @@ def markdown(report: dict) -> str:
         f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
         f"KV {b['kv_cache_precision']}",
         "",
-        f"{m['cpu']}, {w['threads']} threads; copy bandwidth {m['copy_bandwidth'] / 1e9:.1f} GB/s; "
-        "matmul peak "
+        f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
         + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
         + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
         f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
@@ -50,18 +49,23 @@ def markdown(report: dict) -> str:
         )
     lines += [
         "",
-        "Share of each stage's physical limit (roofline: max(bytes / bandwidth, FLOPs / peak)):",
+        "Share of each stage's physical limit. Share of read limit: bytes read per second over the stage's "
+        "read limit above (bytes are the weights and, for the talker, the KV cache read). Share: of the "
+        "roofline, max(bytes / read limit, FLOPs / peak), whose denominator the last column names:",
         "",
-        "| batch | stage | MB/frame | GFLOP/frame | bound | limit ms/frame | measured ms/frame | share |",
-        "|---|---|---|---|---|---|---|---|",
+        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | share of read limit | bound "
+        "| limit ms/frame | measured ms/frame | share | of |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for batch, s in report["batches"].items():
         for stage, lim in s.get("limits", {}).items():
             lines.append(
-                f"| {batch} | {stage} | {lim['bytes_per_frame'] / 1e6:.0f} "
-                f"| {lim['flops_per_frame'] / 1e9:.2f} "
-                f"| {lim['bound']} | {lim['limit_ms_per_frame']:.1f} | {lim['measured_ms_per_frame']:.1f} "
-                f"| {100 * lim['share_of_limit']:.0f} % |"
+                f"| {batch} | {stage} | {lim['weight_bytes_per_frame'] / 1e6:.1f} "
+                f"| {lim['flops_per_frame'] / 1e9:.2f} | {lim['weight_gb_per_s']:.1f} "
+                f"| {_percent(lim['share_of_read_limit'])} | {lim['bound'] or '-'} "
+                f"| {_number(lim['limit_ms_per_frame'], '.1f')} "
+                f"| {lim['measured_ms_per_frame']:.1f} | {_percent(lim['share_of_limit'])} "
+                f"| {lim['denominator']} |"
             )
     lines += ["", "| concurrent requests | time to first audio p50 | p95 |", "|---|---|---|"]
     for concurrency, t in report["ttfa"].items():
@@ -72,9 +76,24 @@ def markdown(report: dict) -> str:
         f"{report['kv_bytes_per_audio_second'] / 2**10:.0f} KiB per second of audio per stream; "
         f"load {report['load_s']:.1f} s.",
     ]
+    lines += _memory_lines(report.get("memory", {}))
     lines += _reference_lines(report.get("reference"))
     lines += _profile_lines(report.get("profile") or {})
     return "\n".join(lines) + "\n"
+
+
+def _memory_lines(section: dict) -> list[str]:
+    """The resident set after the runs as consecutive growths per component (bench/memory.components)."""
+    parts = section.get("components")
+    if not parts:
+        return []
+    total = sum(parts.values())
+    return [
+        "",
+        f"Resident after the runs, {total / 2**20:.0f} MiB, by component (MiB of growth, in load order): "
+        + ", ".join(f"{name} {value / 2**20:.0f}" for name, value in parts.items())
+        + ".",
+    ]
 
 
 def _reference_lines(reference: dict | None) -> list[str]:
@@ -113,6 +132,24 @@ def _profile_lines(profile: dict) -> list[str]:
             for op in ops
         ]
     return lines
+
+
+def _read_limits(machine: dict) -> str:
+    """The read limit of each stage (the denominator of its memory-bound share), or why there is none."""
+    if not machine.get("read"):
+        return f"read limit NOT MEASURED ({machine.get('read_unavailable')}), so no memory-bound share"
+    return "read limit (native streaming read over the stage's weight footprint) " + ", ".join(
+        f"{stage} {r['bytes_per_s'] / 1e9:.1f} GB/s over {r['buffer_bytes'] / 1e6:.1f} MB"
+        for stage, r in machine["read"].items()
+    )
+
+
+def _number(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _percent(share) -> str:
+    return "-" if share is None else f"{100 * share:.0f} %"
 
 
 def _precisions(precision: dict) -> str:

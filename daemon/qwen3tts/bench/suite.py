@@ -77,7 +77,8 @@ def bench_settings(settings: Settings, options: BenchOptions) -> Settings:
     return dataclasses.replace(settings, engine=engine)
 
 
-def run_suite(options: BenchOptions, settings: Settings) -> dict:
+def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str, int] | None = None) -> dict:
+    """`baseline_rss`: resident bytes the caller measured before importing the bench (memory.components)."""
     from qwen3tts.runtime.loader import load_runtime
 
     bundle, checkpoint = prepare_bundle(options)
@@ -104,26 +105,34 @@ def run_suite(options: BenchOptions, settings: Settings) -> dict:
     finally:
         if reference is not None:
             reference.close()
-    peak_rss = machine.peak_rss_bytes()
+    peak_rss = machine.peak_rss_bytes()  # before the read limit's buffers, which are not the model's
+    after_runs = memory.status_bytes()
+    used = {
+        **loaded_memory,
+        "after_runs": after_runs,
+        "resident_by_component": memory.resident_by_component(loaded_memory),
+        "components": memory.components(
+            baseline_rss or {}, ledger, loaded_memory["process"]["VmRSS"], after_runs["VmRSS"]
+        ),
+    }
     profile = top_operations(compiler) if options.profile else {}
-    limits = machine.measure(threads)
+    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
+    limits = machine.measure(threads, costs.footprints(), settings.devices.native_library)
     return _report(
         runtime,
         compiler,
         work,
         options,
         limits,
+        costs,
         runs,
         pairs,
         ttfa,
         reference,
         {
             "peak_rss_bytes": peak_rss,
-            "memory": {
-                **loaded_memory,
-                "after_runs": memory.status_bytes(),
-                "resident_by_component": memory.resident_by_component(loaded_memory),
-            },
+            "memory": used,
             "load_s": load_seconds,
             "threads": threads,
             "loadavg_before": load_before,
@@ -211,13 +220,15 @@ def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[
     return kinds
 
 
-def _report(runtime, compiler, work, options, limits, runs, pairs, ttfa, reference, facts) -> dict:
+def _kv_bytes_per_token(runtime) -> float:
     runner = runtime.runner
-    kv_per_token = runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
-    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    return runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
+
+
+def _report(runtime, compiler, work, options, limits, costs, runs, pairs, ttfa, reference, facts) -> dict:
+    kv_per_token, kinds = costs.kv_bytes_per_token, costs.peak_kind
     for kind in set(kinds.values()) - set(limits.peak_flops):
         limits.peak_flops[kind] = machine.matmul_peak(kind, limits.threads)
-    costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, kv_per_token, kinds)
     summaries = [analysis.summarize_run(run, costs, limits) for run in runs]
     by_batch = {
         b: analysis.median_summary([s for s in summaries if s["batch"] == b]) for b in options.batch_sizes

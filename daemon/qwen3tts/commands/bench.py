@@ -70,7 +70,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", type=Path, metavar="OUT", help="write a PNG plot (needs matplotlib)")
 
 
+def _resident_bytes() -> int:
+    """VmRSS of this process (Linux; 0 elsewhere), read without importing anything heavy."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next(line for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+    return int(line.split()[1]) * 1024
+
+
+def _baseline_rss() -> dict[str, int]:
+    """The interpreter with the CLI and numpy (the settings already import it): measured before the
+    bench imports OpenVINO."""
+    import numpy  # noqa: F401
+
+    return {"python_numpy_and_cli": _resident_bytes()}
+
+
 def bench(args: argparse.Namespace, settings: Settings) -> int:
+    baseline = _baseline_rss()
     from qwen3tts.bench import report
     from qwen3tts.bench.suite import BenchOptions, run_suite
     from qwen3tts.paths import cache_dir
@@ -96,7 +115,7 @@ def bench(args: argparse.Namespace, settings: Settings) -> int:
         reference_batch_sizes=args.reference_batch_sizes or (1, max(args.batch_sizes)),
         checkpoint=args.checkpoint,
     )
-    result = run_suite(options, settings)
+    result = run_suite(options, settings, baseline)
     if args.json:
         report.write_json(result, args.json)
     if args.plot:

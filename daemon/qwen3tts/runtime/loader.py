@@ -100,11 +100,14 @@ def load_runtime(
     talker, plan.placements["talker"] = compiler.compile(
         "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
     )
-    released["talker"] = _settle_on_cpu(
-        plan,
+    released["talker"] = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
         "talker",
-        [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
-        lambda: warm_up_talker(talker, spec.talker.hidden_size),
+        lambda: _settle_on_cpu(
+            plan,
+            "talker",
+            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+            lambda: warm_up_talker(talker, spec.talker.hidden_size),
+        ),
     )
     # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
     # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
@@ -120,11 +123,14 @@ def load_runtime(
         predictor, plan.placements["code_predictor"] = compiler.compile(
             "code_predictor", native("code_predictor", predictor_model), prefs["code_predictor"]
         )
-        released["code_predictor"] = _settle_on_cpu(
-            plan,
+        released["code_predictor"] = compiler.warm_up(
             "code_predictor",
-            _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
-            lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
+            lambda: _settle_on_cpu(
+                plan,
+                "code_predictor",
+                _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
+                lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
+            ),
         )
     num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
