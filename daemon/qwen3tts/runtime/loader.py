@@ -128,7 +128,9 @@ def load_runtime(
             lambda: _settle_on_cpu(
                 plan,
                 "code_predictor",
-                _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
+                _weight_files(
+                    bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before
+                ),
                 lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
             ),
         )
