@@ -68,8 +68,10 @@ class OVRunner:
     ):
         self.spec = spec
         self._talker = PagedTalker(talker, num_kv_blocks)
-        # the plugin's graph, or the fused native frame (runtime/native_decode/)
-        self._fused_code_predictor = None if isinstance(code_predictor, ov.CompiledModel) else code_predictor
+        # the fused native frame (runtime/native_decode/), or the plugin's graph (a CompiledModel, or a
+        # stand-in for one such as the bench's recording proxy)
+        fused = isinstance(code_predictor, NativeCodePredictor)
+        self._fused_code_predictor = code_predictor if fused else None
         self._code_predictor = None if self._fused_code_predictor else code_predictor.create_infer_request()
         self.code_predictor_path = f"native {code_predictor.isa}" if self._fused_code_predictor else "plugin"
         self.codec_models = codec
