@@ -171,7 +171,7 @@ async def _start(servers: Servers, name: str, sock: socket.socket, token: str | 
     if name == "renderer":
         from qwen3tts.servers.renderer.site import start_renderer
 
-        servers.renderer = await start_renderer(sock, config, outlet)
+        servers.renderer = await start_renderer(sock, config, outlet, files)
         servers._closers.append(servers.renderer.close)
         return
     if name == "wyoming":

@@ -9,6 +9,7 @@ import socket
 
 import aiohttp
 from aiohttp import web
+from async_upnp_client.exceptions import UpnpError
 from async_upnp_client.profiles.dlna import TransportState
 from renderer_rig import WAIT_S, renderer_rig
 
@@ -112,6 +113,41 @@ def test_a_body_that_never_arrives_is_dropped_after_the_read_timeout():
     status, state = run(scenario, "servers.read_timeout_s=0.5")
     assert status.startswith(b"HTTP/1.1 408")
     assert state == TransportState.NO_MEDIA_PRESENT  # and it still answers
+
+
+def test_connections_over_the_per_client_cap_get_a_503_and_the_renderer_serves_again_after():
+    async def scenario(rig):
+        host, port = rig.servers.renderer.description_url.split("/")[2].split(":")
+        held = [await asyncio.open_connection(host, int(port)) for _ in range(2)]
+        reader, writer = await asyncio.open_connection(host, int(port))  # one over the cap
+        async with asyncio.timeout(WAIT_S):
+            refused = await reader.read()
+        for _, held_writer in [*held, (reader, writer)]:
+            held_writer.close()
+            await held_writer.wait_closed()
+        async with asyncio.timeout(WAIT_S):
+            while True:  # the slots come free as the renderer sees the closes
+                try:
+                    await rig.dmr.async_update()
+                    return refused, rig.dmr.transport_state
+                except UpnpError:
+                    await asyncio.sleep(0.1)
+
+    refused, state = run(scenario, "servers.max_connections_per_client=2")
+    assert refused.startswith(b"HTTP/1.1 503") and b"max_connections_per_client" in refused
+    assert state == TransportState.NO_MEDIA_PRESENT
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_idle_timeout():
+    async def scenario(rig):
+        host, port = rig.servers.renderer.description_url.split("/")[2].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        async with asyncio.timeout(WAIT_S):
+            closed = await reader.read()
+        writer.close()
+        return closed
+
+    assert run(scenario, "servers.idle_timeout_s=0.5") == b""
 
 
 def test_subscriptions_only_call_back_the_subscriber_and_are_bounded():

@@ -25,6 +25,8 @@ from async_upnp_client.server import (
 )
 
 from qwen3tts.errors import ConfigError
+from qwen3tts.servers.limits import FileBudget
+from qwen3tts.servers.renderer.connections import gated_listener
 from qwen3tts.servers.renderer.device import friendly_name, renderer_device_class
 from qwen3tts.servers.renderer.fetch import FetchLimits
 from qwen3tts.servers.renderer.guard import RequestGuard
@@ -57,7 +59,9 @@ class RendererSite:
                 log.warning("renderer: closing: %s: %s", type(exc).__name__, exc)
 
 
-async def start_renderer(sock: socket.socket, servers_config, outlet: MediaOutlet) -> RendererSite:
+async def start_renderer(
+    sock: socket.socket, servers_config, outlet: MediaOutlet, files: FileBudget
+) -> RendererSite:
     """Serve the renderer on the listening `sock`; SSDP too when `servers.renderer.ssdp`."""
     config = servers_config.renderer
     host = announced_address(config.host)
@@ -82,7 +86,7 @@ async def start_renderer(sock: socket.socket, servers_config, outlet: MediaOutle
     runner = web.AppRunner(_application(device, servers_config), access_log=None)
     await runner.setup()
     closers.append(runner.cleanup)
-    await web.SockSite(runner, sock).start()
+    closers.append(gated_listener(sock, runner, servers_config, files).close)
     if config.ssdp:
         for part in (
             SsdpSearchResponder(device, source=(host, 0)),
