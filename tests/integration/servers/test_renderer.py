@@ -182,3 +182,21 @@ def test_found_by_an_ssdp_search_on_loopback_where_home_assistant_looks_for_rend
     assert answer["location"] == description_url  # where Home Assistant's UpnpFactory reads the device
     assert answer["st"] == DEVICE_TYPE
     assert answer["_host"] == "127.0.0.1"  # answered from loopback
+
+
+def test_stop_while_the_media_is_still_fetched_drops_it_and_the_next_url_plays():
+    async def scenario(rig):
+        await rig.dmr.async_set_transport_uri(f"{rig.media_base}/slow.wav", "Slow", meta_data="")
+        playing = asyncio.create_task(rig.dmr.async_play())
+        await rig.wait_state(TransportState.TRANSITIONING)
+        await rig.dmr.async_stop()
+        with pytest.raises(UpnpActionResponseError) as dropped:
+            await playing
+        await rig.play("/hello.wav")
+        await rig.wait_state(TransportState.PLAYING)
+        return dropped.value.error_code, rig.outlet
+
+    code, outlet = run(scenario, "servers.renderer.fetch_timeout_s=25")
+    assert code == 715
+    assert [media.title for media in outlet.media] == ["Hello"]  # the slow one never reached the outlet
+    assert outlet.stopped == []  # nothing of it was playing to cut

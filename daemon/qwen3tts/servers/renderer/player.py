@@ -18,6 +18,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import aiohttp
@@ -42,7 +43,8 @@ class PlayerLimits:
 class Player:
     """What the AVTransport and RenderingControl services read and change (loop thread only)."""
 
-    def __init__(self, outlet: MediaOutlet, limits: PlayerLimits, session: aiohttp.ClientSession):
+    def __init__(self, outlet: MediaOutlet, limits: PlayerLimits, session: aiohttp.ClientSession,
+                 decoder: Executor):  # fmt: skip
         self.outlet = outlet
         self.limits = limits
         self.session = session
@@ -58,6 +60,7 @@ class Player:
         self._local_id: str | None = None  # ours, carried by the outlet's events
         self._started_at: float | None = None
         self._loading: asyncio.Task | None = None
+        self._decoder = decoder  # one thread: decodes never pile up, whatever a controller sends
         self._numbers = itertools.count(1)
         self._listeners: list[Callable[[], None]] = []
         self._loop = asyncio.get_running_loop()
@@ -107,7 +110,8 @@ class Player:
     async def _load(self, number: int, controller: str | None) -> None:
         try:
             data = await fetch_media(self.session, self.uri, self.limits.fetch)
-            pcm = await asyncio.to_thread(decode_media, data, self.limits.max_seconds)
+            decoding = self._loop.run_in_executor(self._decoder, decode_media, data, self.limits.max_seconds)
+            pcm = await decoding
             announce = controller is not None and controller in self.limits.announce_sources
             media = Media(pcm=pcm, title=self.title, url=self.uri, announce=announce, gain=self.gain)
             play_id = self.outlet.play(media, self._event_callback(f"r{number}"))
@@ -118,7 +122,8 @@ class Player:
             self._set_state("STOPPED")
             raise MediaError(str(exc), code) from None
         finally:
-            self._loading = None
+            if self._loading is asyncio.current_task():  # a cut may already have started the next one
+                self._loading = None
         self._play_id, self._local_id, self.duration = play_id, f"r{number}", media.seconds
         log.info(
             "renderer: play %d handed on as %s: %r, %.1f s, %s, from %s",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import aiohttp
@@ -79,7 +80,13 @@ async def start_renderer(
         config.max_media_s,
         tuple(config.announce_sources),
     )
-    player = Player(outlet, limits, session)
+    decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="renderer-decode")
+
+    async def stop_decoding() -> None:  # a decode under way ends by its own limits; nothing waits for it
+        decoder.shutdown(wait=False, cancel_futures=True)
+
+    closers.append(stop_decoding)
+    player = Player(outlet, limits, session, decoder)
     for service in device.all_services:
         if hasattr(service, "attach"):
             service.attach(player)
