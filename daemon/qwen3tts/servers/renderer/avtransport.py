@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET  # builds the library's descriptor stubs only
 from async_upnp_client.client import UpnpRequester
 from async_upnp_client.const import ServiceInfo
 from async_upnp_client.exceptions import UpnpActionError
-from async_upnp_client.server import UpnpServerService, callable_action, create_event_var, create_state_var
+from async_upnp_client.server import callable_action, create_event_var, create_state_var
 
-from qwen3tts.servers.renderer.events import AVT_EVENT_NS, last_change, upnp_time
+from qwen3tts.servers.renderer.events import AVT_EVENT_NS, EventingService, last_change, upnp_time
 from qwen3tts.servers.renderer.fetch import MediaError
 from qwen3tts.servers.renderer.guard import controller_address
 from qwen3tts.servers.renderer.player import Player
@@ -50,7 +50,7 @@ def check_instance(instance_id: int) -> None:
         raise UpnpActionError(error_code=INVALID_INSTANCE_ID, error_desc="Invalid InstanceID")
 
 
-class AVTransportService(UpnpServerService):
+class AVTransportService(EventingService):
     SERVICE_DEFINITION = ServiceInfo(
         service_id="urn:upnp-org:serviceId:AVTransport",
         service_type="urn:schemas-upnp-org:service:AVTransport:1",

@@ -12,13 +12,13 @@ from async_upnp_client.server import UpnpServerService, callable_action, create_
 
 from qwen3tts.servers.renderer.avtransport import check_instance
 from qwen3tts.servers.renderer.decode import SINK_TYPES
-from qwen3tts.servers.renderer.events import RCS_EVENT_NS, last_change
+from qwen3tts.servers.renderer.events import RCS_EVENT_NS, EventingService, last_change
 from qwen3tts.servers.renderer.player import Player
 
 SINK_PROTOCOL_INFO = ",".join(f"http-get:*:{kind}:*" for kind in SINK_TYPES)
 
 
-class RenderingControlService(UpnpServerService):
+class RenderingControlService(EventingService):
     SERVICE_DEFINITION = ServiceInfo(
         service_id="urn:upnp-org:serviceId:RenderingControl",
         service_type="urn:schemas-upnp-org:service:RenderingControl:1",

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 NOTIFY_TIMEOUT_S = 5  # an event subscriber that does not take its NOTIFY in this time is skipped
 MAX_FETCH_CONNECTIONS = 2
+SHUTDOWN_S = 2.0  # requests still running at stop (a Play fetching, an event being sent) get this long
 
 
 class RendererSite:
@@ -90,7 +91,8 @@ async def start_renderer(
     for service in device.all_services:
         if hasattr(service, "attach"):
             service.attach(player)
-    runner = web.AppRunner(_application(device, servers_config), access_log=None)
+    runner = web.AppRunner(_application(device, servers_config), access_log=None,
+                           shutdown_timeout=SHUTDOWN_S)  # fmt: skip
     await runner.setup()
     closers.append(runner.cleanup)
     closers.append(gated_listener(sock, runner, servers_config, files).close)
