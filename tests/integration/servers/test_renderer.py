@@ -200,3 +200,28 @@ def test_stop_while_the_media_is_still_fetched_drops_it_and_the_next_url_plays()
     assert code == 715
     assert [media.title for media in outlet.media] == ["Hello"]  # the slow one never reached the outlet
     assert outlet.stopped == []  # nothing of it was playing to cut
+
+
+class FailingOnceOutlet(RecordingOutlet):
+    """An outlet with a bug: its first play raises what nobody expects."""
+
+    def play(self, media, on_event) -> str:
+        if not hasattr(self, "failed"):
+            self.failed = True
+            raise RuntimeError("a bug in the outlet")
+        return super().play(media, on_event)
+
+
+def test_an_outlet_that_fails_unexpectedly_fails_that_play_only():
+    async def scenario(rig):
+        with pytest.raises(UpnpActionResponseError):
+            await rig.play("/hello.wav")
+        await rig.dmr.async_update()
+        state = rig.dmr.transport_state
+        await rig.play("/hello.wav", title="Next")
+        await rig.wait_state(TransportState.PLAYING)
+        return state, rig.outlet
+
+    state, outlet = run(scenario, outlet=FailingOnceOutlet())
+    assert state == TransportState.STOPPED  # not left in TRANSITIONING
+    assert [media.title for media in outlet.media] == ["Next"]

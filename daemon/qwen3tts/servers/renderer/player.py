@@ -114,26 +114,21 @@ class Player:
             pcm = await decoding
             announce = controller is not None and controller in self.limits.announce_sources
             media = Media(pcm=pcm, title=self.title, url=self.uri, announce=announce, gain=self.gain)
-            play_id = self.outlet.play(media, self._event_callback(f"r{number}"))
+            self._play_id = self.outlet.play(media, self._event_callback(f"r{number}"))
+            self._local_id, self.duration = f"r{number}", media.seconds
         except (MediaError, OutletRefused) as exc:
             code = exc.code if isinstance(exc, MediaError) else CONTENT_BUSY
             log.warning("renderer: play %d of %s refused: %s", number, self.uri[:200], exc)
             self.status = "ERROR_OCCURRED"
-            self._set_state("STOPPED")
             raise MediaError(str(exc), code) from None
         finally:
-            if self._loading is asyncio.current_task():  # a cut may already have started the next one
+            if self._loading is asyncio.current_task():  # else a cut already moved on to what follows
                 self._loading = None
-        self._play_id, self._local_id, self.duration = play_id, f"r{number}", media.seconds
-        log.info(
-            "renderer: play %d handed on as %s: %r, %.1f s, %s, from %s",
-            number,
-            play_id,
-            self.title,
-            media.seconds,
-            "announcement" if announce else "stream",
-            controller,
-        )
+                if self._play_id is None:  # nothing handed on, whatever went wrong: not stuck in between
+                    self._set_state("STOPPED")
+        kind = "announcement" if announce else "stream"
+        log.info("renderer: play %d handed on as %s: %r, %.1f s, %s, from %s", number, self._play_id,
+                 self.title, media.seconds, kind, controller)  # fmt: skip
 
     def stop(self) -> None:
         self._cut("Stop")
