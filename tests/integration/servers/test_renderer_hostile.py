@@ -189,6 +189,8 @@ def test_a_busy_port_or_an_open_bind_is_a_config_error_naming_the_setting():
         start_servers(
             renderer_settings("servers.renderer.host=0.0.0.0"), None, None, outlet=RecordingOutlet()
         )
+    with pytest.raises(ConfigError, match=r"servers\.renderer\.host: ::1 is IPv6"):
+        start_servers(renderer_settings("servers.renderer.host=::1"), None, None, outlet=RecordingOutlet())
     with pytest.raises(ConfigError, match=r"servers\.renderer\.enabled"):
         start_servers(renderer_settings(), None, None)  # no outlet wired
     taken = socket.socket()

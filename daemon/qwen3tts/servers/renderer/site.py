@@ -66,9 +66,9 @@ async def start_renderer(
 ) -> RendererSite:
     """Serve the renderer on the listening `sock`; SSDP too when `servers.renderer.ssdp`."""
     config = servers_config.renderer
-    host = announced_address(config.host)
-    if ":" in host:
+    if ":" in config.host:
         raise ConfigError(f"servers.renderer.host: {config.host} is IPv6; the renderer is IPv4 only")
+    host = announced_address(config.host)
     name, port = friendly_name(config.name), sock.getsockname()[1]
     device = renderer_device_class(name)(AiohttpRequester(timeout=NOTIFY_TIMEOUT_S), f"http://{host}:{port}")
     session = aiohttp.ClientSession(
