@@ -8,9 +8,10 @@ from qwen3tts.settings_loader import load_settings
 
 def test_disabled_servers_say_so_with_their_ports():
     checks = server_checks(load_settings(None), environ={})
-    assert [c.ok for c in checks] == [True, True]
+    assert [c.ok for c in checks] == [True, True, True]
     assert "wyoming: disabled" in checks[0].text and "10200" in checks[0].text
     assert "http: disabled" in checks[1].text and "8080" in checks[1].text
+    assert "renderer: disabled" in checks[2].text and "49494" in checks[2].text
 
 
 def test_an_enabled_server_reports_its_guard_and_a_taken_port():
@@ -19,11 +20,20 @@ def test_an_enabled_server_reports_its_guard_and_a_taken_port():
         taken.listen(1)
         port = taken.getsockname()[1]
         settings = load_settings(None, ["servers.http.enabled=true", f"servers.http.port={port}"])
-        [_, http] = server_checks(settings, environ={})
+        [_, http, _] = server_checks(settings, environ={})
     assert http.ok and "127.0.0.1" in http.text and "no token" in http.text and "in use" in http.text
 
 
 def test_an_unsafe_network_bind_is_reported_as_a_failure_without_binding():
     settings = load_settings(None, ["servers.wyoming.enabled=true", "servers.wyoming.host=0.0.0.0"])
-    [wyoming, _] = server_checks(settings, environ={})
+    [wyoming, _, _] = server_checks(settings, environ={})
     assert not wyoming.ok and "allow_network" in wyoming.text
+
+
+def test_the_renderer_reports_its_guard_and_refuses_an_open_bind_without_allow_network():
+    settings = load_settings(None, ["servers.renderer.enabled=true", "servers.renderer.host=0.0.0.0"])
+    [*_, refused] = server_checks(settings, environ={})
+    assert not refused.ok and "servers.renderer.allow_network" in refused.text
+    settings = load_settings(None, ["servers.renderer.enabled=true", "servers.renderer.port=1"])
+    [*_, loopback] = server_checks(settings, environ={})
+    assert loopback.ok and "127.0.0.1:1, loopback only, SSDP on" in loopback.text

@@ -73,7 +73,8 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
 
 
 def _server_checks(settings: Settings) -> list:
-    """The Wyoming and HTTP servers: disabled, or their bind, guard and whether the port is free."""
+    """The Wyoming and HTTP servers and the renderer: disabled, or their bind, guard and whether the port
+    is free."""
     from qwen3tts.doctor.check import Check
     from qwen3tts.doctor.servers import server_checks
 

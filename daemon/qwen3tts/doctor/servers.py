@@ -9,7 +9,7 @@ import socket
 from dataclasses import dataclass
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind, is_loopback
+from qwen3tts.servers.auth import check_http_bind, check_renderer_bind, check_wyoming_bind, is_loopback
 from qwen3tts.settings import Settings, read_http_token
 
 
@@ -20,7 +20,8 @@ class Check:
 
 
 def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> list[Check]:
-    """One line per server: disabled, or where it binds, what guards it, and whether the port is free."""
+    """One line per server (Wyoming, HTTP, the renderer): disabled, or where it binds, what guards it, and
+    whether the port is free."""
     config = settings.servers
     checks = []
     wyoming, http = config.wyoming, config.http
@@ -30,20 +31,29 @@ def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> 
         guard = "loopback only" if is_loopback(wyoming.host) else "NETWORK, no authentication: firewall it"
         policy = lambda: check_wyoming_bind(wyoming.host, wyoming.allow_network)  # noqa: E731
         checks.append(_bind_check("wyoming", wyoming.host, wyoming.port, guard, policy))
-    if not http.enabled:
-        checks.append(Check(True, f"http: disabled (servers.http.enabled; port {http.port})"))
+    checks.append(_http_check(http, environ))
+    renderer = config.renderer
+    if not renderer.enabled:
+        checks.append(Check(True, f"renderer: disabled (servers.renderer.enabled; port {renderer.port})"))
     else:
-        try:
-            token = read_http_token(http, environ)
-        except ConfigError as exc:
-            return [*checks, Check(False, f"http: {exc}")]
-        guard = ("bearer token required" if token else "no token") + (
-            "" if is_loopback(http.host) else ", on the network"
-        )
-        checks.append(
-            _bind_check("http", http.host, http.port, guard, lambda: check_http_bind(http.host, token))
-        )
+        guard = "loopback only" if is_loopback(renderer.host) else "NETWORK, no authentication: firewall it"
+        guard += ", SSDP on" if renderer.ssdp else ""
+        policy = lambda: check_renderer_bind(renderer.host, renderer.allow_network)  # noqa: E731
+        checks.append(_bind_check("renderer", renderer.host, renderer.port, guard, policy))
     return checks
+
+
+def _http_check(http, environ: dict[str, str] | None) -> Check:
+    if not http.enabled:
+        return Check(True, f"http: disabled (servers.http.enabled; port {http.port})")
+    try:
+        token = read_http_token(http, environ)
+    except ConfigError as exc:
+        return Check(False, f"http: {exc}")
+    guard = ("bearer token required" if token else "no token") + (
+        "" if is_loopback(http.host) else ", on the network"
+    )
+    return _bind_check("http", http.host, http.port, guard, lambda: check_http_bind(http.host, token))
 
 
 def _bind_check(name: str, host: str, port: int, guard: str, policy) -> Check:

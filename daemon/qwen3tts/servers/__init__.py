@@ -11,6 +11,8 @@ servers disabled (the default) there is no loop and no thread.
     wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
     http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
                 page (status_page.py, its voices: voice_console.py); encoding.py the response formats
+    renderer/   a UPnP/DLNA MediaRenderer: media fetched, decoded and handed to the `outlet` the
+                service passes (renderer/outlet.py)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from concurrent.futures import Future
 from contextlib import ExitStack
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind
+from qwen3tts.servers.auth import check_http_bind, check_renderer_bind, check_wyoming_bind
 from qwen3tts.servers.limits import FileBudget
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
 from qwen3tts.servers.offer import Offer
@@ -47,6 +49,7 @@ class Servers:
         self.metrics = metrics
         self.wyoming_port: int | None = None
         self.http_port: int | None = None
+        self.renderer = None  # renderer/site.py RendererSite while the renderer runs
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closers: list = []  # coroutine functions run on stop
@@ -110,16 +113,24 @@ def start_servers(
     environ: dict[str, str] | None = None,
     text: TextOptions | None = None,
     console=None,
+    outlet=None,
 ) -> Servers:
     """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port.
 
-    `console` (status_page.Console, the running appliance) adds the HTTP server's status page."""
+    `console` (status_page.Console, the running appliance) adds the HTTP server's status page; `outlet`
+    (renderer/outlet.py MediaOutlet) is where the renderer hands its media, needed when it is enabled."""
     config = settings.servers
     token = read_http_token(config.http, environ) if config.http.enabled else None
     if config.http.enabled:
         check_http_bind(config.http.host, token)
     if config.wyoming.enabled:
         check_wyoming_bind(config.wyoming.host, config.wyoming.allow_network)
+    if config.renderer.enabled:
+        check_renderer_bind(config.renderer.host, config.renderer.allow_network)
+        if outlet is None:
+            raise ConfigError(
+                "servers.renderer.enabled: this daemon has nowhere to play the renderer's media"
+            )
     metrics = ServerMetrics(engine, metrics_source)
     pool = StreamPool(
         engine,
@@ -140,18 +151,29 @@ def start_servers(
         if config.http.enabled:
             sockets.append(("http", _bind(config.http.host, config.http.port, "servers.http")))
             undo.callback(sockets[-1][1].close)
+        if config.renderer.enabled:
+            sockets.append(
+                ("renderer", _bind(config.renderer.host, config.renderer.port, "servers.renderer"))
+            )
+            undo.callback(sockets[-1][1].close)
         if sockets:
             servers.start_loop()
             files = FileBudget(config.file_reserve, config.max_connections * len(sockets))
         for name, sock in sockets:
-            servers.call(_start(servers, name, sock, token, config, files, console), timeout=30)
+            servers.call(_start(servers, name, sock, token, config, files, console, outlet), timeout=30)
         undo.pop_all()  # started: nothing to undo
     return servers
 
 
 async def _start(servers: Servers, name: str, sock: socket.socket, token: str | None, config,
-                 files: FileBudget, console=None) -> None:  # fmt: skip
+                 files: FileBudget, console=None, outlet=None) -> None:  # fmt: skip
     port = sock.getsockname()[1]
+    if name == "renderer":
+        from qwen3tts.servers.renderer.site import start_renderer
+
+        servers.renderer = await start_renderer(sock, config, outlet, files)
+        servers._closers.append(servers.renderer.close)
+        return
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 

@@ -42,6 +42,15 @@ def check_wyoming_bind(host: str, allow_network: bool) -> None:
         )
 
 
+def check_renderer_bind(host: str, allow_network: bool) -> None:
+    """ConfigError unless the UPnP renderer may bind `host` (UPnP has no authentication either)."""
+    if not is_loopback(host) and not allow_network:
+        raise ConfigError(
+            f"servers.renderer.host: binding {host} (not loopback) requires "
+            "servers.renderer.allow_network: true — UPnP has no authentication, so firewall the port"
+        )
+
+
 def bearer_ok(header: str | None, token: str) -> bool:
     """Does an Authorization header carry exactly `token`? Compared in constant time."""
     scheme, _, given = (header or "").partition(" ")

@@ -40,6 +40,7 @@ from qwen3tts.service.front_end import text_front_end
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
 from qwen3tts.service.reload import carry_changes, read_settings
+from qwen3tts.service.renderer_outlet import QueueOutlet
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
 from qwen3tts.settings import Settings
@@ -110,7 +111,9 @@ class Service:
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
         offer = replace(offer, defaults=self.announcer.lookahead.defaults)  # one default voice, every door
         console = Console(self)  # the status page's view of the appliance
-        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console)
+        outlet = QueueOutlet(self.announcer)  # where the UPnP renderer's media goes
+        self.servers = start_servers(settings, engine, offer, self._figures, text=self.text, console=console,
+                                     outlet=outlet)  # fmt: skip
         for zone, playback in self.playbacks.items():
             self.supervisor.start(audio_worker(zone), playback.run)
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")

@@ -13,7 +13,12 @@ from qwen3tts.settings.audio import AudioSettings, LoudnessSettings
 from qwen3tts.settings.engine import VIRTUAL_DEVICES, DeviceSettings, EngineSettings, ModelSettings
 from qwen3tts.settings.mqtt import MqttSettings
 from qwen3tts.settings.secrets import read_http_token, read_mqtt_password
-from qwen3tts.settings.servers import HttpServerSettings, ServersSettings, WyomingServerSettings
+from qwen3tts.settings.servers import (
+    HttpServerSettings,
+    RendererServerSettings,
+    ServersSettings,
+    WyomingServerSettings,
+)
 from qwen3tts.settings.speech import (
     AnnouncementSettings,
     CacheSettings,
@@ -47,6 +52,7 @@ __all__ = [
     "ModelSettings",
     "MqttSettings",
     "Priority",
+    "RendererServerSettings",
     "ServersSettings",
     "Settings",
     "SnapcastDuckSettings",

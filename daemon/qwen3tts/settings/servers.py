@@ -49,6 +49,36 @@ class HttpServerSettings:
 
 
 @dataclass(frozen=True)
+class RendererServerSettings:
+    """A UPnP/DLNA MediaRenderer (Home Assistant's DLNA Digital Media Renderer, Music Assistant): media
+    played on it is fetched, decoded and handed to the announcement queue."""
+
+    enabled: bool = False
+    """Serve the renderer and announce it over SSDP. Default false."""
+    host: str = "127.0.0.1"
+    """IPv4 address to bind and advertise; a non-loopback address also needs allow_network. Default
+    127.0.0.1."""
+    port: int = field(default=49494, metadata={"min": 1, "max": 65535})
+    """TCP port of its description and control URLs. Default 49494."""
+    allow_network: bool = False
+    """Permit a non-loopback bind; UPnP has no authentication: firewall the port. Default false."""
+    ssdp: bool = True
+    """Answer SSDP searches and send SSDP announcements on the bound address. Default true."""
+    name: str | None = None
+    """The name controllers show; unique on the network. Default none: qwen3tts <host name>."""
+    announce_sources: tuple[str, ...] = field(default=(), metadata={"may_be_empty": True})
+    """Controller addresses whose media plays at announcement priority; from any other address it plays
+    as a normal, duckable stream. Default none."""
+    max_media_bytes: int = field(default=33_554_432, metadata={"min": 1024})
+    """Largest media file fetched, in bytes. Default 32 MiB."""
+    max_media_s: float = field(default=600.0, metadata={"min": 1.0})
+    """Longest media played, in seconds of audio; longer is refused. Default 600 s."""
+    fetch_timeout_s: float = field(default=20.0, metadata={"min": 1.0, "max": 25.0})
+    """Seconds to fetch a media file (connect, redirects, body); a controller waits this long for Play's
+    answer, so it stays below UPnP's 30 s. Default 20 s."""
+
+
+@dataclass(frozen=True)
 class ServersSettings:
     """Network front doors sharing the engine: audio goes back to the caller, never to the speaker."""
 
@@ -56,6 +86,8 @@ class ServersSettings:
     """The Wyoming server."""
     http: HttpServerSettings = field(default_factory=HttpServerSettings)
     """The HTTP server."""
+    renderer: RendererServerSettings = field(default_factory=RendererServerSettings)
+    """The UPnP/DLNA media renderer."""
     max_concurrent_requests: int = field(default=2, metadata={"min": 1, "max": 64})
     """Network requests synthesised at once over both servers; more are refused as busy. Default 2."""
     max_body_bytes: int = field(default=65536, metadata={"min": 1024})

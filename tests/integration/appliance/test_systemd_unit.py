@@ -86,6 +86,7 @@ def test_the_unit_allows_ip_traffic_only_to_loopback_private_ranges_and_the_mdns
             "fc00::/7",
             "fe80::/10",
             "224.0.0.251",  # mDNS, for the Wyoming zeroconf announcement
+            "239.255.255.250",  # SSDP, for the UPnP renderer
         ]
     )
 
