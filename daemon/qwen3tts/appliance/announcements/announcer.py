@@ -29,11 +29,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.choosing import ChoosingMixin
 from qwen3tts.appliance.announcements.commands import Answer, CommandsMixin
 from qwen3tts.appliance.announcements.endings import EndingsMixin
 from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.play import Play
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
@@ -54,8 +55,10 @@ CUT_STRENGTH = (Cut.TAKEOVER, Cut.BARGE_IN, Cut.SHUTDOWN, Cut.STOP, Cut.FAILURE)
 (a stop during a barge-in or a shutdown: it is gone, not resumed nor kept to replay)."""
 
 OnEvent = Callable[..., None]
-"""on_event(announcement, event, reason, warnings, **zones): `queued`, `started`, ... `error` (docs/mqtt.md);
-`zones=` names the zones a step concerns, `zone=` the one zone whose output failed while the others play."""
+"""on_event(announcement, event, reason, warnings, play=, **zones): `queued`, `started`, ... `error`
+(docs/mqtt.md); `play=` is the play the step is part of (its times, whether it came from the cache) or
+None, `zones=` names the zones a step concerns, `zone=` the one zone whose output failed while the others
+play."""
 
 __all__ = ["Announcer", "Answer"]
 
@@ -90,8 +93,10 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         self._clock = clock
         self._beat = heartbeat
         self._on_change = on_change
-        self.playing: list[Announcement] = []
+        self.playing: list[Play] = []
         """What plays now, in the order it started; their zones never overlap."""
+        self._ahead: dict[str, Play] = {}
+        """Plays prepared for waiting announcements (their first pieces synthesised ahead), by id."""
         self.accepting = True
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_room = threading.Condition()
@@ -103,8 +108,8 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
     # ---- read by other threads (status, metrics) ----
 
     @property
-    def current(self) -> Announcement | None:
-        """The first announcement that plays now (on a box with one zone: the one that plays)."""
+    def current(self) -> Play | None:
+        """The first play now (on a box with one zone: the one that plays)."""
         playing = list(self.playing)
         return playing[0] if playing else None
 
@@ -123,9 +128,9 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         states: dict[str, dict[str, object]] = {
             zone: {"state": "idle", "current_id": None} for zone in self.playbacks
         }
-        for ann in list(self.playing):
-            for zone in ann.play_zones:
-                states[zone] = {"state": "speaking", "current_id": ann.id}
+        for play in list(self.playing):
+            for zone in play.zones:
+                states[zone] = {"state": "speaking", "current_id": play.id}
         return states
 
     # ---- the inbox (any thread) ----
@@ -163,19 +168,36 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
             self._inbox_room.notify_all()
         now = self._clock()
         self._expire(now)
-        for ann in self._synthesising():
-            with self._isolated(ann, "moving its audio"):
-                self._move_pcm(ann)
-        for ann in list(self.playing):
-            with self._isolated(ann, "following its playback"):
-                self._follow_playback(ann)
+        for play in self._synthesising():
+            with self._isolated(play.ann, "moving its audio"):
+                self._move_pcm(play)
+        for play in list(self.playing):
+            with self._isolated(play.ann, "following its playback"):
+                self._follow_playback(play)
         self._choose(now)
         self._submit(now)
         if not self.accepting and not self.playing:
             self._drained.set()
 
-    def _synthesising(self) -> list[Announcement]:
-        return [*self.playing, *(a for a in self.queue.waiting() if a.handles)]
+    def _synthesising(self) -> list[Play]:
+        return [*self.playing, *(play for play in list(self._ahead.values()) if play.handles())]
+
+    def play_of(self, ann_id: str) -> Play | None:
+        """The play of an announcement: playing, or prepared ahead while it waits; None without one."""
+        playing = next((play for play in self.playing if play.id == ann_id), None)
+        return playing or self._ahead.get(ann_id)
+
+    def _drop_ahead(self, ann: Announcement) -> None:
+        """Drop the play prepared for a waiting announcement (its synthesis is cancelled)."""
+        play = self._ahead.pop(ann.id, None)
+        if play is not None:
+            play.drop()
+
+    def _gone(self, ann: Announcement) -> None:
+        """`ann` will not play again: its play ahead is dropped, and the rendition kept for its repeats."""
+        self._drop_ahead(ann)
+        if self.lookahead.replay is not None:
+            self.lookahead.replay.forget(ann.id)
 
     def _isolated(self, ann: Announcement, doing: str):
         return isolated(f"{ann.id}: {doing}", lambda exc: self._fail_now(ann, f"{type(exc).__name__}: {exc}"))
@@ -187,71 +209,64 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         now = self._clock()
         _, expired = self.queue.replay(now)
         for ann in expired:
-            ann.status = AnnouncementStatus.EXPIRED
             self._emit(ann, "expired", "expired while the appliance was down")
         attempts = self.queue.max_attempts
         for ann in self.queue.quarantined:
-            ann.status = AnnouncementStatus.FAILED
             self._emit(ann, "error", f"quarantined: the daemon stopped {attempts} times while it played")
 
     def _expire(self, now: float) -> None:
         for ann in self.queue.expired(now):
             with self._isolated(ann, "expiring"):
-                ann.forget_synthesis()
-                ann.status = AnnouncementStatus.EXPIRED
+                self._gone(ann)
                 self._spool_write("remove an expired announcement", self.queue.discard, ann)
                 self._emit(ann, "expired", "time to live ran out before it could play")
 
     # ---- PCM ----
 
-    def _move_pcm(self, ann: Announcement) -> None:
+    def _move_pcm(self, play: Play) -> None:
         try:
-            self.lookahead.move_pcm(ann)
+            self.lookahead.move_pcm(play)
         except RequestError as exc:
-            self._synthesis_failed(ann, str(exc))
+            self._synthesis_failed(play.ann, str(exc))
 
     # ---- cutting, submitting ----
 
-    def _cut(self, ann: Announcement, cut: Cut) -> None:
-        """Cut the playing announcement within one audio block; its synthesis is cancelled at once.
+    def _cut(self, play: Play, cut: Cut) -> None:
+        """Cut a play within one audio block; its synthesis is cancelled at once.
 
         While it fades out a stronger reason replaces a weaker one (a stop during a barge-in stops it
         for good); never the other way round.
         """
-        if ann.cut is not None and CUT_STRENGTH.index(cut) <= CUT_STRENGTH.index(ann.cut):
+        if play.cut is not None and CUT_STRENGTH.index(cut) <= CUT_STRENGTH.index(play.cut):
             return  # already being cut for this reason or a stronger one
-        ann.cut = cut
-        if cut is Cut.BARGE_IN:
-            ann.status = AnnouncementStatus.INTERRUPTED
-        for handle in ann.handles.values():
-            handle.cancel()
-        if ann.track is not None:
-            # a cut play is not published as a recording (a WAV file): only a failed one, with what
-            # a speaker heard, and plays that ended in order are (docs/operations.md)
-            ann.track.cut(keep_partial=cut is Cut.FAILURE)
+        play.cut = cut
+        play.cancel_from(0)
+        # a cut play is not published as a recording (a WAV file): only a failed one, with what a
+        # speaker heard, and plays that ended in order are (docs/operations.md)
+        play.track.cut(keep_partial=cut is Cut.FAILURE)
 
     def _submit(self, now: float) -> None:
         """Submit what is due: the playing announcements' pieces, then (unless stopping) the queue's."""
-        plan = [ann for ann in self.playing if ann.cut in (None, Cut.TAKEOVER)]
-        if self.accepting:
-            plan += [a for a in self.queue.ordered(now) if a not in self.playing]
-        for ann in [a for a in plan if not a.pieces]:
-            with self._isolated(ann, "preparing its text"):
-                try:
-                    self.lookahead.prepare(ann, use_cache=True)
-                except RequestError as exc:
-                    self._synthesis_failed(ann, str(exc))
-        plan = [a for a in plan if a.pieces and a.status is not AnnouncementStatus.FAILED]
-        for ann in self.lookahead.submit_due(plan):
-            if ann.error is not None and ann.cut is None:
-                self._synthesis_failed(ann, ann.error)
-            elif ann not in self.playing:
-                ann.status = AnnouncementStatus.SYNTHESIZING
+        plan = [play for play in self.playing if play.cut in (None, Cut.TAKEOVER)]
+        for ann in self.queue.ordered(now) if self.accepting else []:
+            play = self._ahead.get(ann.id)
+            if play is None:
+                with self._isolated(ann, "preparing its text"):
+                    try:
+                        play = self._ahead[ann.id] = self.lookahead.prepare(ann, use_cache=True)
+                    except RequestError as exc:
+                        self._synthesis_failed(ann, str(exc))
+            if play is not None and ann.id in self._ahead:
+                plan.append(play)
+        for play in self.lookahead.submit_due(plan):
+            if play.error is not None and play.cut is None:
+                self._synthesis_failed(play.ann, play.error)
 
     # ---- helpers ----
 
-    def _spool_write(self, what: str, change: Callable, *args) -> object:
-        """Apply a queue change that writes the spool; on OSError say so once and go on (returns None)."""
+    def _spool_write(self, what: str, change: Callable, *args) -> tuple[bool, object]:
+        """Apply a queue change that writes the spool: (True, its result); on OSError say so once and go
+        on: (False, None)."""
         try:
             result = change(*args)
         except OSError as exc:
@@ -259,16 +274,18 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
             if trouble != self._spool_trouble:
                 log.error("spool: cannot %s: %s (what is not written replays after a restart)", what, trouble)
             self._spool_trouble = trouble
-            return None
+            return False, None
         self._spool_trouble = None
-        return True if result is None else result
+        return True, result
 
     def _emit(
-        self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = (), **zones
-    ) -> None:
-        """One event; `zones=` (the zones it concerns) and `zone=` (the one that failed) go along."""
+        self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = (),
+        play: Play | None = None, **zones,
+    ) -> None:  # fmt: skip
+        """One event; `play` (the play it is part of), `zones=` (the zones it concerns) and `zone=` (the
+        one that failed) go along."""
         detail = reason or (f"{ann.priority.label}, {len(ann.text)} characters" if event == "queued" else "")
         where = f" in {', '.join(zones['zones'])}" if zones.get("zones") and len(self.playbacks) > 1 else ""
         log.info("%s: %s%s%s", ann.id, event, where, f" ({detail})" if detail else "")
-        self.on_event(ann, event, reason, warnings, **zones)
+        self.on_event(ann, event, reason, warnings, play=play, **zones)
         self._on_change()

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.play import Play
 from qwen3tts.appliance.audio.track import HowToPlay
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
@@ -45,7 +46,7 @@ class ChoosingMixin:
     def _choose(self, now: float) -> None:
         if not self.accepting:
             return
-        held = {zone: ann for ann in self.playing for zone in ann.play_zones}
+        held = {zone: play for play in self.playing for zone in play.zones}
         reserved: set[str] = set()
         for ann in self.queue.ordered(now):
             try:
@@ -57,16 +58,17 @@ class ChoosingMixin:
             free = not reserved.intersection(zones)
             if free and not blockers:
                 with self._isolated(ann, "starting"):
-                    if self._start(ann, zones):
-                        held.update(dict.fromkeys(zones, ann))
+                    play = self._start(ann, zones)
+                    if play is not None:
+                        held.update(dict.fromkeys(zones, play))
                 continue
             if free:
                 self._interrupt(ann, blockers)
             reserved.update(zones)
 
-    def _interrupt(self, ann: Announcement, blockers: list[Announcement]) -> None:
+    def _interrupt(self, ann: Announcement, blockers: list[Play]) -> None:
         """`ann` waits for `blockers` (playing in its zones): interrupt them if all are of lower priority."""
-        if not ann.interrupt or any(b.priority >= ann.priority for b in blockers):
+        if not ann.interrupt or any(b.ann.priority >= ann.priority for b in blockers):
             return
         for blocker in blockers:
             if blocker.cut not in (None, Cut.TAKEOVER):
@@ -75,36 +77,34 @@ class ChoosingMixin:
                 log.info("%s: emergency %s barges in", blocker.id, ann.id)
                 self._cut(blocker, Cut.BARGE_IN)
             elif blocker.cut is None:
-                with self._isolated(blocker, "handing over"):
+                with self._isolated(blocker.ann, "handing over"):
                     self.lookahead.take_over(blocker)
 
-    def _start(self, ann: Announcement, zones: tuple[str, ...]) -> bool:
-        """`ann` starts playing in `zones`; False when it could not (it ended with an `error` instead)."""
-        if not self._spool_write("record the attempt", self.queue.pop, ann):
-            ann.forget_synthesis()
-            ann.status = AnnouncementStatus.FAILED
+    def _start(self, ann: Announcement, zones: tuple[str, ...]) -> Play | None:
+        """`ann` starts playing in `zones`; None when it could not (it ended with an `error` instead)."""
+        written, popped = self._spool_write("record the attempt", self.queue.pop, ann)
+        if not written:
+            self._gone(ann)
             self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
-            return False
-        if not ann.pieces:
+            return None
+        play = self._ahead.pop(ann.id, None)
+        if play is None:
             try:
-                self.lookahead.prepare(ann, use_cache=True)
+                play = self.lookahead.prepare(popped, use_cache=True)
             except RequestError as exc:  # text it cannot speak: the same error as when it waits
-                self._fail_now(ann, str(exc))
-                return False
-        track = ann.track
-        track.attach(zones)
-        track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
-        track.set_start_threshold(self.lookahead.start_threshold(ann))
-        ann.status = AnnouncementStatus.PLAYING
-        ann.t_started = ann.t_first_audio = None
-        ann.play_zones, ann.zone_errors = zones, {}
-        self.playing.append(ann)
+                self._fail_now(popped, str(exc))
+                return None
+        play.ann, play.zones = popped, zones
+        play.track.attach(zones)
+        play.track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
+        play.track.set_start_threshold(self.lookahead.start_threshold(play))
+        self.playing.append(play)
         where = f" in {', '.join(zones)}" if len(self.playbacks) > 1 else ""
-        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(ann.pieces))
+        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(play.pieces))
         for zone in zones:
-            self.playbacks[zone].play_next(track)
+            self.playbacks[zone].play_next(play.track)
         self._on_change()
-        return True
+        return play
 
     def _gain(self, ann: Announcement) -> float:
         """Emergency plays at its own volume (full scale by default), ignoring master volume and mute."""

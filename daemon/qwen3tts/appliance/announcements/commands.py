@@ -4,7 +4,7 @@ The public methods run on the caller's thread and only post to the announcer's i
 twin of each runs later on the announcer's own thread, the only one that changes the queue and the
 announcements. A command that needs an answer (stop, volume, voice) takes an `Answer`, called with the
 fields of the answer event once the command has taken effect; an accepted announcement is answered by its
-own lifecycle events (`queued`, or `rejected` / `error`) and acknowledged once spooled.
+own lifecycle events (`queued`, or `rejected` / `error`) and acknowledged (its `ack`) once spooled.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.queue import Accepted
 from qwen3tts.errors import RequestError
 
@@ -31,9 +31,12 @@ class CommandsMixin:
 
     # ---- posted from other threads ----
 
-    def enqueue(self, ann: Announcement, redelivered: bool = False) -> None:
-        """Queue an accepted announcement (spooled and acknowledged on the announcer's thread)."""
-        self._post(self._enqueue, ann, redelivered)
+    def enqueue(
+        self, ann: Announcement, redelivered: bool = False, ack: Callable[[], object] | None = None
+    ) -> None:
+        """Queue an accepted announcement: spooled on the announcer's thread, then `ack` acknowledges the
+        MQTT message it came in (QoS 1), once, after the spool write or the refusal."""
+        self._post(self._enqueue, ann, redelivered, ack)
 
     def stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
         """`current`, `all` (waiting ones too) or `id`: cut or cancel, then answer."""
@@ -70,7 +73,7 @@ class CommandsMixin:
 
     # ---- carried out on the announcer's thread ----
 
-    def _enqueue(self, ann: Announcement, redelivered: bool) -> None:
+    def _enqueue(self, ann: Announcement, redelivered: bool, ack: Callable[[], object] | None) -> None:
         now = self._clock()
         try:
             if not self.accepting:
@@ -83,16 +86,17 @@ class CommandsMixin:
                 with self._isolated(ann, "queueing"):  # a bug here fails this announcement (an `error`) only
                     self._put(ann, redelivered)
         finally:
-            if self.accepting:
-                ann.ack_once()  # after the spool write, or after the refusal: never redelivered forever
+            if self.accepting and ack is not None:
+                ack()  # after the spool write, or after the refusal: never redelivered forever
 
     def _put(self, ann: Announcement, redelivered: bool) -> None:
         try:
-            accepted = self._spool_write("spool a new announcement", self.queue.put, ann, redelivered)
+            what = "spool a new announcement"
+            written, accepted = self._spool_write(what, self.queue.put, ann, redelivered)
         except RequestError as exc:  # the queue is full
             self._emit(ann, "rejected", str(exc), ann.warnings)
             return
-        if accepted is None:  # not written (said once in the log): nothing is queued
+        if not written:  # said once in the log: nothing is queued
             self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
             return
         if accepted is not Accepted.QUEUED:
@@ -104,7 +108,7 @@ class CommandsMixin:
         """`current` cuts what plays now (in every zone), `all` also cancels what waits."""
         if scope == "id":
             waiting = self.queue.find(ann_id)
-            playing = next((ann for ann in self.playing if ann.id == ann_id), None)
+            playing = next((play for play in self.playing if play.id == ann_id), None)
             if waiting is not None:
                 self._cancel_waiting(waiting)
                 answer("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
@@ -118,13 +122,12 @@ class CommandsMixin:
         cancelled = self.queue.waiting() if scope == "all" else []
         for ann in cancelled:
             self._cancel_waiting(ann)
-        for ann in list(self.playing):
-            self._cut(ann, Cut.STOP)
+        for play in list(self.playing):
+            self._cut(play, Cut.STOP)
         answer("stopped", scope=scope, cancelled=tuple(a.id for a in cancelled))
 
     def _cancel_waiting(self, ann: Announcement) -> None:
-        ann.forget_synthesis()
-        ann.status = AnnouncementStatus.CANCELLED
+        self._gone(ann)
         self._spool_write("remove a cancelled announcement", self.queue.discard, ann)
         self._emit(ann, "cancelled", "stop")
 
@@ -149,7 +152,7 @@ class CommandsMixin:
 
     def _shut_down(self, finish: bool) -> None:
         self.accepting = False
-        for ann in list(self.playing) if not finish else []:
-            self._cut(ann, Cut.SHUTDOWN)
+        for play in list(self.playing) if not finish else []:
+            self._cut(play, Cut.SHUTDOWN)
         for ann in self.queue.waiting():
-            ann.forget_synthesis()  # never popped: they stay spooled as they were
+            self._drop_ahead(ann)  # never popped: they stay spooled as they were
