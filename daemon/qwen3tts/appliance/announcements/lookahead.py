@@ -104,16 +104,7 @@ class LookAhead:
         ann = play.ann
         voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
         key = self.replay.key([piece_key(piece) for piece in pieces], voice, language, instruct, ann.seed)
-        pcm = self.replay.lookup(play, key)
-        if pcm is None:
-            self.replay.start_collecting(play, key)
-            return
-        whole = " ".join(piece.normalized for piece in pieces)
-        play.pieces = [PiecePlay(Piece(ann.text, whole, 0, len(ann.text)), end=len(pcm))]
-        play.track.put(pcm)
-        play.track.close()
-        play.from_cache = True
-        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", ann.id, len(pcm) / MODEL_RATE)
+        self.replay.start(play, pieces, key)
 
     def start_threshold(self, play: Play) -> int:
         """Samples to hold back before speech starts so the piece playing first does not run dry.

@@ -24,8 +24,10 @@ import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.phrase_cache import PhraseCache
-from qwen3tts.appliance.announcements.play import Play
+from qwen3tts.appliance.announcements.play import PiecePlay, Play
+from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.errors import BundleError
+from qwen3tts.text import Piece
 from qwen3tts.voices import bundle_hash
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -93,18 +95,28 @@ class PhraseReplay:
             sampling=self.sampling,
         )
 
-    def lookup(self, play: Play, key: str) -> np.ndarray | None:
-        """The audio of a whole play if it exists (the first rendition first), else None."""
+    def start(self, play: Play, pieces: list[Piece], key: str) -> None:
+        """A new play of all of `pieces` (the whole text): found (the first rendition first, then the
+        cache), it becomes one complete piece whose audio is all in its track and plays without
+        synthesis; else its PCM is collected for `keep` as it is synthesised."""
+        pcm = self._lookup(play, key)
+        if pcm is None:
+            play.rendition = [] if play.first == 0 and self.allowed(play.ann) else None
+            play.rendition_key = key
+            return
+        whole = " ".join(piece.normalized for piece in pieces)
+        play.pieces = [PiecePlay(Piece(play.ann.text, whole, 0, len(play.ann.text)), end=len(pcm))]
+        play.track.put(pcm)
+        play.track.close()
+        play.from_cache = True
+        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", play.id, len(pcm) / MODEL_RATE)
+
+    def _lookup(self, play: Play, key: str) -> np.ndarray | None:
         if play.first != 0 or not self.allowed(play.ann):
             return None
         if play.ann.id in self._repeats:
             return self._repeats[play.ann.id]
         return self.cache.get(key) if self.cache is not None else None
-
-    def start_collecting(self, play: Play, key: str) -> None:
-        """A whole play that is synthesised: its PCM is collected for `keep`."""
-        play.rendition = [] if play.first == 0 and self.allowed(play.ann) else None
-        play.rendition_key = key
 
     def keep(self, play: Play, plays_again: bool) -> None:
         """`play` played out completely and was not cut: store its audio (and keep it for a repeat)."""

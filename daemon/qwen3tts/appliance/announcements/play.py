@@ -118,3 +118,39 @@ class Play:
         """Cancel every engine request and abandon the track: nothing of this play is heard any more."""
         self.cancel_from(0)
         self.track.abandon()
+
+
+class Plays:
+    """The announcer's plays: what plays now, and what is prepared for waiting announcements.
+
+    Changed on the announcer's thread only; `playing` is read by other threads as a copy (the status).
+    """
+
+    def __init__(self) -> None:
+        self.playing: list[Play] = []
+        """What plays now, in the order it started; their zones never overlap."""
+        self.ahead: dict[str, Play] = {}
+        """Plays prepared for waiting announcements (their first pieces synthesised ahead), by id."""
+
+    @property
+    def current(self) -> Play | None:
+        """The first play now (on a box with one zone: the one that plays)."""
+        playing = list(self.playing)
+        return playing[0] if playing else None
+
+    def playing_one(self, ann_id: str) -> Play | None:
+        return next((play for play in self.playing if play.id == ann_id), None)
+
+    def of(self, ann_id: str) -> Play | None:
+        """The play of an announcement: playing, or prepared ahead while it waits; None without one."""
+        return self.playing_one(ann_id) or self.ahead.get(ann_id)
+
+    def synthesising(self) -> list[Play]:
+        """Plays whose PCM may be arriving: every playing one, and those ahead with engine requests."""
+        return [*self.playing, *(play for play in list(self.ahead.values()) if play.handles())]
+
+    def drop_ahead(self, ann: Announcement) -> None:
+        """Drop the play prepared for a waiting announcement (its synthesis is cancelled)."""
+        play = self.ahead.pop(ann.id, None)
+        if play is not None:
+            play.drop()
