@@ -12,9 +12,12 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qwen3tts.engine.sequence import Priority
+
+if TYPE_CHECKING:
+    from qwen3tts.text import Piece
 
 
 class Cut(enum.Enum):
@@ -75,6 +78,14 @@ class Announcement:
     t_queued: float = 0.0
     warnings: tuple[str, ...] = field(default=(), metadata={"runtime": True})
     """Why part of the request was ignored (the intake's); said in the `queued` event, never spooled."""
+    pieces: tuple[Piece, ...] = field(default=(), repr=False, metadata={"runtime": True})
+    """Its whole text as the text front end read it, piece by piece with the SSML marks: read once, on
+    the thread that hands it to the announcer (`LookAhead.read`); empty until then. Never spooled: a
+    replayed announcement is read again when the spool is loaded."""
+    reading: tuple[str, ...] = field(default=(), metadata={"runtime": True})
+    """What the text front end could not read well; said in `started`."""
+    unreadable: str | None = field(default=None, metadata={"runtime": True})
+    """Why its text could not be read (the front end's reason); it fails with it when it would play."""
 
     def rank(self) -> tuple[int, int]:
         """Sort key: most urgent first, then first come first served."""

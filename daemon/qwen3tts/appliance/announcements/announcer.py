@@ -140,9 +140,10 @@ class Announcer:
     def enqueue(
         self, ann: Announcement, redelivered: bool = False, ack: Callable[[], object] | None = None
     ) -> None:
-        """Queue an accepted announcement: spooled on the announcer's thread, then `ack` acknowledges the
-        MQTT message it came in (QoS 1), once, after the spool write or the refusal."""
-        self._post(self.commands.enqueue, ann, redelivered, ack)
+        """Queue an accepted announcement: its text is read here, on the caller's thread (`LookAhead.read`);
+        it is spooled on the announcer's thread, then `ack` acknowledges the MQTT message it came in (QoS
+        1), once, after the spool write or the refusal."""
+        self._post(self.commands.enqueue, self.lookahead.read(ann), redelivered, ack)
 
     def stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
         """`current`, `all` (waiting ones too) or `id`: cut or cancel, then answer."""
@@ -191,9 +192,7 @@ class Announcer:
     # ---- the loop ----
 
     def run(self, stop: threading.Event) -> None:
-        if not self._replayed:
-            self._replayed = True
-            self._replay()
+        self.replay()  # unless the service did, before it started this thread
         while not stop.is_set():
             self._wake.clear()
             self.turn()
@@ -224,9 +223,13 @@ class Announcer:
         if not self.commands.accepting and not self.plays.playing:
             self._drained.set()
 
-    def _replay(self) -> None:
-        """The spool of the previous process: what was waiting waits again; the rest is reported."""
-        _, expired = self.queue.replay(self._clock())
+    def replay(self) -> None:
+        """Load the spool of the previous process, once: what was waiting waits again, its text read on
+        this thread (the service calls it before the announcer's thread starts); the rest is reported."""
+        if self._replayed:
+            return
+        self._replayed = True
+        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read)
         for ann in expired:
             self.reporter.emit(ann, "expired", "expired while the appliance was down")
         attempts = self.queue.max_attempts

@@ -1,14 +1,12 @@
 """Synthesis ahead of playback: which pieces go to the engine now, and their PCM into tracks.
 
-Called only from the announcer's loop. Pieces are submitted in the order they will play (the current
-announcement's, then the next waiting announcements'), while the audio that plays before a piece is
-shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch limit (which the
-thermal governor sets). The piece that plays next is always submitted, and an emergency's pieces ignore
-both limits (the engine lets emergencies bypass its batch limit too). PCM is taken from the engine
-handles without waiting and appended to the announcement's track in piece order; a later piece's PCM
-waits in its handle until the ones before it are complete. A piece's SSML marks shape its audio
-(piece_audio.py): exact silence before and after it, a chime piece's sound instead of synthesis, its
-rate through the time-scale modification; its language and voice go into its engine request.
+Called from the announcer's loop, except `read` (any thread: where an announcement is handed over).
+Pieces are submitted in play order (the current announcement's, then the waiting ones'), while the audio
+before a piece is shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch
+limit (the thermal governor sets it); the piece that plays next always goes, and an emergency's ignore
+both limits. PCM is taken from the engine handles without waiting and put into the play's track in piece
+order (a later piece's waits in its handle). A piece's SSML marks shape its audio (piece_audio.py):
+silence around it, a chime instead of synthesis, its rate; its language and voice go into its request.
 """
 
 from __future__ import annotations
@@ -16,12 +14,13 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
-from qwen3tts.appliance.announcements.piece_audio import PieceAudio, piece_key
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.play import PiecePlay, Play
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
@@ -32,7 +31,6 @@ from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_pieces, sentence_request, speaks
-from qwen3tts.text import Piece
 from qwen3tts.voices.catalog import VoiceCatalog
 
 log = logging.getLogger(__name__)
@@ -59,15 +57,9 @@ class LookAhead:
     """Prepares announcements, submits due pieces, moves their PCM; keeps the measured real-time factor."""
 
     def __init__(
-        self,
-        engine: Engine,
-        settings: Settings,
-        defaults: SpeechDefaults,
-        text: TextOptions,
-        voices: VoiceCatalog,
-        replay: PhraseReplay | None = None,
-        sounds: PieceAudio | None = None,
-    ):
+        self, engine: Engine, settings: Settings, defaults: SpeechDefaults, text: TextOptions,
+        voices: VoiceCatalog, replay: PhraseReplay | None = None, sounds: PieceAudio | None = None,
+    ):  # fmt: skip
         self.engine = engine
         self.settings = settings
         self.defaults = defaults
@@ -84,27 +76,35 @@ class LookAhead:
 
     # ---- what plays, and how long it takes ----
 
-    def prepare(self, ann: Announcement, use_cache: bool = False) -> Play:
-        """A new play of `ann` from its `cursor`: the text front end's pieces, as the model gets them.
-
-        With `use_cache`, a whole play found in the phrase cache becomes one complete piece whose audio
-        is all in the track: it starts playing without synthesis.
-        """
+    def read(self, ann: Announcement) -> Announcement:
+        """`ann` with its text read: its pieces as the model gets them and the reader's warnings, or why
+        it cannot be read. Any thread: the announcer calls it where an announcement is handed over
+        (`Announcer.enqueue`, the spool's replay), so its own loop never waits on the text front end (a
+        worker process when guarded, text/guard.py)."""
+        if ann.pieces or ann.unreadable is not None:
+            return ann
         language = ann.lang or self.defaults.language
-        pieces, reading = read_pieces(
-            ann.text, language, self.text, ann.normalize, ann.ssml, self.sounds.chime_names()
-        )
-        first = min(ann.cursor, len(pieces) - 1)
-        play = Play(ann, [PiecePlay(piece) for piece in pieces[first:]], Track(ann.id), first, reading)
-        if use_cache and self.replay is not None:
-            self._replay(play, pieces, language)
-        return play
+        chimes = self.sounds.chime_names()
+        try:
+            pieces, reading = read_pieces(ann.text, language, self.text, ann.normalize, ann.ssml, chimes)
+        except RequestError as exc:
+            return replace(ann, unreadable=str(exc))
+        return replace(ann, pieces=tuple(pieces), reading=reading)
 
-    def _replay(self, play: Play, pieces: list[Piece], language: str) -> None:
-        ann = play.ann
-        voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
-        key = self.replay.key([piece_key(piece) for piece in pieces], voice, language, instruct, ann.seed)
-        self.replay.start(play, pieces, key)
+    def prepare(self, ann: Announcement, use_cache: bool = False) -> Play:
+        """A new play of `ann` from its `cursor`, over the pieces its text was read as (RequestError when
+        it could not be read; one never handed over, as a test may queue it, is read here). With
+        `use_cache`, a whole play found in the phrase cache is one complete piece, all in its track."""
+        ann = self.read(ann)
+        if ann.unreadable is not None:
+            raise RequestError(ann.unreadable)
+        pieces = list(ann.pieces)
+        first = min(ann.cursor, len(pieces) - 1)
+        play = Play(ann, [PiecePlay(piece) for piece in pieces[first:]], Track(ann.id), first, ann.reading)
+        if use_cache and self.replay is not None:
+            voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
+            self.replay.start(play, pieces, voice, ann.lang or self.defaults.language, instruct)
+        return play
 
     def start_threshold(self, play: Play) -> int:
         """Samples to hold back before speech starts so the piece playing first does not run dry.

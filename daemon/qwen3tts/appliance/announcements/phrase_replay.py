@@ -24,6 +24,7 @@ import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.phrase_cache import PhraseCache
+from qwen3tts.appliance.announcements.piece_audio import piece_key
 from qwen3tts.appliance.announcements.play import PiecePlay, Play
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.errors import BundleError
@@ -95,10 +96,13 @@ class PhraseReplay:
             sampling=self.sampling,
         )
 
-    def start(self, play: Play, pieces: list[Piece], key: str) -> None:
-        """A new play of all of `pieces` (the whole text): found (the first rendition first, then the
-        cache), it becomes one complete piece whose audio is all in its track and plays without
-        synthesis; else its PCM is collected for `keep` as it is synthesised."""
+    def start(
+        self, play: Play, pieces: list[Piece], voice: str | None, language: str, instruct: str | None
+    ) -> None:
+        """A new play of all of `pieces` (the whole text) in `voice`, `language`, `instruct`: found (the
+        first rendition first, then the cache), it becomes one complete piece whose audio is all in its
+        track and plays without synthesis; else its PCM is collected for `keep` as it is synthesised."""
+        key = self.key([piece_key(piece) for piece in pieces], voice, language, instruct, play.ann.seed)
         pcm = self._lookup(play, key)
         if pcm is None:
             play.rendition = [] if play.first == 0 and self.allowed(play.ann) else None

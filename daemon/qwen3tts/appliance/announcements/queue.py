@@ -19,6 +19,7 @@ copies, for the status and the servers' /metrics).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
@@ -65,8 +66,11 @@ class AnnouncementQueue:
         """Every waiting announcement in play order (also those not due yet)."""
         return sorted(self._waiting, key=Announcement.rank)
 
-    def replay(self, now: float) -> tuple[list[Announcement], list[Announcement]]:
-        """Load the spool after a start: (replayed and waiting again, expired and removed).
+    def replay(
+        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann
+    ) -> tuple[list[Announcement], list[Announcement]]:
+        """Load the spool after a start: (replayed and waiting again, expired and removed); `read` gives
+        each one that waits again its text as read (LookAhead.read).
 
         Entries that reached `max_attempts` are quarantined instead and returned with neither.
         """
@@ -81,6 +85,7 @@ class AnnouncementQueue:
                 self.spool.remove(ann)
                 expired.append(ann)
             else:
+                ann = read(ann)
                 self._waiting.append(ann)
                 replayed.append(ann)
         if replayed:
