@@ -29,6 +29,7 @@ from audio_fakes import FakeClock
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.play import Play
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
 from qwen3tts.appliance.audio.track_reader import TrackReader
@@ -299,9 +300,10 @@ class Recorder:
         self.emitted: list[Emitted] = []
 
     def __call__(
-        self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], **zones
+        self, ann: Announcement, event: str, reason: str, warnings: tuple[str, ...], play=None, **zones
     ) -> None:
-        self.emitted.append(Emitted(ann.id, event, reason, tuple(warnings), ann.from_cache,
+        cached = play is not None and play.from_cache
+        self.emitted.append(Emitted(ann.id, event, reason, tuple(warnings), cached,
                                     zones.get("zones", ()), zones.get("zone")))  # fmt: skip
 
 
@@ -336,14 +338,18 @@ class TurnRig:
 
     # ---- driving ----
 
-    def say(self, ann_id: str, text: str, *, redelivered: bool = False, **fields) -> Announcement:
+    def say(self, ann_id: str, text: str, *, redelivered: bool = False, ack=None, **fields) -> Announcement:
         """Hand an announcement to the announcer's inbox as the intake does (applied on the next turn)."""
         priority = fields.pop("priority", Priority.NORMAL)
         priority = Priority.announcement_level(priority) if isinstance(priority, str) else priority
         fields.setdefault("interrupt", priority > Priority.NORMAL)  # the policy's default
         ann = Announcement(id=ann_id, text=text, priority=priority, t_queued=self.clock(), **fields)
-        self.announcer.enqueue(ann, redelivered)
+        self.announcer.enqueue(ann, redelivered, ack)
         return ann
+
+    def play(self, ann_id: str) -> Play | None:
+        """The play of announcement `ann_id` now: playing, or prepared ahead while it waits."""
+        return self.announcer.play_of(ann_id)
 
     def turn(self, times: int = 1) -> None:
         for _ in range(times):

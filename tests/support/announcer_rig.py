@@ -137,7 +137,7 @@ class EventLog:
         self.announcements: list = []
         self._cond = threading.Condition()
 
-    def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
+    def __call__(self, ann, event: str, reason: str, warnings: tuple[str, ...], play=None, **zones) -> None:
         with self._cond:
             self.entries.append((ann.id, event, reason))
             self.warnings.append((ann.id, event, tuple(warnings)))

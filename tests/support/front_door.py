@@ -37,6 +37,7 @@ from qwen3tts.engine.engine import Engine
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
 from qwen3tts.steady_clock import SteadyClock
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
+from qwen3tts.text import warm_up
 from qwen3tts.voices.catalog import VoiceCatalog
 
 NOW = 1_000_000.0
@@ -79,7 +80,9 @@ def build_announcer(
         max_attempts=announcements.max_attempts,
         dedup_window=announcements.dedup_window,
     )
-    lookahead = LookAhead(engine, settings, SpeechDefaults("ryan", "auto", None), TextOptions(), catalog)
+    text = TextOptions()
+    warm_up(text.languages)  # as the service does: the first text read does not wait for the detector
+    lookahead = LookAhead(engine, settings, SpeechDefaults("ryan", "auto", None), text, catalog)
     return Announcer(settings, queue, lookahead, playback, on_event, clock=clock)
 
 

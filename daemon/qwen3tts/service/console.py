@@ -37,7 +37,8 @@ class Console:
     def console_status(self) -> dict:
         service = self.service
         current = service.announcer.current
-        playing = current and {"id": current.id, "text": current.text, "priority": current.priority.label}
+        ann = current.ann if current is not None else None
+        playing = ann and {"id": ann.id, "text": ann.text, "priority": ann.priority.label}
         queue = service.announcer.queue.ids()
         zones = [{"zone": zone, "sink": sink.name, "state": service.outputs.states.get(zone, "ok")}
                  for zone, sink in service.sinks.items()]  # fmt: skip

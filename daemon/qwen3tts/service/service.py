@@ -4,7 +4,7 @@ Workers, each supervised (appliance/systemd/supervisor.py): the intake (MQTT mes
 inbox), the announcer (the one loop that changes the queue and the announcements), the audio thread
 (playback), the status publisher; beside them the engine step loop, paho's network loop, the thermal
 monitor and the watchdog. Heartbeats come from progress, and WATCHDOG=1 goes out only while all are fresh.
-Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> announcer -> MQTT.
+Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> spool -> announcer -> MQTT.
 SIGTERM: STOPPING=1, stop reading MQTT, finish or cut the current announcement, `offline`, exit 0.
 SIGHUP (reload.py): RELOADING=1, topics, voice and volume where the file changed them, the registered
 voices and the lexicon, without touching the queue; then READY=1.
@@ -123,7 +123,8 @@ class Service:
                  ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
-        self.supervisor.start("announcer", self.announcer.run)  # replays the spool first
+        self.announcer.replay()  # its texts read here, never on the announcer's thread
+        self.supervisor.start("announcer", self.announcer.run)
         self.mqtt.start(self.supervisor)
         self._status_dirty.set()
         if self.thermal is not None:

@@ -47,10 +47,11 @@ class Refusing:
     def __init__(self, problem: str, publish):
         self.problem, self.publish = problem, publish
 
-    def enqueue(self, ann, redelivered: bool = False) -> None:
+    def enqueue(self, ann, redelivered: bool = False, ack=None) -> None:
         for message in announcement_events(ann, "rejected", self.problem, None, ann.warnings):
             self.publish(message)
-        ann.ack_once()
+        if ack is not None:
+            ack()
 
     def stop(self, scope, ann_id, answer) -> None:
         answer("not_found", id=ann_id, scope=scope, reason="nothing plays: " + self.problem)

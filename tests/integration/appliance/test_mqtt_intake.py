@@ -244,5 +244,5 @@ def test_a_zone_topic_say_plays_only_in_its_zone_and_an_unknown_zone_is_rejected
     rejected = by_event["far", "rejected"]
     assert "unknown zone 'platform-9'" in rejected["reason"] and "platform-3, concourse" in rejected["reason"]
     assert ("far", "queued") not in by_event
-    playing = {ann.id: ann.play_zones for ann in zoned.announcer.playing}
+    playing = {play.id: play.zones for play in zoned.announcer.playing}
     assert playing == {"p3": ("platform-3",), concourse["id"]: ("concourse",)}

@@ -6,10 +6,12 @@ inbox; the announcer applies them on its own thread and answers from the result 
 command's answer). Playback progress comes back through the track, the one object shared with the audio
 thread.
 
-Each turn: apply what is in the inbox; expire; move PCM from engine handles into tracks (never blocking);
-follow the playing tracks and emit events; choose what speaks next and where, or barge in (choosing.py);
-submit the pieces that are due (lookahead.py). An exception while handling one announcement fails that
-announcement only (an `error` event) and the loop goes on.
+Each turn: apply what is in the inbox (commands.py); expire; move PCM from engine handles into tracks
+(never blocking); follow the playing tracks and end them (endings.py); choose what speaks next and where,
+or barge in (choosing.py); submit the pieces that are due (lookahead.py). An exception while handling one
+announcement fails that announcement only (an `error` event) and the loop goes on. The announcer makes
+its collaborators and holds what they share: the queue, the plays (play.py) and the reporter of events
+and spool writes (reporter.py).
 
 Zones: a box plays in one or more zones, each with its own audio thread (a `Playback`). An announcement is
 synthesised once and played in every zone it addresses from the same track; several announcements may play
@@ -29,12 +31,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
-from qwen3tts.appliance.announcements.choosing import ChoosingMixin
-from qwen3tts.appliance.announcements.commands import Answer, CommandsMixin
-from qwen3tts.appliance.announcements.endings import EndingsMixin
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.choosing import Choosing
+from qwen3tts.appliance.announcements.commands import Answer, Commands
+from qwen3tts.appliance.announcements.endings import Endings
 from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.play import Play, Plays
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.announcements.reporter import OnEvent, Reporter
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
 from qwen3tts.appliance.systemd.supervisor import isolated
@@ -49,19 +53,11 @@ INBOX_PER_TURN = 32  # commands applied per turn, so a flood of messages never s
 INBOX_LIMIT = 32  # a poster waits while this many commands wait: back-pressure on the intake, not a drop
 INBOX_WAIT_S = 5.0  # ... at most this long (a wedged announcer must not wedge its posters too)
 
-CUT_STRENGTH = (Cut.TAKEOVER, Cut.BARGE_IN, Cut.SHUTDOWN, Cut.STOP, Cut.FAILURE)
-"""Why a play is cut, weakest first; a stronger reason overrides a weaker one while the play fades out
-(a stop during a barge-in or a shutdown: it is gone, not resumed nor kept to replay)."""
-
-OnEvent = Callable[..., None]
-"""on_event(announcement, event, reason, warnings, **zones): `queued`, `started`, ... `error` (docs/mqtt.md);
-`zones=` names the zones a step concerns, `zone=` the one zone whose output failed while the others play."""
-
-__all__ = ["Announcer", "Answer"]
+__all__ = ["Announcer", "Answer", "OnEvent"]
 
 
-class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
-    """Owns the queue, the playing announcements and the look-ahead; `run()` is its supervised loop.
+class Announcer:
+    """Owns the queue, the plays and the look-ahead; `run()` is its supervised loop.
 
     `playback` is the audio thread of each zone by name, or one Playback (the one zone `default`).
     """
@@ -78,35 +74,36 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         heartbeat: Callable[[], None] = lambda: None,
         on_change: Callable[[], None] = lambda: None,
     ):
-        self.settings = settings
         self.queue = queue
         self.lookahead = lookahead
         self.playbacks = dict(playback) if isinstance(playback, Mapping) else {DEFAULT_ZONE: playback}
         """The audio thread of each zone, by zone name, in configuration order."""
-        self.on_event = on_event
-        self.volume = settings.audio.volume
-        """Master volume 0..1 (`volume/set`, SIGHUP); applies from the next announcement."""
-        self.muted = settings.audio.muted
+        self.plays = Plays()
+        self.reporter = Reporter(on_event, zone_count=len(self.playbacks), on_change=on_change)
+        resume = settings.announcements.interrupted == "resume"
+        self.endings = Endings(queue, self.plays, lookahead, self.reporter, resume=resume, clock=clock)
+        self.choosing = Choosing(queue, self.plays, lookahead, self.playbacks, self.endings, self.reporter,
+                                 volume=settings.audio.volume, muted=settings.audio.muted)  # fmt: skip
+        self.commands = Commands(queue, self.plays, self.choosing, self.endings, self.reporter,
+                                 lookahead.defaults, clock=clock)  # fmt: skip
         self._clock = clock
         self._beat = heartbeat
-        self._on_change = on_change
-        self.playing: list[Announcement] = []
-        """What plays now, in the order it started; their zones never overlap."""
-        self.accepting = True
         self._inbox: deque[Callable[[], None]] = deque()
         self._inbox_room = threading.Condition()
         self._wake = threading.Event()
         self._drained = threading.Event()
         self._replayed = False
-        self._spool_trouble: str | None = None
 
-    # ---- read by other threads (status, metrics) ----
+    # ---- read by other threads (status, metrics) and by tests ----
 
     @property
-    def current(self) -> Announcement | None:
-        """The first announcement that plays now (on a box with one zone: the one that plays)."""
-        playing = list(self.playing)
-        return playing[0] if playing else None
+    def playing(self) -> list[Play]:
+        """What plays now, in the order it started."""
+        return self.plays.playing
+
+    @property
+    def current(self) -> Play | None:
+        return self.plays.current
 
     @property
     def current_id(self) -> str | None:
@@ -118,17 +115,68 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         current = self.current
         return current is not None and current.from_cache
 
+    @property
+    def volume(self) -> float:
+        """Master volume 0..1 (`volume/set`, SIGHUP); applies from the next announcement."""
+        return self.choosing.volume
+
+    def play_of(self, ann_id: str) -> Play | None:
+        """The play of an announcement, playing or prepared ahead (the announcer's thread, or a test
+        that drives `turn()`)."""
+        return self.plays.of(ann_id)
+
     def zone_states(self) -> dict[str, dict[str, object]]:
         """Per zone: `speaking` with the id playing there, or `idle` (for the status; any thread)."""
         states: dict[str, dict[str, object]] = {
             zone: {"state": "idle", "current_id": None} for zone in self.playbacks
         }
-        for ann in list(self.playing):
-            for zone in ann.play_zones:
-                states[zone] = {"state": "speaking", "current_id": ann.id}
+        for play in list(self.plays.playing):
+            for zone in play.zones:
+                states[zone] = {"state": "speaking", "current_id": play.id}
         return states
 
-    # ---- the inbox (any thread) ----
+    # ---- posted from other threads (carried out by `Commands` on the announcer's thread) ----
+
+    def enqueue(
+        self, ann: Announcement, redelivered: bool = False, ack: Callable[[], object] | None = None
+    ) -> None:
+        """Queue an accepted announcement: its text is read here, on the caller's thread (`LookAhead.read`);
+        it is spooled on the announcer's thread, then `ack` acknowledges the MQTT message it came in (QoS
+        1), once, after the spool write or the refusal."""
+        self._post(self.commands.enqueue, self.lookahead.read(ann), redelivered, ack)
+
+    def stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
+        """`current`, `all` (waiting ones too) or `id`: cut or cancel, then answer."""
+        self._post(self.commands.stop, scope, ann_id, answer)
+
+    def set_volume(self, volume: float, answer: Answer | None = None) -> None:
+        self._post(self.commands.set_volume, volume, answer)
+
+    def set_muted(self, muted: bool) -> None:
+        self._post(self.commands.set_muted, muted)
+
+    def set_voice(self, voice: str, answer: Answer | None = None) -> None:
+        """The default voice (a name the intake checked against the voice catalog)."""
+        self._post(self.commands.set_defaults, {"voice": voice}, answer)
+
+    def set_defaults(self, changes: dict[str, object]) -> None:
+        """Default voice / language / instruct fields a reload changed."""
+        self._post(self.commands.set_defaults, changes, None)
+
+    def applied(self, timeout: float) -> bool:
+        """Wait until everything posted before this call has been carried out (a reload is done only then);
+        False after `timeout`."""
+        done = threading.Event()
+        self._post(done.set)
+        return done.wait(timeout)
+
+    def drain(self, finish: bool, timeout: float) -> bool:
+        """Shutdown (any thread): start nothing new, finish or cut what plays.
+
+        True once nothing plays; False after `timeout` (a wedged loop is left behind).
+        """
+        self._post(self.commands.shut_down, finish)
+        return self._drained.wait(timeout)
 
     def wake(self) -> None:
         self._wake.set()
@@ -144,13 +192,11 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
     # ---- the loop ----
 
     def run(self, stop: threading.Event) -> None:
-        if not self._replayed:
-            self._replayed = True
-            self._replay()
+        self.replay()  # unless the service did, before it started this thread
         while not stop.is_set():
             self._wake.clear()
             self.turn()
-            busy = bool(self.playing) or bool(self._inbox)
+            busy = bool(self.plays.playing) or bool(self._inbox)
             self._wake.wait(BUSY_TICK_S if busy else IDLE_TICK_S)
 
     def turn(self) -> None:
@@ -158,117 +204,61 @@ class Announcer(ChoosingMixin, CommandsMixin, EndingsMixin):
         for _ in range(min(len(self._inbox), INBOX_PER_TURN)):
             command = self._inbox.popleft()
             with isolated(f"the announcer's command {command.func.__name__}", lambda exc: None):
-                command()  # an announcement's own failure is its event (_enqueue); the rest is logged
+                command()  # an announcement's own failure is its event (Commands.enqueue); the rest is logged
         with self._inbox_room:
             self._inbox_room.notify_all()
         now = self._clock()
-        self._expire(now)
-        for ann in self._synthesising():
-            with self._isolated(ann, "moving its audio"):
-                self._move_pcm(ann)
-        for ann in list(self.playing):
-            with self._isolated(ann, "following its playback"):
-                self._follow_playback(ann)
-        self._choose(now)
+        for ann in self.queue.expired(now):
+            with self.endings.isolated(ann, "expiring"):
+                self.endings.expire(ann)
+        for play in self.plays.synthesising():
+            with self.endings.isolated(play.ann, "moving its audio"):
+                self._move_pcm(play)
+        for play in list(self.plays.playing):
+            with self.endings.isolated(play.ann, "following its playback"):
+                self.endings.follow(play)
+        if self.commands.accepting:
+            self.choosing.choose(now)
         self._submit(now)
-        if not self.accepting and not self.playing:
+        if not self.commands.accepting and not self.plays.playing:
             self._drained.set()
 
-    def _synthesising(self) -> list[Announcement]:
-        return [*self.playing, *(a for a in self.queue.waiting() if a.handles)]
-
-    def _isolated(self, ann: Announcement, doing: str):
-        return isolated(f"{ann.id}: {doing}", lambda exc: self._fail_now(ann, f"{type(exc).__name__}: {exc}"))
-
-    # ---- start, expiry ----
-
-    def _replay(self) -> None:
-        """The spool of the previous process: what was waiting waits again; the rest is reported."""
-        now = self._clock()
-        _, expired = self.queue.replay(now)
+    def replay(self) -> None:
+        """Load the spool of the previous process, once: what was waiting waits again, its text read on
+        this thread (the service calls it before the announcer's thread starts); the rest is reported."""
+        if self._replayed:
+            return
+        self._replayed = True
+        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read)
         for ann in expired:
-            ann.status = AnnouncementStatus.EXPIRED
-            self._emit(ann, "expired", "expired while the appliance was down")
+            self.reporter.emit(ann, "expired", "expired while the appliance was down")
         attempts = self.queue.max_attempts
         for ann in self.queue.quarantined:
-            ann.status = AnnouncementStatus.FAILED
-            self._emit(ann, "error", f"quarantined: the daemon stopped {attempts} times while it played")
+            self.reporter.emit(
+                ann, "error", f"quarantined: the daemon stopped {attempts} times while it played"
+            )
 
-    def _expire(self, now: float) -> None:
-        for ann in self.queue.expired(now):
-            with self._isolated(ann, "expiring"):
-                ann.forget_synthesis()
-                ann.status = AnnouncementStatus.EXPIRED
-                self._spool_write("remove an expired announcement", self.queue.discard, ann)
-                self._emit(ann, "expired", "time to live ran out before it could play")
+    # ---- synthesis ----
 
-    # ---- PCM ----
-
-    def _move_pcm(self, ann: Announcement) -> None:
+    def _move_pcm(self, play: Play) -> None:
         try:
-            self.lookahead.move_pcm(ann)
+            self.lookahead.move_pcm(play)
         except RequestError as exc:
-            self._synthesis_failed(ann, str(exc))
-
-    # ---- cutting, submitting ----
-
-    def _cut(self, ann: Announcement, cut: Cut) -> None:
-        """Cut the playing announcement within one audio block; its synthesis is cancelled at once.
-
-        While it fades out a stronger reason replaces a weaker one (a stop during a barge-in stops it
-        for good); never the other way round.
-        """
-        if ann.cut is not None and CUT_STRENGTH.index(cut) <= CUT_STRENGTH.index(ann.cut):
-            return  # already being cut for this reason or a stronger one
-        ann.cut = cut
-        if cut is Cut.BARGE_IN:
-            ann.status = AnnouncementStatus.INTERRUPTED
-        for handle in ann.handles.values():
-            handle.cancel()
-        if ann.track is not None:
-            # a cut play is not published as a recording (a WAV file): only a failed one, with what
-            # a speaker heard, and plays that ended in order are (docs/operations.md)
-            ann.track.cut(keep_partial=cut is Cut.FAILURE)
+            self.endings.synthesis_failed(play.ann, str(exc))
 
     def _submit(self, now: float) -> None:
         """Submit what is due: the playing announcements' pieces, then (unless stopping) the queue's."""
-        plan = [ann for ann in self.playing if ann.cut in (None, Cut.TAKEOVER)]
-        if self.accepting:
-            plan += [a for a in self.queue.ordered(now) if a not in self.playing]
-        for ann in [a for a in plan if not a.pieces]:
-            with self._isolated(ann, "preparing its text"):
-                try:
-                    self.lookahead.prepare(ann, use_cache=True)
-                except RequestError as exc:
-                    self._synthesis_failed(ann, str(exc))
-        plan = [a for a in plan if a.pieces and a.status is not AnnouncementStatus.FAILED]
-        for ann in self.lookahead.submit_due(plan):
-            if ann.error is not None and ann.cut is None:
-                self._synthesis_failed(ann, ann.error)
-            elif ann not in self.playing:
-                ann.status = AnnouncementStatus.SYNTHESIZING
-
-    # ---- helpers ----
-
-    def _spool_write(self, what: str, change: Callable, *args) -> object:
-        """Apply a queue change that writes the spool; on OSError say so once and go on (returns None)."""
-        try:
-            result = change(*args)
-        except OSError as exc:
-            trouble = exc.strerror or str(exc)
-            if trouble != self._spool_trouble:
-                log.error("spool: cannot %s: %s (what is not written replays after a restart)", what, trouble)
-            self._spool_trouble = trouble
-            return None
-        self._spool_trouble = None
-        return True if result is None else result
-
-    def _emit(
-        self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = (), **zones
-    ) -> None:
-        """One event; `zones=` (the zones it concerns) and `zone=` (the one that failed) go along."""
-        detail = reason or (f"{ann.priority.label}, {len(ann.text)} characters" if event == "queued" else "")
-        where = f" in {', '.join(zones['zones'])}" if zones.get("zones") and len(self.playbacks) > 1 else ""
-        log.info("%s: %s%s%s", ann.id, event, where, f" ({detail})" if detail else "")
-        self.on_event(ann, event, reason, warnings, **zones)
-        self._on_change()
+        plan = [play for play in self.plays.playing if play.cut in (None, Cut.TAKEOVER)]
+        for ann in self.queue.ordered(now) if self.commands.accepting else []:
+            play = self.plays.ahead.get(ann.id)
+            if play is None:
+                with self.endings.isolated(ann, "preparing its text"):
+                    try:
+                        play = self.plays.ahead[ann.id] = self.lookahead.prepare(ann, use_cache=True)
+                    except RequestError as exc:
+                        self.endings.synthesis_failed(ann, str(exc))
+            if play is not None and ann.id in self.plays.ahead:
+                plan.append(play)
+        for play in self.lookahead.submit_due(plan):
+            if play.error is not None and play.cut is None:
+                self.endings.synthesis_failed(play.ann, play.error)

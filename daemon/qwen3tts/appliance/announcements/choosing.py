@@ -9,15 +9,22 @@ priorities, interrupts exactly those: an emergency barges in on each (cut within
 priority one takes each over at its next sentence boundary. An emergency on the concourse never cuts a
 normal announcement on platform 3.
 
-The choosing half of `Announcer` (announcer.py), which it is mixed into: `self` is the announcer, and
-these run on its thread only.
+`Choosing` runs on the announcer's thread (announcer.py); it also holds the master volume and mute, which
+it puts on each track it starts.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.endings import Endings
+from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.play import Play, Plays
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.announcements.reporter import Reporter
+from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay
 from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
@@ -25,8 +32,25 @@ from qwen3tts.errors import RequestError
 log = logging.getLogger(__name__)
 
 
-class ChoosingMixin:
-    """Starts announcements in free zones and interrupts lower priorities that hold a zone."""
+class Choosing:
+    """Starts announcements in free zones and interrupts lower priorities that hold a zone.
+
+    `playbacks` is the audio thread of each zone by name; `volume` and `muted` the master level at start
+    (`volume/set`, `mute`, SIGHUP change them; they apply from the next announcement).
+    """
+
+    def __init__(
+        self, queue: AnnouncementQueue, plays: Plays, lookahead: LookAhead, playbacks: Mapping[str, Playback],
+        endings: Endings, reporter: Reporter, *, volume: float = 1.0, muted: bool = False,
+    ):  # fmt: skip
+        self.queue = queue
+        self.plays = plays
+        self.lookahead = lookahead
+        self.playbacks = playbacks
+        self.endings = endings
+        self.reporter = reporter
+        self.volume = volume
+        self.muted = muted
 
     def zones_of(self, ann: Announcement) -> tuple[str, ...]:
         """The zones `ann` plays in: its own that this box has, or every zone for an all-call.
@@ -42,71 +66,69 @@ class ChoosingMixin:
             )
         return known
 
-    def _choose(self, now: float) -> None:
-        if not self.accepting:
-            return
-        held = {zone: ann for ann in self.playing for zone in ann.play_zones}
+    def choose(self, now: float) -> None:
+        """Start what may start now; interrupt what holds a zone a more urgent announcement waits for."""
+        held = {zone: play for play in self.plays.playing for zone in play.zones}
         reserved: set[str] = set()
         for ann in self.queue.ordered(now):
             try:
                 zones = self.zones_of(ann)
             except RequestError as exc:
-                self._fail_now(ann, str(exc))
+                self.endings.fail_now(ann, str(exc))
                 continue
             blockers = list(dict.fromkeys(held[zone] for zone in zones if zone in held))
             free = not reserved.intersection(zones)
             if free and not blockers:
-                with self._isolated(ann, "starting"):
-                    if self._start(ann, zones):
-                        held.update(dict.fromkeys(zones, ann))
+                with self.endings.isolated(ann, "starting"):
+                    play = self._start(ann, zones)
+                    if play is not None:
+                        held.update(dict.fromkeys(zones, play))
                 continue
             if free:
                 self._interrupt(ann, blockers)
             reserved.update(zones)
 
-    def _interrupt(self, ann: Announcement, blockers: list[Announcement]) -> None:
+    def _interrupt(self, ann: Announcement, blockers: list[Play]) -> None:
         """`ann` waits for `blockers` (playing in its zones): interrupt them if all are of lower priority."""
-        if not ann.interrupt or any(b.priority >= ann.priority for b in blockers):
+        if not ann.interrupt or any(b.ann.priority >= ann.priority for b in blockers):
             return
         for blocker in blockers:
             if blocker.cut not in (None, Cut.TAKEOVER):
                 continue  # already being cut for good
             if ann.priority is Priority.EMERGENCY:  # also when a priority one already takes over
                 log.info("%s: emergency %s barges in", blocker.id, ann.id)
-                self._cut(blocker, Cut.BARGE_IN)
+                self.endings.cut(blocker, Cut.BARGE_IN)
             elif blocker.cut is None:
-                with self._isolated(blocker, "handing over"):
+                with self.endings.isolated(blocker.ann, "handing over"):
                     self.lookahead.take_over(blocker)
 
-    def _start(self, ann: Announcement, zones: tuple[str, ...]) -> bool:
-        """`ann` starts playing in `zones`; False when it could not (it ended with an `error` instead)."""
-        if not self._spool_write("record the attempt", self.queue.pop, ann):
-            ann.forget_synthesis()
-            ann.status = AnnouncementStatus.FAILED
-            self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
-            return False
-        if not ann.pieces:
+    def _start(self, ann: Announcement, zones: tuple[str, ...]) -> Play | None:
+        """`ann` starts playing in `zones`; None when it could not (it ended with an `error` instead)."""
+        written, popped = self.reporter.spool_write("record the attempt", self.queue.pop, ann)
+        if not written:
+            self.endings.gone(ann)
+            self.reporter.emit(ann, "error", f"spool write failed: {self.reporter.trouble}")
+            return None
+        play = self.plays.ahead.pop(ann.id, None)
+        if play is None:
             try:
-                self.lookahead.prepare(ann, use_cache=True)
+                play = self.lookahead.prepare(popped, use_cache=True)
             except RequestError as exc:  # text it cannot speak: the same error as when it waits
-                self._fail_now(ann, str(exc))
-                return False
-        track = ann.track
-        track.attach(zones)
-        track.how = HowToPlay(ann.priority, ann.chime, self._gain(ann))
-        track.set_start_threshold(self.lookahead.start_threshold(ann))
-        ann.status = AnnouncementStatus.PLAYING
-        ann.t_started = ann.t_first_audio = None
-        ann.play_zones, ann.zone_errors = zones, {}
-        self.playing.append(ann)
+                self.endings.fail_now(popped, str(exc))
+                return None
+        play.ann, play.zones = popped, zones
+        play.track.attach(zones)
+        play.track.how = HowToPlay(ann.priority, ann.chime, self.gain(ann))
+        play.track.set_start_threshold(self.lookahead.start_threshold(play))
+        self.plays.playing.append(play)
         where = f" in {', '.join(zones)}" if len(self.playbacks) > 1 else ""
-        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(ann.pieces))
+        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(play.pieces))
         for zone in zones:
-            self.playbacks[zone].play_next(track)
-        self._on_change()
-        return True
+            self.playbacks[zone].play_next(play.track)
+        self.reporter.on_change()
+        return play
 
-    def _gain(self, ann: Announcement) -> float:
+    def gain(self, ann: Announcement) -> float:
         """Emergency plays at its own volume (full scale by default), ignoring master volume and mute."""
         own = 1.0 if ann.volume is None else ann.volume
         if ann.priority is Priority.EMERGENCY:

@@ -1,21 +1,26 @@
-"""What other threads ask of the announcer, and how its loop carries each request out.
+"""What other threads ask of the announcer, carried out on its thread.
 
-The public methods run on the caller's thread and only post to the announcer's inbox; the underscore
-twin of each runs later on the announcer's own thread, the only one that changes the queue and the
-announcements. A command that needs an answer (stop, volume, voice) takes an `Answer`, called with the
-fields of the answer event once the command has taken effect; an accepted announcement is answered by its
-own lifecycle events (`queued`, or `rejected` / `error`) and acknowledged once spooled.
+The announcer's public methods (announcer.py: `enqueue`, `stop`, `set_volume`, ...) run on the caller's
+thread and only post to its inbox; the methods of `Commands` run later on the announcer's own thread, the
+only one that changes the queue and the plays. A command that needs an answer (stop, volume, voice) takes
+an `Answer`, called with the fields of the answer event once the command has taken effect; an accepted
+announcement is answered by its own lifecycle events (`queued`, or `rejected` / `error`) and
+acknowledged (its `ack`) once spooled.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
-from qwen3tts.appliance.announcements.queue import Accepted
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.choosing import Choosing
+from qwen3tts.appliance.announcements.endings import Endings
+from qwen3tts.appliance.announcements.play import Plays
+from qwen3tts.appliance.announcements.queue import Accepted, AnnouncementQueue
+from qwen3tts.appliance.announcements.reporter import Reporter
 from qwen3tts.errors import RequestError
+from qwen3tts.synthesis import SpeechDefaults
 
 log = logging.getLogger(__name__)
 
@@ -26,90 +31,68 @@ Answer = Callable[..., None]
 NOT_FOUND = "no announcement with this id is waiting or playing"
 
 
-class CommandsMixin:
-    """The command half of `Announcer` (announcer.py), which it is mixed into: `self` is the announcer."""
+class Commands:
+    """Queueing, stop, volume, mute, defaults and shutdown; `accepting` is False once a shutdown began.
 
-    # ---- posted from other threads ----
+    `defaults` is what an announcement that names no voice, language or instruct gets (the look-ahead's).
+    """
 
-    def enqueue(self, ann: Announcement, redelivered: bool = False) -> None:
-        """Queue an accepted announcement (spooled and acknowledged on the announcer's thread)."""
-        self._post(self._enqueue, ann, redelivered)
+    def __init__(
+        self, queue: AnnouncementQueue, plays: Plays, choosing: Choosing, endings: Endings,
+        reporter: Reporter, defaults: SpeechDefaults, *, clock: Callable[[], float],
+    ):  # fmt: skip
+        self.queue = queue
+        self.plays = plays
+        self.choosing = choosing
+        self.endings = endings
+        self.reporter = reporter
+        self.defaults = defaults
+        self.clock = clock
+        self.accepting = True
 
-    def stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
-        """`current`, `all` (waiting ones too) or `id`: cut or cancel, then answer."""
-        self._post(self._stop, scope, ann_id, answer)
-
-    def set_volume(self, volume: float, answer: Answer | None = None) -> None:
-        self._post(self._set_volume, volume, answer)
-
-    def set_muted(self, muted: bool) -> None:
-        self._post(self._set_muted, muted)
-
-    def set_voice(self, voice: str, answer: Answer | None = None) -> None:
-        """The default voice (a name the intake checked against the voice catalog)."""
-        self._post(self._set_defaults, {"voice": voice}, answer)
-
-    def set_defaults(self, changes: dict[str, object]) -> None:
-        """Default voice / language / instruct fields a reload changed."""
-        self._post(self._set_defaults, changes, None)
-
-    def applied(self, timeout: float) -> bool:
-        """Wait until everything posted before this call has been carried out (a reload is done only then);
-        False after `timeout`."""
-        done = threading.Event()
-        self._post(done.set)
-        return done.wait(timeout)
-
-    def drain(self, finish: bool, timeout: float) -> bool:
-        """Shutdown (any thread): start nothing new, finish or cut what plays.
-
-        True once nothing plays; False after `timeout` (a wedged loop is left behind).
-        """
-        self._post(self._shut_down, finish)
-        return self._drained.wait(timeout)
-
-    # ---- carried out on the announcer's thread ----
-
-    def _enqueue(self, ann: Announcement, redelivered: bool) -> None:
-        now = self._clock()
+    def enqueue(self, ann: Announcement, redelivered: bool, ack: Callable[[], object] | None) -> None:
+        """Spool and queue an accepted announcement, then acknowledge its MQTT message (`ack`)."""
+        now = self.clock()
         try:
             if not self.accepting:
                 log.info("%s: not queued while stopping; the broker delivers it again", ann.id)
                 return  # not acknowledged either: it comes back after the restart
             if ann.expired(now):
                 self.queue.recent.add(ann.id, ann, message_id=ann.message_id)
-                self._emit(ann, "expired", "expired before it was queued")
+                self.reporter.emit(ann, "expired", "expired before it was queued")
             else:
-                with self._isolated(ann, "queueing"):  # a bug here fails this announcement (an `error`) only
+                with self.endings.isolated(ann, "queueing"):  # a bug here fails this announcement only
                     self._put(ann, redelivered)
         finally:
-            if self.accepting:
-                ann.ack_once()  # after the spool write, or after the refusal: never redelivered forever
+            if self.accepting and ack is not None:
+                ack()  # after the spool write, or after the refusal: never redelivered forever
 
     def _put(self, ann: Announcement, redelivered: bool) -> None:
         try:
-            accepted = self._spool_write("spool a new announcement", self.queue.put, ann, redelivered)
+            written, accepted = self.reporter.spool_write(
+                "spool a new announcement", self.queue.put, ann, redelivered
+            )
         except RequestError as exc:  # the queue is full
-            self._emit(ann, "rejected", str(exc), ann.warnings)
+            self.reporter.emit(ann, "rejected", str(exc), ann.warnings)
             return
-        if accepted is None:  # not written (said once in the log): nothing is queued
-            self._emit(ann, "error", f"spool write failed: {self._spool_trouble}")
+        if not written:  # said once in the log: nothing is queued
+            self.reporter.emit(ann, "error", f"spool write failed: {self.reporter.trouble}")
             return
         if accepted is not Accepted.QUEUED:
             log.info("%s: dropped, %s", ann.id, accepted.value)
             return
-        self._emit(ann, "queued", "", ann.warnings, zones=ann.zones)  # the zones it addresses; none: all-call
+        self.reporter.emit(ann, "queued", "", ann.warnings, zones=ann.zones)  # none: an all-call
 
-    def _stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
-        """`current` cuts what plays now (in every zone), `all` also cancels what waits."""
+    def stop(self, scope: str, ann_id: str | None, answer: Answer) -> None:
+        """`current` cuts what plays now (in every zone), `all` also cancels what waits, `id` the one."""
         if scope == "id":
             waiting = self.queue.find(ann_id)
-            playing = next((ann for ann in self.playing if ann.id == ann_id), None)
+            playing = self.plays.playing_one(ann_id)
             if waiting is not None:
-                self._cancel_waiting(waiting)
+                self.endings.cancel_waiting(waiting)
                 answer("stopped", id=ann_id, scope="id", cancelled=(ann_id,))
             elif playing is not None:
-                self._cut(playing, Cut.STOP)
+                self.endings.cut(playing, Cut.STOP)
                 answer("stopped", id=ann_id, scope="id")
             else:
                 log.info("stop: no announcement %s is waiting or playing", ann_id)
@@ -117,39 +100,33 @@ class CommandsMixin:
             return
         cancelled = self.queue.waiting() if scope == "all" else []
         for ann in cancelled:
-            self._cancel_waiting(ann)
-        for ann in list(self.playing):
-            self._cut(ann, Cut.STOP)
+            self.endings.cancel_waiting(ann)
+        for play in list(self.plays.playing):
+            self.endings.cut(play, Cut.STOP)
         answer("stopped", scope=scope, cancelled=tuple(a.id for a in cancelled))
 
-    def _cancel_waiting(self, ann: Announcement) -> None:
-        ann.forget_synthesis()
-        ann.status = AnnouncementStatus.CANCELLED
-        self._spool_write("remove a cancelled announcement", self.queue.discard, ann)
-        self._emit(ann, "cancelled", "stop")
-
-    def _set_volume(self, volume: float, answer: Answer | None) -> None:
-        self.volume = volume
+    def set_volume(self, volume: float, answer: Answer | None) -> None:
+        self.choosing.volume = volume
         log.info("volume set to %.2f", volume)
         if answer is not None:
             answer("volume_set", volume=volume)
 
-    def _set_muted(self, muted: bool) -> None:
-        self.muted = muted
+    def set_muted(self, muted: bool) -> None:
+        self.choosing.muted = muted
         log.info("muted" if muted else "unmuted")
 
-    def _set_defaults(self, changes: dict[str, object], answer: Answer | None) -> None:
-        defaults = self.lookahead.defaults
+    def set_defaults(self, changes: dict[str, object], answer: Answer | None) -> None:
         for name, value in changes.items():
-            setattr(defaults, name, value)
-        log.info("defaults now: voice %s, language %s", defaults.voice, defaults.language)
+            setattr(self.defaults, name, value)
+        log.info("defaults now: voice %s, language %s", self.defaults.voice, self.defaults.language)
         if answer is not None:
-            answer("voice_set", voice=defaults.voice)
-        self._on_change()
+            answer("voice_set", voice=self.defaults.voice)
+        self.reporter.on_change()
 
-    def _shut_down(self, finish: bool) -> None:
+    def shut_down(self, finish: bool) -> None:
+        """Start nothing new; cut what plays unless it may `finish`. What waits stays spooled as it was."""
         self.accepting = False
-        for ann in list(self.playing) if not finish else []:
-            self._cut(ann, Cut.SHUTDOWN)
+        for play in list(self.plays.playing) if not finish else []:
+            self.endings.cut(play, Cut.SHUTDOWN)
         for ann in self.queue.waiting():
-            ann.forget_synthesis()  # never popped: they stay spooled as they were
+            self.plays.drop_ahead(ann)  # never popped: they stay spooled as they were

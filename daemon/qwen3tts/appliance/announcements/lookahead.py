@@ -1,14 +1,12 @@
 """Synthesis ahead of playback: which pieces go to the engine now, and their PCM into tracks.
 
-Called only from the announcer's loop. Pieces are submitted in the order they will play (the current
-announcement's, then the next waiting announcements'), while the audio that plays before a piece is
-shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch limit (which the
-thermal governor sets). The piece that plays next is always submitted, and an emergency's pieces ignore
-both limits (the engine lets emergencies bypass its batch limit too). PCM is taken from the engine
-handles without waiting and appended to the announcement's track in piece order; a later piece's PCM
-waits in its handle until the ones before it are complete. A piece's SSML marks shape its audio
-(piece_audio.py): exact silence before and after it, a chime piece's sound instead of synthesis, its
-rate through the time-scale modification; its language and voice go into its engine request.
+Called from the announcer's loop, except `read` (any thread: where an announcement is handed over).
+Pieces are submitted in play order (the current announcement's, then the waiting ones'), while the audio
+before a piece is shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch
+limit (the thermal governor sets it); the piece that plays next always goes, and an emergency's ignore
+both limits. PCM is taken from the engine handles without waiting and put into the play's track in piece
+order (a later piece's waits in its handle). A piece's SSML marks shape its audio (piece_audio.py):
+silence around it, a chime instead of synthesis, its rate; its language and voice go into its request.
 """
 
 from __future__ import annotations
@@ -16,12 +14,14 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
-from qwen3tts.appliance.announcements.piece_audio import PieceAudio, piece_key
+from qwen3tts.appliance.announcements.piece_audio import PieceAudio
+from qwen3tts.appliance.announcements.play import PiecePlay, Play
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
 from qwen3tts.appliance.systemd.supervisor import isolated
@@ -31,7 +31,6 @@ from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_pieces, sentence_request, speaks
-from qwen3tts.text import Piece
 from qwen3tts.voices.catalog import VoiceCatalog
 
 log = logging.getLogger(__name__)
@@ -58,15 +57,9 @@ class LookAhead:
     """Prepares announcements, submits due pieces, moves their PCM; keeps the measured real-time factor."""
 
     def __init__(
-        self,
-        engine: Engine,
-        settings: Settings,
-        defaults: SpeechDefaults,
-        text: TextOptions,
-        voices: VoiceCatalog,
-        replay: PhraseReplay | None = None,
-        sounds: PieceAudio | None = None,
-    ):
+        self, engine: Engine, settings: Settings, defaults: SpeechDefaults, text: TextOptions,
+        voices: VoiceCatalog, replay: PhraseReplay | None = None, sounds: PieceAudio | None = None,
+    ):  # fmt: skip
         self.engine = engine
         self.settings = settings
         self.defaults = defaults
@@ -83,47 +76,45 @@ class LookAhead:
 
     # ---- what plays, and how long it takes ----
 
-    def prepare(self, ann: Announcement, use_cache: bool = False) -> None:
-        """The pieces to play (from `cursor`): the text front end's pieces, as the model gets them.
-
-        With `use_cache`, a whole play found in the phrase cache becomes one complete piece whose audio
-        is all in the track: it starts playing without synthesis.
-        """
+    def read(self, ann: Announcement) -> Announcement:
+        """`ann` with its text read: its pieces as the model gets them and the reader's warnings, or why
+        it cannot be read. Any thread: the announcer calls it where an announcement is handed over
+        (`Announcer.enqueue`, the spool's replay), so its own loop never waits on the text front end (a
+        worker process when guarded, text/guard.py)."""
+        if ann.pieces or ann.unreadable is not None:
+            return ann
         language = ann.lang or self.defaults.language
-        pieces, ann.reading = read_pieces(
-            ann.text, language, self.text, ann.normalize, ann.ssml, self.sounds.chime_names()
-        )
-        ann.runaway = ()
-        ann.cursor = min(ann.cursor, len(pieces) - 1)
-        ann.pieces, ann.handles, ann.ends = pieces[ann.cursor :], {}, []
-        ann.track = Track(ann.id)
-        ann.from_cache, ann.rendition = False, None
+        chimes = self.sounds.chime_names()
+        try:
+            pieces, reading = read_pieces(ann.text, language, self.text, ann.normalize, ann.ssml, chimes)
+        except RequestError as exc:
+            return replace(ann, unreadable=str(exc))
+        return replace(ann, pieces=tuple(pieces), reading=reading)
+
+    def prepare(self, ann: Announcement, use_cache: bool = False) -> Play:
+        """A new play of `ann` from its `cursor`, over the pieces its text was read as (RequestError when
+        it could not be read; one never handed over, as a test may queue it, is read here). With
+        `use_cache`, a whole play found in the phrase cache is one complete piece, all in its track."""
+        ann = self.read(ann)
+        if ann.unreadable is not None:
+            raise RequestError(ann.unreadable)
+        pieces = list(ann.pieces)
+        first = min(ann.cursor, len(pieces) - 1)
+        play = Play(ann, [PiecePlay(piece) for piece in pieces[first:]], Track(ann.id), first, ann.reading)
         if use_cache and self.replay is not None:
-            self._replay(ann, pieces, language)
+            voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
+            self.replay.start(play, pieces, voice, ann.lang or self.defaults.language, instruct)
+        return play
 
-    def _replay(self, ann: Announcement, pieces: list[Piece], language: str) -> None:
-        voice, instruct = ann.voice or self.defaults.voice, ann.instruct or self.defaults.instruct
-        key = self.replay.key([piece_key(piece) for piece in pieces], voice, language, instruct, ann.seed)
-        pcm = self.replay.lookup(ann, key)
-        if pcm is None:
-            self.replay.start_collecting(ann, key)
-            return
-        whole = " ".join(piece.normalized for piece in pieces)
-        ann.pieces, ann.ends = [Piece(ann.text, whole, 0, len(ann.text))], [len(pcm)]
-        ann.track.put(pcm)
-        ann.track.close()
-        ann.from_cache = True
-        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", ann.id, len(pcm) / MODEL_RATE)
-
-    def start_threshold(self, ann: Announcement) -> int:
+    def start_threshold(self, play: Play) -> int:
         """Samples to hold back before speech starts so the piece playing first does not run dry.
 
         Revised every turn until speech starts: one stream slows down as the batch grows.
         """
         jitter_ms = self.settings.audio.jitter_buffer_ms
-        if not ann.pieces or ann.ends:
+        if not play.pieces or play.done:
             return jitter_threshold(jitter_ms, None, None)
-        return jitter_threshold(jitter_ms, self.estimate(ann, 0), self.stream_rtf())
+        return jitter_threshold(jitter_ms, self.estimate(play, 0), self.stream_rtf())
 
     def stream_rtf(self) -> float | None:
         """Synthesis time / audio time of one stream now: from the engine's live figures while it runs
@@ -133,73 +124,76 @@ class LookAhead:
             return stats.num_running / (stats.frames_per_second * FRAME_S)
         return self.rtf
 
-    def estimate(self, ann: Announcement, index: int) -> float:
+    def estimate(self, play: Play, index: int) -> float:
         """Seconds of audio piece `index` gives (measured once it is complete)."""
-        if index < len(ann.ends):
-            return (ann.ends[index] - (ann.ends[index - 1] if index else 0)) / MODEL_RATE
-        return self.sounds.estimate_s(ann.pieces[index], CHARS_PER_SECOND)
+        end = play.pieces[index].end
+        if end is not None:
+            return (end - (play.pieces[index - 1].end if index else 0)) / MODEL_RATE
+        return self.sounds.estimate_s(play.pieces[index].piece, CHARS_PER_SECOND)
 
-    def _arrived_s(self, ann: Announcement, index: int) -> float:
+    @staticmethod
+    def _arrived_s(play: Play, index: int) -> float:
         """Seconds of piece `index` already in the track (only the arriving piece has any)."""
-        if index != len(ann.ends):
+        if index != play.done:
             return 0.0
-        return (ann.track.received - (ann.ends[-1] if ann.ends else 0)) / MODEL_RATE
+        return (play.track.received - (play.pieces[index - 1].end if index else 0)) / MODEL_RATE
 
-    def piece_playing(self, ann: Announcement) -> int:
+    @staticmethod
+    def piece_playing(play: Play) -> int:
         """Index of the piece playback is in (the first not yet fully played)."""
-        position = ann.track.taken if ann.track is not None else 0
-        return next((i for i, end in enumerate(ann.ends) if end > position), len(ann.ends))
+        ends = play.ends
+        return next((i for i, end in enumerate(ends) if end > play.track.taken), len(ends))
 
     # ---- submission ----
 
-    def submit_due(self, plan: list[Announcement]) -> list[Announcement]:
-        """Submit what is due in play order; returns the announcements that got a request.
+    def submit_due(self, plan: list[Play]) -> list[Play]:
+        """Submit what is due in play order; returns the plays that got a request.
 
         A piece that cannot be submitted (the engine refuses it, or anything on the way raises) fails
-        its announcement: `ann.error` is set and it is returned too; the caller fails it.
+        its play: `play.error` is set and it is returned too; the caller fails it.
         """
         lookahead = self.settings.announcements.lookahead_s
-        in_flight = sum(len(ann.handles) for ann in plan)
+        in_flight = sum(len(play.handles()) for play in plan)
         max_batch = self.engine.stats().max_batch
         horizon = 0.0  # seconds of audio that play before the piece being considered
         first = True  # the first piece not yet complete in the whole plan: it plays next
-        touched: list[Announcement] = []
-        for ann in plan:  # each one prepared by the caller
-            horizon += ann.track.available / MODEL_RATE
-            for index in range(len(ann.ends), ann.playing_end):
-                if not speaks(ann.pieces[index]):  # a chime or a bare break: its audio is at hand
-                    horizon += self.estimate(ann, index)
+        touched: list[Play] = []
+        for play in plan:
+            horizon += play.track.available / MODEL_RATE
+            for index in range(play.done, play.playing_end):
+                if not speaks(play.pieces[index].piece):  # a chime or a bare break: its audio is at hand
+                    horizon += self.estimate(play, index)
                     continue
-                if index in ann.handles:
-                    horizon += max(0.0, self.estimate(ann, index) - self._arrived_s(ann, index))
+                if play.pieces[index].handle is not None:
+                    horizon += max(0.0, self.estimate(play, index) - self._arrived_s(play, index))
                     first = False
                     continue
-                urgent = first or ann.priority is Priority.EMERGENCY
+                urgent = first or play.ann.priority is Priority.EMERGENCY
                 if not urgent and (horizon >= lookahead or in_flight >= max_batch):
                     break  # the rest waits; a later emergency's pieces still go (they ignore both limits)
                 first = False
-                touched.append(ann)
-                if not self._submit_piece(ann, index):
+                touched.append(play)
+                if not self._submit_piece(play, index):
                     break
                 in_flight += 1
-                horizon += self.estimate(ann, index)
+                horizon += self.estimate(play, index)
         return list(dict.fromkeys(touched))  # each once, however many of its pieces went
 
-    def _submit_piece(self, ann: Announcement, index: int) -> bool:
-        """Submit one piece; False, with `ann.error` set, when it could not be (that announcement only)."""
+    def _submit_piece(self, play: Play, index: int) -> bool:
+        """Submit one piece; False, with `play.error` set, when it could not be (that play only)."""
 
         def failed(exc: BaseException) -> None:
-            ann.error = f"{type(exc).__name__}: {exc}"
+            play.error = f"{type(exc).__name__}: {exc}"
 
-        with isolated(f"{ann.id}: submitting piece {ann.cursor + index}", failed):
+        with isolated(f"{play.id}: submitting piece {play.first + index}", failed):
             try:
-                ann.handles[index] = self.engine.submit(self._request(ann, index))
+                play.pieces[index].handle = self.engine.submit(self._request(play, index))
             except RequestError as exc:  # refused (bad input, no room): the engine's reason
-                ann.error = str(exc)
-        return index in ann.handles
+                play.error = str(exc)
+        return play.pieces[index].handle is not None
 
-    def _request(self, ann: Announcement, index: int):
-        piece = ann.pieces[index]
+    def _request(self, play: Play, index: int):
+        ann, piece = play.ann, play.pieces[index].piece
         voice = self.voices.resolve(piece.voice) if piece.voice else ann.voice or self.defaults.voice
         request = sentence_request(
             f"{ann.id}#{next(self._request_ids)}",
@@ -212,72 +206,72 @@ class LookAhead:
             voices=self.voices,
             seed=ann.seed,
         )
-        log.debug("%s: submitting piece %d as %s", ann.id, ann.cursor + index, request.id)
+        log.debug("%s: submitting piece %d as %s", ann.id, play.first + index, request.id)
         return request
 
     # ---- PCM ----
 
-    def move_pcm(self, ann: Announcement) -> None:
+    def move_pcm(self, play: Play) -> None:
         """Append the PCM that is ready, in piece order; close the track after the last piece.
 
         Each piece brings its marks: silence (and a chime) before, its speech at its rate, silence after.
         Raises the RequestError of a piece whose synthesis failed. A cancelled request is not an ended
         one: its piece stays incomplete (only a finished request completes a piece).
         """
-        track = ann.track
-        if track is None or track.closed or (ann.cut is not None and ann.cut is not Cut.TAKEOVER):
+        track = play.track
+        if track.closed or (play.cut is not None and play.cut is not Cut.TAKEOVER):
             return  # a cut play takes no more PCM: what its cancelled requests left is not the piece
-        while len(ann.ends) < ann.playing_end:
-            index = len(ann.ends)
-            piece = ann.pieces[index]
-            if track.received == (ann.ends[-1] if ann.ends else 0):
-                self._put(ann, self.sounds.before(piece))  # once: afterwards the track holds more
-            if speaks(piece) and not self._move_speech(ann, index):
+        while play.done < play.playing_end:
+            index = play.done
+            piece = play.pieces[index]
+            if track.received == (play.pieces[index - 1].end if index else 0):
+                self._put(play, self.sounds.before(piece.piece))  # once: afterwards the track holds more
+            if speaks(piece.piece) and not self._move_speech(play, piece, index):
                 return
-            self._put(ann, self.sounds.after(piece))
-            ann.ends.append(track.received)
-            if speaks(piece):
-                self._measure(ann, self.estimate(ann, index) - self.sounds.extra_s(piece))
+            self._put(play, self.sounds.after(piece.piece))
+            piece.end = track.received
+            if speaks(piece.piece):
+                self._measure(piece, self.estimate(play, index) - self.sounds.extra_s(piece.piece))
         track.close()
 
-    def _move_speech(self, ann: Announcement, index: int) -> bool:
+    def _move_speech(self, play: Play, piece: PiecePlay, index: int) -> bool:
         """The piece's PCM that is ready into the track (at its rate); True once all of it is in."""
-        handle = ann.handles.get(index)
+        handle = piece.handle
         if handle is None:
             return False
         chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
         for chunk in chunks:
-            if ann.arriving_since is None:
-                ann.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
-                ann.stretch = self.sounds.stretch(ann.pieces[index])
-            self._put(ann, ann.stretch.push(chunk) if ann.stretch is not None else chunk)
+            if piece.arriving_since is None:
+                piece.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
+                piece.stretch = self.sounds.stretch(piece.piece)
+            self._put(play, piece.stretch.push(chunk) if piece.stretch is not None else chunk)
         if not ended or handle.cancelled:
             return False
-        del ann.handles[index]
-        self._ran_away(ann, handle, index)
-        if ann.stretch is not None:
-            self._put(ann, ann.stretch.finish())
-            ann.stretch = None
+        piece.handle = None
+        self._ran_away(play, handle, index)
+        if piece.stretch is not None:
+            self._put(play, piece.stretch.finish())
+            piece.stretch = None
         return True
 
     @staticmethod
-    def _ran_away(ann: Announcement, handle, index: int) -> None:
-        warning = runaway_warning(handle, ann.cursor + index + 1)
+    def _ran_away(play: Play, handle, index: int) -> None:
+        warning = runaway_warning(handle, play.first + index + 1)
         if warning is not None:  # said in the `finished` event (issue 24 item 5)
-            log.warning("%s: %s", ann.id, warning)
-            ann.runaway += (warning,)
+            log.warning("%s: %s", play.id, warning)
+            play.runaway += (warning,)
 
     @staticmethod
-    def _put(ann: Announcement, chunk: np.ndarray) -> None:
+    def _put(play: Play, chunk: np.ndarray) -> None:
         if not len(chunk):
             return
-        ann.track.put(chunk)
-        if ann.rendition is not None:
-            ann.rendition.append(chunk)
+        play.track.put(chunk)
+        if play.rendition is not None:
+            play.rendition.append(chunk)
 
-    def _measure(self, ann: Announcement, audio_s: float) -> None:
+    def _measure(self, piece: PiecePlay, audio_s: float) -> None:
         """The real-time factor of the speech piece just complete (`audio_s` seconds of speech)."""
-        since, ann.arriving_since = ann.arriving_since, None
+        since, piece.arriving_since = piece.arriving_since, None
         if since is None or audio_s < 0.5:
             return
         sample = (time.monotonic() - since) / audio_s
@@ -285,18 +279,18 @@ class LookAhead:
 
     # ---- takeover ----
 
-    def take_over(self, ann: Announcement) -> None:
-        """End `ann` after the piece it is playing; the rest is cancelled in the engine."""
-        cut_at = self.piece_playing(ann) + 1
-        while cut_at < len(ann.pieces):
-            if cut_at > len(ann.ends):
+    def take_over(self, play: Play) -> None:
+        """End `play` after the piece it is playing; the rest is cancelled in the engine."""
+        cut_at = self.piece_playing(play) + 1
+        while cut_at < len(play.pieces):
+            end = play.pieces[cut_at - 1].end
+            if end is None:
                 break  # its PCM is not all in yet: move_pcm stops at cut_at and closes the track
-            if ann.track.end_at(ann.ends[cut_at - 1]):
+            if play.track.end_at(end):
                 break
             cut_at += 1  # playback crossed the boundary meanwhile
-        if cut_at >= len(ann.pieces):
+        if cut_at >= len(play.pieces):
             return  # it is on its last piece: it ends before anything could take over
-        ann.cut_at, ann.cut = cut_at, Cut.TAKEOVER
-        log.info("%s: a priority announcement takes over after piece %d", ann.id, ann.cursor + cut_at)
-        for index in [i for i in ann.handles if i >= cut_at]:
-            ann.handles.pop(index).cancel()
+        play.cut_at, play.cut = cut_at, Cut.TAKEOVER
+        log.info("%s: a priority announcement takes over after piece %d", play.id, play.first + cut_at)
+        play.cancel_from(cut_at)

@@ -24,7 +24,11 @@ import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.phrase_cache import PhraseCache
+from qwen3tts.appliance.announcements.piece_audio import piece_key
+from qwen3tts.appliance.announcements.play import PiecePlay, Play
+from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.errors import BundleError
+from qwen3tts.text import Piece
 from qwen3tts.voices import bundle_hash
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -47,6 +51,8 @@ class PhraseReplay:
         self.sampling = dict(sampling)
         self.voice_identity = voice_identity
         """voice name -> what identifies its sound (VoiceCatalog.identity; a preset is its name)."""
+        self._repeats: dict[str, np.ndarray] = {}
+        """The first rendition of each announcement that plays again, by id, until its last play."""
 
     @classmethod
     def from_settings(cls, settings, engine, voices: VoiceCatalog) -> PhraseReplay:
@@ -75,7 +81,8 @@ class PhraseReplay:
             voice_identity=voices.identity,
         )
 
-    def allowed(self, ann: Announcement) -> bool:
+    @staticmethod
+    def allowed(ann: Announcement) -> bool:
         return ann.cache is not False
 
     def key(self, pieces: list[str], voice: str | None, language: str, instruct: str | None, seed) -> str:
@@ -89,34 +96,54 @@ class PhraseReplay:
             sampling=self.sampling,
         )
 
-    def lookup(self, ann: Announcement, key: str) -> np.ndarray | None:
-        """The audio of a whole play of `ann` if it exists (the first rendition first), else None."""
-        if ann.cursor != 0 or not self.allowed(ann):
+    def start(
+        self, play: Play, pieces: list[Piece], voice: str | None, language: str, instruct: str | None
+    ) -> None:
+        """A new play of all of `pieces` (the whole text) in `voice`, `language`, `instruct`: found (the
+        first rendition first, then the cache), it becomes one complete piece whose audio is all in its
+        track and plays without synthesis; else its PCM is collected for `keep` as it is synthesised."""
+        key = self.key([piece_key(piece) for piece in pieces], voice, language, instruct, play.ann.seed)
+        pcm = self._lookup(play, key)
+        if pcm is None:
+            play.rendition = [] if play.first == 0 and self.allowed(play.ann) else None
+            play.rendition_key = key
+            return
+        whole = " ".join(piece.normalized for piece in pieces)
+        play.pieces = [PiecePlay(Piece(play.ann.text, whole, 0, len(play.ann.text)), end=len(pcm))]
+        play.track.put(pcm)
+        play.track.close()
+        play.from_cache = True
+        log.info("%s: %.1f s of audio from the phrase cache, no synthesis", play.id, len(pcm) / MODEL_RATE)
+
+    def _lookup(self, play: Play, key: str) -> np.ndarray | None:
+        if play.first != 0 or not self.allowed(play.ann):
             return None
-        if ann.replay is not None:
-            return ann.replay
+        if play.ann.id in self._repeats:
+            return self._repeats[play.ann.id]
         return self.cache.get(key) if self.cache is not None else None
 
-    def start_collecting(self, ann: Announcement, key: str) -> None:
-        """A whole play that is synthesised: its PCM is collected for `keep`."""
-        ann.rendition = [] if ann.cursor == 0 and self.allowed(ann) else None
-        ann.rendition_key = key
-
-    def keep(self, ann: Announcement, plays_again: bool) -> None:
-        """`ann` played out completely and was not cut: store its audio (and keep it for a repeat)."""
-        chunks, ann.rendition = ann.rendition, None
+    def keep(self, play: Play, plays_again: bool) -> None:
+        """`play` played out completely and was not cut: store its audio (and keep it for a repeat)."""
+        chunks, play.rendition = play.rendition, None
         if not plays_again:
-            ann.replay = None  # its last play: the rendition kept for the repeats is released
-        if ann.from_cache or chunks is None or not self.allowed(ann):
+            self.forget(play.ann.id)  # its last play: the rendition kept for the repeats is released
+        if play.from_cache or chunks is None or not self.allowed(play.ann):
             return
         pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
         if pcm.size == 0:
             return
         if plays_again:
-            ann.replay = pcm
-        if self.cache is not None and ann.rendition_key is not None:
-            stored = self.cache.put(ann.rendition_key, pcm)
-            log.info("%s: %s the phrase cache", ann.id, "stored in" if stored else "too large for")
+            self._repeats[play.ann.id] = pcm
+        if self.cache is not None and play.rendition_key is not None:
+            stored = self.cache.put(play.rendition_key, pcm)
+            log.info("%s: %s the phrase cache", play.id, "stored in" if stored else "too large for")
+
+    def kept_for_repeats(self, ann_id: str) -> bool:
+        return ann_id in self._repeats
+
+    def forget(self, ann_id: str) -> None:
+        """The announcement is gone (its last play, cancelled, failed, expired): release its rendition."""
+        self._repeats.pop(ann_id, None)
 
     def stats(self) -> dict[str, int]:
         if self.cache is None:

@@ -3,8 +3,10 @@
 Waiting announcements are ordered emergency > priority > normal, first in first out within a level. An
 announcement is *waiting*, *current* (popped, being spoken; still spooled so a crash replays it) or gone
 (finished, cancelled, expired, failed: removed from the spool). Every change is written to the spool
-(spool.py) before it returns. The queue also keeps the duplicate memory (recent_ids.py): an id it has
-accepted is not accepted again, nor a broker's redelivery of a message it has already spooled.
+(spool.py) before it returns; an announcement is a frozen record, so each change is a new copy the
+method returns, and the queue holds the copy it spooled last. The queue also keeps the duplicate memory
+(recent_ids.py): an id it has accepted is not accepted again, nor a broker's redelivery of a message it
+has already spooled.
 
 Poison: each time an announcement becomes the current one its `attempts` count is spooled; an orderly
 end (finished, interrupted, repeat, shutdown) resets it. An entry found at start-up with `max_attempts`
@@ -17,6 +19,8 @@ copies, for the status and the servers' /metrics).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 
@@ -62,8 +66,11 @@ class AnnouncementQueue:
         """Every waiting announcement in play order (also those not due yet)."""
         return sorted(self._waiting, key=Announcement.rank)
 
-    def replay(self, now: float) -> tuple[list[Announcement], list[Announcement]]:
-        """Load the spool after a start: (replayed and waiting again, expired and removed).
+    def replay(
+        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann
+    ) -> tuple[list[Announcement], list[Announcement]]:
+        """Load the spool after a start: (replayed and waiting again, expired and removed); `read` gives
+        each one that waits again its text as read (LookAhead.read).
 
         Entries that reached `max_attempts` are quarantined instead and returned with neither.
         """
@@ -78,6 +85,7 @@ class AnnouncementQueue:
                 self.spool.remove(ann)
                 expired.append(ann)
             else:
+                ann = read(ann)
                 self._waiting.append(ann)
                 replayed.append(ann)
         if replayed:
@@ -85,7 +93,7 @@ class AnnouncementQueue:
         return replayed, expired
 
     def put(self, ann: Announcement, redelivered: bool = False) -> Accepted:
-        """Spool `ann` (fsynced) and queue it, unless it is a duplicate.
+        """Spool `ann` (fsynced) and queue it with its `seq`, unless it is a duplicate.
 
         RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued).
         `redelivered` is the MQTT DUP flag it came with (`ann.message_id` its packet id).
@@ -96,7 +104,7 @@ class AnnouncementQueue:
             return Accepted.REDELIVERY
         if len(self._waiting) >= self.max_queue:
             raise RequestError(f"queue full ({self.max_queue} announcements waiting)")
-        ann.seq = self._next_seq
+        ann = replace(ann, seq=self._next_seq)
         self.spool.write(ann)
         self._next_seq += 1
         self._waiting.append(ann)
@@ -108,40 +116,40 @@ class AnnouncementQueue:
         due = (a for a in self._waiting if a.not_before <= now and not a.expired(now))
         return sorted(due, key=Announcement.rank)
 
-    def pop(self, ann: Announcement) -> None:
+    def pop(self, ann: Announcement) -> Announcement:
         """`ann` (waiting) becomes the current one; its attempt is spooled before it plays, so a process
         that dies now counts against it. OSError if that cannot be written (it is then no longer waiting)."""
         self._waiting.remove(ann)
-        ann.attempts += 1
+        ann = replace(ann, attempts=ann.attempts + 1)
         self.spool.write(ann)
+        return ann
 
-    def done(self, ann: Announcement, now: float) -> bool:
-        """The current announcement finished playing; True if it waits again for a repeat."""
-        ann.plays_done += 1
-        ann.attempts, ann.cursor = 0, 0
+    def done(self, ann: Announcement, now: float) -> Announcement | None:
+        """The current announcement finished playing; the copy that waits again for a repeat, or None."""
+        ann = replace(ann, plays_done=ann.plays_done + 1, attempts=0, cursor=0)
         if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
-            ann.not_before = now + ann.repeat_interval
+            ann = replace(ann, not_before=now + ann.repeat_interval)
             self._waiting.append(ann)
             self.spool.write(ann)
-            return True
+            return ann
         self.spool.remove(ann)
-        return False
+        return None
 
-    def requeue(self, ann: Announcement) -> None:
-        """The current announcement waits again, to resume from `ann.cursor` (spooled: a crash does too)."""
-        ann.attempts = 0  # it was interrupted in order, not by a crash
+    def requeue(self, ann: Announcement, cursor: int) -> Announcement:
+        """The current announcement waits again, to resume from sentence `cursor` (spooled: a crash
+        does too)."""
+        ann = replace(ann, cursor=cursor, attempts=0)  # it was interrupted in order, not by a crash
         self._waiting.append(ann)
         self.spool.write(ann)
+        return ann
 
     def release(self, ann: Announcement) -> None:
         """The current announcement stopped in order without ending (shutdown): it stays spooled."""
-        ann.attempts = 0
-        self.spool.write(ann)
+        self.spool.write(replace(ann, attempts=0))
 
     def discard(self, ann: Announcement) -> None:
         """`ann` is gone (cancelled, failed, expired): out of the queue if it waited, out of the spool."""
-        if ann in self._waiting:
-            self._waiting.remove(ann)
+        self._waiting = [waiting for waiting in self._waiting if waiting.seq != ann.seq]
         self.spool.remove(ann)
 
     def find(self, ann_id: str) -> Announcement | None:

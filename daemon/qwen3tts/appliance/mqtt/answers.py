@@ -12,12 +12,16 @@ import time
 from dataclasses import dataclass
 
 from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.play import Play
 from qwen3tts.appliance.mqtt.events import Event, Reply
 from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSayFinished
 from qwen3tts.appliance.mqtt.messages import Message
 
 log = logging.getLogger(__name__)
 
+
+CACHED_EVENTS = ("started", "first_audio", "finished")
+"""Events that say `cached` when the play's audio came from the phrase cache."""
 
 HERMES_FINAL = ("finished", "cancelled", "expired", "rejected", "error")
 """Events after which a Hermes say is over: each sends the one sayFinished it is owed."""
@@ -41,11 +45,13 @@ def announcement_events(
     *,
     zones: tuple[str, ...] = (),
     zone: str | None = None,
+    play: Play | None = None,
 ) -> list[Message]:
     """The `event` message for `ann`, plus its MQTT 5 reply and Hermes answers where they apply.
 
-    `zones` names the zones the step concerns; `zone` the one zone whose output failed in an `error`
-    that does not end the announcement (no sayFinished for it: the other zones play on)."""
+    `play` is the play the step is part of (its times; whether its audio came from the cache); `zones`
+    names the zones the step concerns; `zone` the one zone whose output failed in an `error` that does not
+    end the announcement (no sayFinished for it: the other zones play on)."""
     now = time.time() if now is None else now
     ev = Event(
         event=event,
@@ -53,10 +59,10 @@ def announcement_events(
         reason=reason,
         t_event=now,
         t_queued=ann.t_queued or None,
-        t_started=ann.t_started,
-        t_first_audio=ann.t_first_audio,
-        t_finished=ann.t_finished,
-        cached=True if ann.from_cache and event in ("started", "first_audio", "finished") else None,
+        t_started=play.t_started if play is not None else None,
+        t_first_audio=play.t_first_audio if play is not None else None,
+        t_finished=play.t_finished if play is not None else None,
+        cached=True if play is not None and play.from_cache and event in CACHED_EVENTS else None,
         warnings=warnings,
         zones=tuple(zones),
         zone=zone,

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from qwen3tts.appliance.announcements.announcement import Announcement
@@ -53,7 +54,9 @@ TICK_S = 0.2
 class Announcer(Protocol):
     """What the intake hands over to (appliance/announcements/announcer.py)."""
 
-    def enqueue(self, ann: Announcement, redelivered: bool = False) -> None: ...
+    def enqueue(
+        self, ann: Announcement, redelivered: bool = False, ack: Callable[[], object] | None = None
+    ) -> None: ...
     def stop(self, scope: str, ann_id: str | None, answer: Callable[..., None]) -> None: ...
     def set_volume(self, volume: float, answer: Callable[..., None] | None = None) -> None: ...
     def set_voice(self, voice: str, answer: Callable[..., None] | None = None) -> None: ...
@@ -202,10 +205,11 @@ class Intake:
             ann = self._admit(message, inbound, now)
         except RequestError as exc:
             return self._rejected(str(exc), now, caller, inbound, type(message), message)
-        ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
-        ann.warnings += caller.warnings
-        ann.message_id, ann.ack = inbound.message_id, inbound.ack
-        self.announcer.enqueue(ann, redelivered=inbound.dup)
+        ann = replace(
+            ann, response_topic=caller.response_topic, correlation_data=caller.correlation_data,
+            warnings=ann.warnings + caller.warnings, message_id=inbound.message_id,
+        )  # fmt: skip
+        self.announcer.enqueue(ann, redelivered=inbound.dup, ack=inbound.ack)
         return True
 
     def _admit(self, message: Say | HermesSay, inbound: Inbound, now: float) -> Announcement:
@@ -220,10 +224,8 @@ class Intake:
             message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
             zones=self._hermes_zones(message.site_id),
         )
-        ann = self.policy.admit(say, now)
-        ann.hermes_site_id = message.site_id
-        ann.session_id = message.session_id
-        return ann
+        return replace(self.policy.admit(say, now), hermes_site_id=message.site_id,
+                       session_id=message.session_id)  # fmt: skip
 
     # ---- Hermes sites: ours, and the satellites we speak for ----
 
@@ -281,17 +283,19 @@ class Intake:
         kind: type[Message],
         message: Message | None = None,
     ) -> bool:
-        ann = Announcement(id=getattr(message, "id", None) or salvage_id(inbound.payload) or "", text="")
-        ann.response_topic, ann.correlation_data = caller.response_topic, caller.correlation_data
+        ann = Announcement(
+            id=getattr(message, "id", None) or salvage_id(inbound.payload) or "", text="",
+            response_topic=caller.response_topic, correlation_data=caller.correlation_data,
+        )  # fmt: skip
         if kind is HermesSay:
             raw = salvage(inbound.payload)
             site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
             if not self._speaks_for(site):
                 log.info("ignoring an invalid Hermes say for another siteId")
                 return False
-            ann.hermes_site_id = site
-            ann.session_id = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
-            ann.id = ann.id or str(uuid.uuid4())  # sayFinished always names an id
+            session = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
+            ann = replace(ann, hermes_site_id=site, session_id=session,
+                          id=ann.id or str(uuid.uuid4()))  # sayFinished always names an id  # fmt: skip
         log.info("rejected %s message%s: %s", kind.__name__, f" {ann.id}" if ann.id else "", reason)
         for out in announcement_events(ann, "rejected", reason, now, caller.warnings):
             self.publish(out)

@@ -45,9 +45,9 @@ class Handover:
         self.announcer = announcer
         self.handed = threading.Event()
 
-    def enqueue(self, ann, redelivered: bool = False) -> None:
+    def enqueue(self, ann, redelivered: bool = False, ack=None) -> None:
         self.handed.set()
-        self.announcer.enqueue(ann, redelivered)
+        self.announcer.enqueue(ann, redelivered, ack)
 
     def stop(self, scope, ann_id, answer) -> None:  # pool topics carry only says
         self.announcer.stop(scope, ann_id, answer)
@@ -68,8 +68,8 @@ class RescueHandover(Handover):
 
     rescue: Rescue | None = None
 
-    def enqueue(self, ann, redelivered: bool = False) -> None:
-        rescue, ack = self.rescue, ann.ack
+    def enqueue(self, ann, redelivered: bool = False, ack=None) -> None:
+        rescue = self.rescue
         if redelivered and rescue is not None and ack is not None and ann.message_id is not None:
             owners = ann.message_id - POOL_PACKET_BASE  # rescued ids are offset twice (pool_link.py)
 
@@ -78,8 +78,8 @@ class RescueHandover(Handover):
                     rescue.took(fingerprint(ann, owners))
                 ack()
 
-            ann.ack = noted_ack
-        super().enqueue(ann, redelivered)
+            return super().enqueue(ann, redelivered, noted_ack)
+        super().enqueue(ann, redelivered, ack)
 
 
 class PoolMember:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from announcer_fakes import FOUR, TurnRig, expected_pcm, pieces
 
-from qwen3tts.appliance.announcements.announcement import AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Cut
 
 PIECE = 2400
 ALARM = "Fire alarm. Leave the building now."
@@ -19,22 +19,24 @@ BARGED_IN = "an emergency announcement barged in"
 TOOK_OVER = "a priority announcement took over"
 
 
-def play_into_piece(rig: TurnRig, ann, k: int) -> None:
-    """The audio thread plays until it is inside piece `k` of `ann` (whose PCM is there)."""
-    while ann.track.taken <= k * PIECE:
+def play_into_piece(rig: TurnRig, play, k: int) -> None:
+    """The audio thread plays until it is inside piece `k` of `play` (whose PCM is there)."""
+    while play.track.taken <= k * PIECE:
         assert rig.playback.block(), "the track ran dry"
     rig.turn()  # its started / first_audio events
 
 
 def playing(rig: TurnRig, k: int, synthesised: int = 3, ann_id: str = "normal", **fields):
-    """`ann_id` (FOUR) plays inside piece `k`; pieces 0..`synthesised` are in, the later ones still run."""
-    ann = rig.say(ann_id, FOUR, **fields)
+    """`ann_id` (FOUR) plays inside piece `k`; pieces 0..`synthesised` are in, the later ones still run.
+    Returns its play."""
+    rig.say(ann_id, FOUR, **fields)
     rig.turn()
     for handle in rig.engine.of(ann_id)[: synthesised + 1]:
         handle.speak()
     rig.turn()
-    play_into_piece(rig, ann, k)
-    return ann
+    play = rig.play(ann_id)
+    play_into_piece(rig, play, k)
+    return play
 
 
 @pytest.mark.parametrize("k", [0, 1, 3])
@@ -48,7 +50,7 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
     rig.say("alarm", ALARM, priority="emergency")
     rig.turn()
     assert track.is_cut and not track.keep_partial  # cut in the turn the emergency arrived; no recording
-    assert normal.status is AnnouncementStatus.INTERRUPTED
+    assert normal.cut is Cut.BARGE_IN
     assert all(h.cancelled for h in still_running)  # its synthesis stops at once
     assert rig.engine.texts("alarm") == pieces(ALARM)  # and the emergency's starts
     assert rig.playback.block() == 0 and track.ended and not track.played_out  # not one more block
@@ -56,7 +58,8 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
 
     rig.turn()
     assert rig.events("normal")[-1] == ("queued", f"{BARGED_IN}; resumes from sentence {k + 1}")
-    assert normal.cursor == k and rig.spooled() == ["normal", "alarm"]  # a crash now resumes it too
+    assert rig.queue.find("normal").cursor == k  # the sentence it resumes from ...
+    assert rig.spooled() == ["normal", "alarm"]  # ... spooled: a crash now resumes it too
     rig.run_until_event("normal", "finished", count=1)
     assert rig.playback.order() == ["normal@0", "alarm@0", "normal@1"]
     assert rig.kinds("alarm") == ["queued", "started", "first_audio", "finished"]
@@ -69,14 +72,14 @@ def test_an_emergency_barges_in_within_a_block_and_the_interrupted_one_resumes_f
 
 def test_with_interrupted_cancel_the_barged_in_announcement_is_cancelled_and_leaves_the_spool(tmp_path):
     rig = TurnRig(tmp_path, interrupted="cancel")
-    normal = playing(rig, 1)
+    playing(rig, 1)
     rig.say("alarm", ALARM, priority="emergency")
     rig.run_until_event("alarm", "finished")
     rig.turn(3)
     assert rig.events("normal")[-1] == ("cancelled", BARGED_IN)
     assert rig.kinds("normal") == ["queued", "started", "first_audio", "cancelled"]
     assert rig.playback.order() == ["normal@0", "alarm@0"] and rig.spooled() == []
-    assert normal.status is AnnouncementStatus.CANCELLED
+    assert rig.play("normal") is None and rig.announcer.queue.find("normal") is None
 
 
 def test_a_priority_one_takes_over_at_the_next_boundary_when_the_playing_piece_is_all_there(tmp_path):
@@ -96,8 +99,9 @@ def test_a_priority_one_takes_over_at_the_next_boundary_when_the_playing_piece_i
 
 def test_a_takeover_while_the_playing_piece_arrives_cancels_the_later_pieces_and_ends_after_it(tmp_path):
     rig = TurnRig(tmp_path)
-    normal = rig.say("normal", FOUR)
+    rig.say("normal", FOUR)
     rig.turn()
+    normal = rig.play("normal")
     first, *later = rig.engine.of("normal")
     first.produce(np.full(1200, 0.5, np.float32))
     rig.turn()

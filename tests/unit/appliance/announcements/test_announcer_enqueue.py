@@ -13,10 +13,10 @@ from announcer_fakes import TurnRig
 NO_ID = "No id here."
 
 
-def acked(ann) -> list[str]:
+def acked(ann_id: str) -> tuple[list[str], object]:
+    """A list of acknowledgements and the `ack` that appends `ann_id` to it."""
     acks: list[str] = []
-    ann.ack = lambda: acks.append(ann.id)
-    return acks
+    return acks, lambda: acks.append(ann_id)
 
 
 def test_a_full_queue_rejects_with_the_reason_and_the_warnings_and_spools_nothing(tmp_path):
@@ -25,8 +25,8 @@ def test_a_full_queue_rejects_with_the_reason_and_the_warnings_and_spools_nothin
     rig.turn()  # it is current, no longer waiting
     rig.say("w1", "First waiting.")
     rig.say("w2", "Second waiting.")
-    over = rig.say("over", "One too many.", warnings=("ignored field 'colour'",))
-    acks = acked(over)
+    acks, ack = acked("over")
+    rig.say("over", "One too many.", warnings=("ignored field 'colour'",), ack=ack)
     rig.turn()
     assert rig.events("over") == [("rejected", "queue full (2 announcements waiting)")]
     assert rig.recorder.emitted[-1].warnings == ("ignored field 'colour'",)
@@ -45,8 +45,8 @@ def test_the_queued_event_carries_the_intake_s_warnings(tmp_path):
 def test_a_duplicate_id_is_dropped_without_an_event_and_acknowledged(tmp_path, caplog):
     rig = TurnRig(tmp_path)
     rig.say("same", "The first one.")
-    again = rig.say("same", "Sent again with the same id.")
-    acks = acked(again)
+    acks, ack = acked("same")
+    rig.say("same", "Sent again with the same id.", ack=ack)
     with caplog.at_level(logging.INFO, logger="qwen3tts.appliance.announcements"):
         rig.turn()
     assert rig.events("same") == [("queued", "")] and acks == ["same"]

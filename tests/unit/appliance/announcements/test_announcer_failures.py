@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from announcer_fakes import FOUR, TurnRig, expected_pcm
 
-from qwen3tts.appliance.announcements.announcement import AnnouncementStatus
-
 
 def finished_normally(rig: TurnRig, ann_id: str) -> bool:
     return rig.kinds(ann_id) == ["queued", "started", "first_audio", "finished"]
@@ -51,14 +49,16 @@ def test_an_exception_while_starting_one_fails_it_and_the_next_one_starts(tmp_pa
 
 def test_an_exception_while_moving_its_audio_fails_the_playing_one_and_the_next_one_plays(tmp_path):
     rig = TurnRig(tmp_path)
-    current = rig.say("current", FOUR)
+    rig.say("current", FOUR)
     rig.say("next", "The next one.")
     rig.turn()
+    current = rig.play("current")
     handle = rig.engine.of("current")[0]
     handle.ready_chunks = lambda: (_ for _ in ()).throw(KeyError("chunk"))
     rig.turn()
     assert rig.events("current") == [("queued", ""), ("error", "KeyError: 'chunk'")]
-    assert current.status is AnnouncementStatus.FAILED and current.track is None and handle.cancelled
+    assert rig.play("current") is None and current.track.closed and not current.track.available
+    assert handle.cancelled
     rig.run_until_event("next", "finished")
     assert finished_normally(rig, "next") and rig.spooled() == []
 
@@ -70,8 +70,7 @@ def test_an_exception_while_queueing_one_fails_that_one_only(tmp_path):
         (_ for _ in ()).throw(TypeError("odd field")) if ann.id == "odd" else put(ann, redelivered)
     )
     acks = []
-    odd = rig.say("odd", "An odd one.")
-    odd.ack = lambda: acks.append("odd")
+    rig.say("odd", "An odd one.", ack=lambda: acks.append("odd"))
     rig.say("fine", "A fine one.")
     rig.run_until_event("fine", "finished")
     assert rig.events("odd") == [("error", "TypeError: odd field")] and acks == ["odd"]
@@ -81,8 +80,9 @@ def test_an_exception_while_queueing_one_fails_that_one_only(tmp_path):
 def test_a_piece_the_engine_refuses_fails_the_playing_one_after_its_cut_and_a_waiting_one_at_once(tmp_path):
     rig = TurnRig(tmp_path)
     rig.engine.refuse = lambda request: "prompt exceeds KV pool" if "part three" in request.text else None
-    current = rig.say("current", FOUR)
+    rig.say("current", FOUR)
     rig.turn()
+    current = rig.play("current")
     assert current.track.is_cut  # its third piece was refused at submission: cut before it spoke
     assert all(h.cancelled for h in rig.engine.of("current"))
     rig.playback.block()
@@ -90,10 +90,10 @@ def test_a_piece_the_engine_refuses_fails_the_playing_one_after_its_cut_and_a_wa
     assert rig.events("current") == [("queued", ""), ("started", ""), ("error", "prompt exceeds KV pool")]
     assert rig.playback.heard(current.track).size == 0
     rig.say("current-2", "Store notice, part two.")
-    waiting = rig.say("waiting", FOUR)  # pieces 1 and 2 go ahead; piece 3 is refused
+    rig.say("waiting", FOUR)  # pieces 1 and 2 go ahead; piece 3 is refused
     rig.run_until_event("current-2", "finished")
     assert rig.events("waiting") == [("queued", ""), ("error", "prompt exceeds KV pool")]  # one error
-    assert waiting.status is AnnouncementStatus.FAILED and rig.spooled() == []
+    assert rig.play("waiting") is None and rig.spooled() == []
     assert [h.cancelled for h in rig.engine.of("waiting")] == [True, True]
 
 

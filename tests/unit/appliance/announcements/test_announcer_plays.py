@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 from announcer_fakes import FOUR, TurnRig, expected_pcm, fake_speech, pieces
 
-from qwen3tts.appliance.announcements.announcement import AnnouncementStatus
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import HowToPlay
 from qwen3tts.engine.sequence import Priority
@@ -15,12 +14,13 @@ from qwen3tts.engine.sequence import Priority
 
 def test_an_announcement_plays_every_piece_in_order_with_every_event(tmp_path):
     rig = TurnRig(tmp_path)
-    ann = rig.say("a", FOUR)
+    rig.say("a", FOUR)
     assert rig.events() == []  # only posted: nothing happens before the announcer's turn
     rig.turn()
     assert rig.events("a") == [("queued", "")]
     [track] = rig.playback.handed  # it became the current one at once and went to the audio thread
-    assert track is ann.track and track.how == HowToPlay(Priority.NORMAL, None, 1.0)
+    play = rig.play("a")
+    assert track is play.track and track.how == HowToPlay(Priority.NORMAL, None, 1.0)
     assert rig.engine.texts("a") == pieces(FOUR)  # all four pieces at once: 20 s look-ahead, batch 4
     assert [h.request.id for h in rig.engine.of("a")] == ["a#0", "a#1", "a#2", "a#3"]
     first, second, third, fourth = rig.engine.of("a")
@@ -28,37 +28,36 @@ def test_an_announcement_plays_every_piece_in_order_with_every_event(tmp_path):
     second.speak()  # a later piece's PCM waits in its handle until the ones before it are complete
     first.produce(fake_speech(first.request.text)[:1000])
     rig.turn()
-    assert track.received == 1000 and ann.ends == []
+    assert track.received == 1000 and play.ends == []
     first.finish(fake_speech(first.request.text)[1000:])
     rig.turn()
-    assert ann.ends == [2400, 4800] and track.received == 4800 and not track.closed
+    assert play.ends == [2400, 4800] and track.received == 4800 and not track.closed
 
     rig.playback.block()  # the audio thread starts the track and takes its first block
     assert rig.kinds("a") == ["queued"]
     rig.clock.advance(0.5)
     rig.turn()
     assert rig.kinds("a") == ["queued", "started", "first_audio"]
-    assert ann.t_started == ann.t_first_audio == 1000.0 and ann.status is AnnouncementStatus.PLAYING
+    assert play.t_started == play.t_first_audio == 1000.0 and rig.announcer.playing == [play]
 
     third.speak()
     fourth.speak()
     rig.turn()
-    assert track.closed and ann.handles == {}  # every piece is in: nothing more comes
+    assert track.closed and play.handles() == []  # every piece is in: nothing more comes
     while rig.playback.block():
         pass
     assert rig.kinds("a")[-1] == "first_audio"  # ended in the audio thread, reported on the next turn
     rig.turn()
     assert rig.events("a") == [("queued", ""), ("started", ""), ("first_audio", ""), ("finished", "")]
     np.testing.assert_array_equal(rig.playback.speech("a"), expected_pcm(FOUR))
-    assert ann.status is AnnouncementStatus.FINISHED and rig.announcer.current is None
+    assert rig.play("a") is None and rig.announcer.current is None
     assert rig.spooled() == [] and len(rig.queue) == 0
 
 
 def test_the_acknowledgement_comes_after_the_spool_write(tmp_path):
     rig = TurnRig(tmp_path)
     spooled_at_ack = []
-    ann = rig.say("a", "Mind the gap.")
-    ann.ack = lambda: spooled_at_ack.append(rig.spooled())
+    rig.say("a", "Mind the gap.", ack=lambda: spooled_at_ack.append(rig.spooled()))
     rig.turn()
     assert spooled_at_ack == [["a"]]
     rig.turn()
@@ -78,10 +77,11 @@ def test_the_next_announcement_starts_after_the_current_one_ended(tmp_path):
 
 def test_a_repeated_announcement_waits_its_interval_plays_again_then_leaves_the_spool(tmp_path):
     rig = TurnRig(tmp_path)
-    gap = rig.say("gap", "Mind the gap, please.", repeat=2, repeat_interval=30.0)
+    rig.say("gap", "Mind the gap, please.", repeat=2, repeat_interval=30.0)
     rig.run_until_event("gap", "finished")
     assert rig.events("gap")[-1] == ("finished", "repeats later")
-    assert gap.status is AnnouncementStatus.QUEUED and rig.spooled() == ["gap"]  # a crash still repeats it
+    gap = rig.queue.find("gap")
+    assert gap.plays_done == 1 and rig.spooled() == ["gap"]  # waits again; a crash still repeats it
     assert gap.not_before == rig.clock() + 30.0
     rig.turn(5)
     assert rig.kinds("gap").count("started") == 1 and rig.announcer.current is None  # not before its time
@@ -91,7 +91,7 @@ def test_a_repeated_announcement_waits_its_interval_plays_again_then_leaves_the_
     assert rig.events("gap")[-1] == ("finished", "")
     np.testing.assert_array_equal(rig.playback.speech("gap", 1), rig.playback.speech("gap", 0))
     assert len(rig.engine.of("gap")) == 2  # no phrase replay here: synthesised for each play
-    assert rig.spooled() == [] and gap.status is AnnouncementStatus.FINISHED
+    assert rig.spooled() == [] and rig.queue.find("gap") is None
 
 
 def test_volume_and_mute_go_on_the_next_tracks_and_an_emergency_keeps_its_own_volume(tmp_path):
@@ -153,9 +153,8 @@ def test_a_shutdown_with_finish_lets_the_current_one_finish_and_starts_nothing_n
     rig.say("waiting", "Still waiting.")
     rig.run_until_event("current", "first_audio")
     assert rig.announcer.drain(finish=True, timeout=0) is False  # only posted; the loop carries it out
-    late = rig.say("late", "Too late to be queued.")
     acks = []
-    late.ack = lambda: acks.append("late")
+    rig.say("late", "Too late to be queued.", ack=lambda: acks.append("late"))
     rig.run(lambda: rig.announcer.current is None)
     assert rig.announcer.drain(finish=True, timeout=0) is True
     assert rig.kinds("current") == ["queued", "started", "first_audio", "finished"]
@@ -169,9 +168,10 @@ def test_a_shutdown_with_finish_lets_the_current_one_finish_and_starts_nothing_n
 
 def test_a_shutdown_with_cut_ends_the_current_one_within_a_block_and_keeps_it_spooled_to_replay(tmp_path):
     rig = TurnRig(tmp_path)
-    current = rig.say("current", FOUR)
+    rig.say("current", FOUR)
     rig.say("waiting", "Still waiting.")
     rig.turn()
+    current = rig.play("current")
     rig.engine.of("current")[0].speak()  # only its first piece is in
     rig.run_until_event("current", "first_audio", speak=False)
     track = current.track

@@ -9,7 +9,6 @@ import threading
 import pytest
 from announcer_fakes import FOUR, TurnRig
 
-from qwen3tts.appliance.announcements.announcement import AnnouncementStatus
 from qwen3tts.appliance.announcements.commands import NOT_FOUND
 
 
@@ -45,7 +44,7 @@ def test_stop_current_cuts_it_within_a_block_cancels_its_synthesis_and_the_next_
     heard = long_.track.taken
     assert rig.playback.block() == 0 and long_.track.taken == heard
     rig.turn()
-    assert rig.events("long")[-1] == ("cancelled", "stopped") and long_.status is AnnouncementStatus.CANCELLED
+    assert rig.events("long")[-1] == ("cancelled", "stopped") and rig.play("long") is None
     rig.run_until_event("last", "finished")
     assert rig.playback.order() == ["long@0", "next@0", "last@0"]
     assert rig.spooled() == []
@@ -113,7 +112,7 @@ def test_stop_with_nothing_playing_still_answers(tmp_path, scope):
 def test_one_whose_time_runs_out_while_waiting_expires_and_its_synthesis_is_cancelled(tmp_path):
     rig = TurnRig(tmp_path, max_batch=8)
     rig.say("long", FOUR)
-    stale = rig.say("stale", "This is too late to matter.", expires_at=rig.clock() + 2.0)
+    rig.say("stale", "This is too late to matter.", expires_at=rig.clock() + 2.0)
     rig.turn()
     [ahead] = rig.engine.live("stale")  # synthesised ahead while `long` plays
     rig.engine.of("long")[0].speak()
@@ -121,7 +120,7 @@ def test_one_whose_time_runs_out_while_waiting_expires_and_its_synthesis_is_canc
     rig.clock.advance(2.0)
     rig.turn()
     assert rig.events("stale") == [("queued", ""), ("expired", "time to live ran out before it could play")]
-    assert ahead.cancelled and stale.status is AnnouncementStatus.EXPIRED
+    assert ahead.cancelled and rig.play("stale") is None and rig.queue.find("stale") is None
     assert rig.spooled() == ["long"]
     rig.run_until_event("long", "finished")
     rig.turn(3)
@@ -130,9 +129,8 @@ def test_one_whose_time_runs_out_while_waiting_expires_and_its_synthesis_is_canc
 
 def test_one_that_expired_before_it_was_queued_is_reported_and_its_id_remembered(tmp_path):
     rig = TurnRig(tmp_path)
-    late = rig.say("late", "Too late.", expires_at=rig.clock() - 1)
     acks = []
-    late.ack = lambda: acks.append(1)
+    rig.say("late", "Too late.", expires_at=rig.clock() - 1, ack=lambda: acks.append(1))
     rig.turn()
     assert rig.events("late") == [("expired", "expired before it was queued")] and acks == [1]
     rig.say("late", "Too late.")  # the same id again: a duplicate, dropped without an event

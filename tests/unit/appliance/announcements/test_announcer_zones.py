@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from announcer_fakes import FOUR, TurnRig, expected_pcm, pieces
 
-from qwen3tts.appliance.announcements.announcement import Announcement, AnnouncementStatus, Cut
+from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 
 ZONES = ("platform-3", "concourse", "hall")
 ALARM = "Fire alarm. Leave the building now."
@@ -33,10 +33,10 @@ def test_an_all_call_is_synthesised_once_and_every_zone_hears_the_same_samples(t
 
 def test_announcements_for_disjoint_zones_play_at_once_and_each_zone_only_hears_its_own(tmp_path):
     rig = rig_with_zones(tmp_path)
-    first = rig.say("p3", FOUR, zones=("platform-3",))
-    second = rig.say("hall", ALARM, zones=("hall", "concourse"))
+    rig.say("p3", FOUR, zones=("platform-3",))
+    rig.say("hall", ALARM, zones=("hall", "concourse"))
     rig.turn()
-    assert rig.announcer.playing == [first, second]
+    assert rig.announcer.playing == [rig.play("p3"), rig.play("hall")]
     assert rig.announcer.zone_states() == {
         "platform-3": {"state": "speaking", "current_id": "p3"},
         "concourse": {"state": "speaking", "current_id": "hall"},
@@ -66,8 +66,9 @@ def test_a_waiting_announcement_reserves_its_zones_so_a_later_one_of_its_level_c
 
 def test_an_emergency_on_the_concourse_does_not_cut_a_normal_announcement_on_platform_3(tmp_path):
     rig = rig_with_zones(tmp_path)
-    normal = rig.say("normal", FOUR, zones=("platform-3",))
+    rig.say("normal", FOUR, zones=("platform-3",))
     rig.turn()
+    normal = rig.play("normal")
     rig.say("alarm", ALARM, priority="emergency", zones=("concourse",))
     rig.turn()
     assert normal.cut is None and not normal.track.is_cut
@@ -81,19 +82,20 @@ def test_an_emergency_sharing_a_zone_cuts_that_announcement_as_a_whole_and_it_re
     tmp_path,
 ):
     rig = rig_with_zones(tmp_path)
-    normal = rig.say("normal", FOUR, zones=("platform-3", "hall"))
+    rig.say("normal", FOUR, zones=("platform-3", "hall"))
     rig.turn()
+    normal = rig.play("normal")
     rig.engine.speak_all()
     rig.turn()
     while normal.track.taken <= 2400:  # inside its second piece in both zones
         for zone in ("platform-3", "hall"):
             rig.playbacks[zone].block()
-    untouched = rig.say("concourse", FOUR, zones=("concourse",))
+    rig.say("concourse", FOUR, zones=("concourse",))
     rig.turn()
+    untouched = rig.play("concourse")
     rig.say("alarm", ALARM, priority="emergency", zones=("platform-3",))
     rig.turn()
     assert normal.cut is Cut.BARGE_IN and normal.track.is_cut  # the hall is cut too: one play, one cut
-    assert normal.status is AnnouncementStatus.INTERRUPTED
     assert untouched in rig.announcer.playing and untouched.cut is None  # lower, but not sharing a zone
     rig.run_until_event("normal", "queued", count=2)
     [again] = rig.emitted("normal", "queued")[1:]
@@ -109,10 +111,11 @@ def test_an_emergency_sharing_a_zone_cuts_that_announcement_as_a_whole_and_it_re
 
 def test_an_emergency_barges_in_on_every_playing_announcement_that_shares_one_of_its_zones(tmp_path):
     rig = rig_with_zones(tmp_path)
-    first = rig.say("p3", FOUR, zones=("platform-3",))
-    second = rig.say("concourse", FOUR, zones=("concourse",))
-    third = rig.say("hall", FOUR, zones=("hall",))
+    rig.say("p3", FOUR, zones=("platform-3",))
+    rig.say("concourse", FOUR, zones=("concourse",))
+    rig.say("hall", FOUR, zones=("hall",))
     rig.turn()
+    first, second, third = (rig.play(ann_id) for ann_id in ("p3", "concourse", "hall"))
     rig.say("alarm", ALARM, priority="emergency", zones=("platform-3", "concourse"))
     rig.turn()
     assert (first.cut, second.cut, third.cut) == (Cut.BARGE_IN, Cut.BARGE_IN, None)
@@ -137,10 +140,10 @@ def test_a_play_whose_every_zone_failed_ends_in_one_error(tmp_path):
     rig = TurnRig(tmp_path, zones=("hall", "concourse"))
     for playback in rig.playbacks.values():
         playback.fail_next = "AudioError: lost"
-    ann = rig.say("all", FOUR)
+    rig.say("all", FOUR)
     rig.run_until_event("all", "error")
     assert rig.kinds("all") == ["queued", "started", "first_audio", "error"]
-    assert ann.status is AnnouncementStatus.FAILED and rig.spooled() == []
+    assert rig.play("all") is None and rig.spooled() == []
 
 
 def test_a_spooled_announcement_for_a_zone_this_box_no_longer_has_fails_naming_its_zones(tmp_path):

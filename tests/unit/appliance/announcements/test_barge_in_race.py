@@ -27,8 +27,9 @@ BARGED_IN = "an emergency announcement barged in"
 
 def test_a_cancelled_request_s_ended_stream_does_not_complete_the_piece_that_was_playing(tmp_path):
     rig = TurnRig(tmp_path)
-    n1 = rig.say("n1", FOUR)
+    rig.say("n1", FOUR)
     rig.turn()
+    n1 = rig.play("n1")
     handles = rig.engine.of("n1")
     for handle in handles[:3]:
         handle.speak()
@@ -91,12 +92,13 @@ def test_with_the_real_engine_stepped_by_hand_the_barge_in_resumes_from_the_piec
     recording = Recording(engine)
     rig = TurnRig(tmp_path, engine=engine, lookahead_s=0.0)  # one piece in the engine at a time
     text = "Store notice, part one. Store notice, part two." + ("" if last else " Store notice, part three.")
-    n1 = rig.say("n1", text)
+    rig.say("n1", text)
     rig.turn()
-    first = n1.handles[0]
+    n1 = rig.play("n1")
+    first = n1.pieces[0].handle
     step_until(engine, lambda: first.wait(0))
     rig.turn()  # piece 0 is complete; piece 1 goes to the engine
-    second = n1.handles[1]
+    second = n1.pieces[1].handle
     step_until(engine, lambda: (rig.turn(), n1.track.received > n1.ends[0])[1])  # piece 1 is arriving
     assert not second.wait(0)
     while rig.playback.block():  # the audio thread took all that is there

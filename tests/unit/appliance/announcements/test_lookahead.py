@@ -48,8 +48,9 @@ def test_the_start_threshold_follows_the_engine_s_live_speed_until_the_first_pie
     rig = TurnRig(tmp_path)
     audio = replace(rig.settings.audio, jitter_buffer_ms=200)
     rig.lookahead.settings = replace(rig.settings, audio=audio)
-    ann = rig.say("a", FOUR)
+    rig.say("a", FOUR)
     rig.turn()
+    ann = rig.play("a")
     first_s = rig.lookahead.estimate(ann, 0)
     rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)  # 4 streams at 1/2 real time
     assert rig.lookahead.stream_rtf() == pytest.approx(2.0)
@@ -65,8 +66,9 @@ def test_the_start_threshold_follows_the_engine_s_live_speed_until_the_first_pie
 
 def test_a_piece_s_length_is_estimated_from_its_text_and_measured_once_complete(tmp_path):
     rig = TurnRig(tmp_path)
-    ann = rig.say("a", FOUR)
+    rig.say("a", FOUR)
     rig.turn()
+    ann = rig.play("a")
     guesses = [rig.lookahead.estimate(ann, i) for i in range(4)]
     assert guesses[2] > guesses[0] > 1.0  # "part three" is longer than "part one"
     first, second, *_ = rig.engine.of("a")
@@ -78,8 +80,9 @@ def test_a_piece_s_length_is_estimated_from_its_text_and_measured_once_complete(
 
 def test_the_piece_playing_is_the_first_one_not_fully_played(tmp_path):
     rig = TurnRig(tmp_path)
-    ann = rig.say("a", FOUR)
+    rig.say("a", FOUR)
     rig.turn()
+    ann = rig.play("a")
     for handle in rig.engine.of("a")[:2]:
         handle.finish(np.ones(1920, np.float32))
     rig.turn()

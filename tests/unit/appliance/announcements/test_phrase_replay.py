@@ -43,8 +43,9 @@ def test_a_cache_hit_plays_the_identical_samples_at_once_without_synthesis(make_
     assert len(rig.engine.of("first")) == 2 and rig.lookahead.replay.stats()["entries"] == 1
     assert cached(rig, "first") == [("started", False), ("first_audio", False), ("finished", False)]
 
-    again = rig.say("again", f"  {TEXT} ")  # the same pieces after the text front end: the same key
+    rig.say("again", f"  {TEXT} ")  # the same pieces after the text front end: the same key
     rig.turn()
+    again = rig.play("again")
     assert rig.engine.of("again") == [] and again.track.closed  # all of it is there before it plays
     assert again.track.available == len(expected_pcm(TEXT))
     rig.run_until_event("again", "finished")
@@ -55,14 +56,14 @@ def test_a_cache_hit_plays_the_identical_samples_at_once_without_synthesis(make_
 
 def test_a_repeat_replays_the_first_rendition_without_a_disk_cache(make_rig):
     rig = make_rig(disk=False)
-    twice = rig.say("twice", TEXT, repeat=2)
+    rig.say("twice", TEXT, repeat=2)
     rig.run_until_event("twice", "finished")
-    assert twice.replay is not None  # kept in memory for the next play
+    assert rig.lookahead.replay.kept_for_repeats("twice")  # kept in memory for the next play
     rig.run_until_event("twice", "finished", count=2)
     assert len(rig.engine.of("twice")) == 2  # the pieces of the first play only
     np.testing.assert_array_equal(rig.playback.speech("twice", 1), rig.playback.speech("twice", 0))
     assert [c for e, c in cached(rig, "twice") if e == "started"] == [False, True]
-    assert twice.replay is None  # released after its last play
+    assert not rig.lookahead.replay.kept_for_repeats("twice")  # released after its last play
 
 
 def test_cache_false_synthesises_and_stores_nothing_and_the_seed_reaches_the_engine(make_rig):
@@ -92,14 +93,14 @@ def test_a_stopped_play_is_not_stored(make_rig):
 
 def test_an_interrupted_play_is_not_stored_and_its_resumed_play_is_synthesised(make_rig):
     rig = make_rig()
-    normal = rig.say("normal", TEXT)
+    rig.say("normal", TEXT)
     rig.turn()
     rig.engine.speak_all()
     rig.turn()
     rig.playback.block()
     rig.say("alarm", "Fire alarm.", priority="emergency")
     rig.run_until_event("normal", "finished")
-    assert normal.cursor == 0 and rig.lookahead.replay.stats()["entries"] == 2  # alarm, normal's 2nd play
+    assert rig.lookahead.replay.stats()["entries"] == 2  # alarm, normal's 2nd play
     assert len(rig.engine.of("normal")) == 4
 
 
@@ -121,10 +122,10 @@ def test_cache_disabled_writes_nothing_and_a_repeat_plays_from_memory_until_its_
     )
     replay = PhraseReplay.from_settings(settings, rig.engine, VoiceCatalog(("ryan",)))  # as the daemon
     rig = TurnRig(tmp_path, replay=replay)
-    thrice = rig.say("thrice", TEXT, repeat=3)
+    rig.say("thrice", TEXT, repeat=3)
     rig.run_until_event("thrice", "finished", count=3)
     assert len(rig.engine.of("thrice")) == 2  # the pieces of the first play only
     np.testing.assert_array_equal(rig.playback.speech("thrice", 2), rig.playback.speech("thrice", 0))
-    assert thrice.replay is None and replay.cache is None and replay.stats() == {}
+    assert not replay.kept_for_repeats("thrice") and replay.cache is None and replay.stats() == {}
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "spool" not in p.relative_to(tmp_path).parts]
     assert not phrases.exists() and written == []

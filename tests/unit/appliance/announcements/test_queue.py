@@ -40,11 +40,11 @@ def test_put_spools_before_it_returns_and_pop_keeps_the_entry_counting_the_attem
     queue.put(ann("a"))
     queue.put(ann("b"))
     assert spooled(queue) == [("a", 0), ("b", 0)]
-    a = queue.find("a")
-    queue.pop(a)
+    a = queue.pop(queue.find("a"))
     assert queue.ids() == ["b"] and spooled(queue) == [("a", 1), ("b", 0)]  # a crash now replays "a"
-    assert queue.done(a, now=1) is False
-    assert spooled(queue) == [("b", 0)] and len(queue) == 1 and a.plays_done == 1
+    assert a.attempts == 1 and queue.find("a") is None
+    assert queue.done(a, now=1) is None
+    assert spooled(queue) == [("b", 0)] and len(queue) == 1
 
 
 def test_a_full_queue_refuses_with_a_request_error_and_spools_nothing(tmp_path):
@@ -74,24 +74,22 @@ def test_a_known_id_is_a_duplicate_and_only_a_redelivered_packet_of_a_known_mess
 def test_a_repeat_waits_its_interval_then_leaves_the_spool(tmp_path):
     queue = AnnouncementQueue(tmp_path)
     queue.put(ann("r", repeat=2, repeat_interval=5.0))
-    first = queue.find("r")
-    queue.pop(first)
-    first.cursor = 2
-    assert queue.done(first, now=101) is True  # one play left
-    assert (first.not_before, first.cursor, first.attempts) == (106.0, 0, 0)
+    first = queue.pop(queue.find("r"))
+    resumed = queue.requeue(first, cursor=2)  # interrupted in its third sentence
+    first = queue.pop(resumed)
+    again = queue.done(first, now=101)  # one play left
+    assert (again.not_before, again.cursor, again.attempts, again.plays_done) == (106.0, 0, 0, 1)
     assert queue.ordered(now=105) == [] and queue.ids() == ["r"]  # waiting, not yet due
-    assert queue.ordered(now=106) == [first] and spooled(queue) == [("r", 0)]
-    queue.pop(first)
-    assert queue.done(first, now=107) is False
-    assert spooled(queue) == [] and len(queue) == 0 and first.plays_done == 2
+    assert queue.ordered(now=106) == [again] and spooled(queue) == [("r", 0)]
+    assert queue.done(queue.pop(again), now=107) is None
+    assert spooled(queue) == [] and len(queue) == 0
 
 
 def test_a_repeat_whose_next_play_would_come_after_its_expiry_ends_now(tmp_path):
     queue = AnnouncementQueue(tmp_path)
     queue.put(ann("r", repeat=3, repeat_interval=10.0, expires_at=105.0))
-    r = queue.find("r")
-    queue.pop(r)
-    assert queue.done(r, now=100) is False  # 110 would be past 105
+    r = queue.pop(queue.find("r"))
+    assert queue.done(r, now=100) is None  # 110 would be past 105
     assert spooled(queue) == [] and len(queue) == 0
 
 
@@ -113,11 +111,8 @@ def test_requeue_release_and_discard_write_what_a_restart_must_see(tmp_path):
     for ident in ("resumed", "shutdown", "cancelled"):
         queue.put(ann(ident))
     resumed, shutdown, cancelled = (queue.find(i) for i in ("resumed", "shutdown", "cancelled"))
-    queue.pop(resumed)
-    resumed.cursor = 2
-    queue.requeue(resumed)  # barge-in: waits again from piece 2, an orderly end (attempts reset)
-    queue.pop(shutdown)
-    queue.release(shutdown)  # cut by a shutdown: stays spooled, not waiting in this process
+    queue.requeue(queue.pop(resumed), 2)  # barge-in: waits again from piece 2, an orderly end (attempts 0)
+    queue.release(queue.pop(shutdown))  # cut by a shutdown: stays spooled, not waiting in this process
     queue.discard(cancelled)
     assert queue.ids() == ["resumed"] and spooled(queue) == [("resumed", 0), ("shutdown", 0)]
     replayed, expired = AnnouncementQueue(tmp_path).replay(now=0)
@@ -165,9 +160,8 @@ def test_an_orderly_interruption_does_not_count_as_a_failed_attempt(tmp_path):
         life.replay(now=0)
         if life_number == 0:
             life.put(ann("resumed"))
-        popped = life.find("resumed")
-        life.pop(popped)
-        life.requeue(popped)  # barge-in with resume: spooled again with attempts 0
+        popped = life.pop(life.find("resumed"))
+        life.requeue(popped, 0)  # barge-in with resume: spooled again with attempts 0
     assert [a.id for a in AnnouncementQueue(tmp_path).replay(now=0)[0]] == ["resumed"]
     assert quarantined(tmp_path) == []
 

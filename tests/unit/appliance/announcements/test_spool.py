@@ -118,7 +118,7 @@ def test_every_spooled_field_survives_the_round_trip(tmp_path):
         expires_at=99.5,
         response_topic="reply/here", correlation_data=b"\x00\xff", hermes_site_id="kitchen", session_id="s",
         normalize=False, seed=42, cache=False, seq=4, message_id=65535, plays_done=1, not_before=12.0,
-        cursor=2, attempts=1, t_queued=1.0, t_started=2.0, t_first_audio=3.0, t_finished=None,
+        cursor=2, attempts=1, t_queued=1.0,
     )  # fmt: skip
     spool = Spool(tmp_path)
     spool.write(original)
@@ -140,3 +140,10 @@ def test_remove_of_a_file_that_is_gone_is_no_error(tmp_path):
     spool.remove(GOOD)
     spool.remove(GOOD)
     assert spool.load() == []
+
+
+def test_a_spool_file_of_an_earlier_version_with_the_last_play_s_times_still_reads(tmp_path):
+    written = {**GOOD.to_json(), "t_started": 2.0, "t_first_audio": 3.0, "t_finished": None}
+    (tmp_path / f"{GOOD.seq:012d}.json").write_text(json.dumps({"version": 1, "announcement": written}))
+    [loaded] = Spool(tmp_path).load()
+    assert loaded.to_json() == GOOD.to_json() and quarantined(tmp_path) == []

@@ -24,22 +24,23 @@ def rig_with_chimes(tmp_path) -> TurnRig:
     return rig
 
 
-def played(rig: TurnRig, ann) -> np.ndarray:
+def played(rig: TurnRig, play) -> np.ndarray:
     """Synthesise every piece with `fake_speech`, then play the track to its end."""
     for _ in range(20):
         rig.engine.speak_all()
         rig.turn()
-        if ann.track is not None and ann.track.closed:
+        if play.track.closed:
             break
     while rig.playback.block():
         pass
-    return rig.playback.speech(ann.id)
+    return rig.playback.speech(play.id)
 
 
 def test_a_break_is_exact_silence_between_the_two_pieces_speech(tmp_path):
     rig = rig_with_chimes(tmp_path)
-    ann = rig.say("b", '<speak>Platform one.<break time="750ms"/>Platform two.</speak>')
+    rig.say("b", '<speak>Platform one.<break time="750ms"/>Platform two.</speak>')
     rig.turn()
+    ann = rig.play("b")
     first, second = rig.engine.of("b")
     assert [first.request.text, second.request.text] == ["Platform one.", "Platform two."]
     audio = played(rig, ann)
@@ -50,8 +51,9 @@ def test_a_break_is_exact_silence_between_the_two_pieces_speech(tmp_path):
 
 def test_an_audio_element_plays_the_configured_chime_at_that_point_without_a_request(tmp_path):
     rig = rig_with_chimes(tmp_path)
-    ann = rig.say("c", '<speak>Attention.<audio src="emergency"/>Leave now.</speak>')
+    rig.say("c", '<speak>Attention.<audio src="emergency"/>Leave now.</speak>')
     rig.turn()
+    ann = rig.play("c")
     assert rig.engine.texts("c") == ["Attention.", "Leave now."]  # the chime is not synthesised
     audio = played(rig, ann)
     chime = synthesize_chime("emergency")
@@ -61,10 +63,10 @@ def test_an_audio_element_plays_the_configured_chime_at_that_point_without_a_req
 
 def test_a_chime_the_settings_turned_off_cannot_be_named(tmp_path):
     rig = TurnRig(tmp_path)  # every chime 'none'
-    ann = rig.say("off", '<speak>Attention.<audio src="normal"/></speak>')
+    rig.say("off", '<speak>Attention.<audio src="normal"/></speak>')
     rig.turn()
     assert rig.kinds("off")[-1] == "error" and "not a configured chime" in rig.events("off")[-1][1]
-    assert ann.track is None or not ann.track.received
+    assert rig.play("off") is None and rig.playback.handed == []
 
 
 def test_lang_and_voice_go_into_each_pieces_request(tmp_path):
@@ -86,15 +88,16 @@ def test_lang_and_voice_go_into_each_pieces_request(tmp_path):
 @pytest.mark.parametrize(("rate", "ratio"), [("x-slow", 2.0), ("200%", 0.5)])
 def test_prosody_rate_time_scales_the_pieces_speech(tmp_path, rate, ratio):
     rig = rig_with_chimes(tmp_path)
-    ann = rig.say("r", f'<speak><prosody rate="{rate}">A slow sentence here.</prosody></speak>')
+    rig.say("r", f'<speak><prosody rate="{rate}">A slow sentence here.</prosody></speak>')
     rig.turn()
+    ann = rig.play("r")
     [handle] = rig.engine.of("r")
     tone = np.sin(2 * np.pi * 150 * np.arange(24000) / 24000).astype(np.float32) * 0.5
     handle.finish(tone)
     rig.turn()
     assert ann.track.closed
     assert ann.track.received == pytest.approx(ratio * len(tone), rel=0.05)
-    assert ann.stretch is None  # freed when the piece ended
+    assert ann.pieces[0].stretch is None  # freed when the piece ended
 
 
 def test_a_plain_text_that_looks_like_markup_is_read_as_text_when_ssml_is_false(tmp_path):

@@ -60,14 +60,18 @@ def test_other_content_under_the_same_packet_id_is_kept(tmp_path):
 
 
 class FakeAnnouncer:
-    """Records what was handed over; `queue.recent` is the real duplicate memory."""
+    """Records what was handed over, with its `ack`; `queue.recent` is the real duplicate memory."""
 
     def __init__(self) -> None:
         self.queue = SimpleNamespace(recent=RecentIds())
-        self.handed: list[Announcement] = []
+        self.handed: list[tuple[Announcement, object]] = []
 
-    def enqueue(self, ann, redelivered=False) -> None:
-        self.handed.append(ann)
+    def enqueue(self, ann, redelivered=False, ack=None) -> None:
+        self.handed.append((ann, ack))
+
+    def acknowledge_last(self) -> None:
+        """What the announcer does once the put is done (or refused): call the handed `ack`."""
+        self.handed[-1][1]()
 
 
 class FakeRescue:
@@ -78,20 +82,18 @@ class FakeRescue:
         self.taken.append(print_)
 
 
-def rescued_message(acks: list[int]) -> Announcement:
-    ann = Announcement(id="r1", text="Pooled notice.", message_id=2 * POOL_PACKET_BASE + 7)
-    ann.ack = lambda: acks.append(7)
-    return ann
+def rescued_message() -> Announcement:
+    return Announcement(id="r1", text="Pooled notice.", message_id=2 * POOL_PACKET_BASE + 7)
 
 
 def test_the_rescuer_notes_a_redelivered_message_it_took_with_the_owners_packet_id_before_its_ack():
     announcer, rescue, acks = FakeAnnouncer(), FakeRescue(), []
     handover = RescueHandover(announcer)
     handover.rescue = rescue
-    ann = rescued_message(acks)
-    handover.enqueue(ann, redelivered=True)
+    ann = rescued_message()
+    handover.enqueue(ann, redelivered=True, ack=lambda: acks.append(7))
     announcer.queue.recent.add(ann.id, ann, message_id=ann.message_id)  # what the queue's put does
-    ann.ack_once()
+    announcer.acknowledge_last()
     owners = Announcement(id="b-own", text="Pooled notice.", message_id=POOL_PACKET_BASE + 7)
     assert rescue.taken == [fingerprint(owners, owners.message_id)] and acks == [7]
 
@@ -100,11 +102,11 @@ def test_a_refused_or_first_delivered_message_is_acknowledged_but_not_noted():
     announcer, rescue, acks = FakeAnnouncer(), FakeRescue(), []
     handover = RescueHandover(announcer)
     handover.rescue = rescue
-    refused = rescued_message(acks)  # e.g. the queue was full: the queue does not remember it
-    handover.enqueue(refused, redelivered=True)
-    refused.ack_once()
-    first = rescued_message(acks)  # not flagged DUP: the owner never had it
-    handover.enqueue(first, redelivered=False)
+    refused = rescued_message()  # e.g. the queue was full: the queue does not remember it
+    handover.enqueue(refused, redelivered=True, ack=lambda: acks.append(7))
+    announcer.acknowledge_last()
+    first = rescued_message()  # not flagged DUP: the owner never had it
+    handover.enqueue(first, redelivered=False, ack=lambda: acks.append(7))
     announcer.queue.recent.add(first.id, first, message_id=first.message_id)
-    first.ack_once()
+    announcer.acknowledge_last()
     assert rescue.taken == [] and acks == [7, 7]
