@@ -45,7 +45,8 @@ class MqttSettings:
     session, up to its own max_queued_messages, past which it drops them (docs/operations.md, "What the
     broker may drop"). 20 is mosquitto's own in-flight default; at most 32, so the answers of every
     message in flight (up to four each) fit in the smallest max_queued_messages (200) beside the quarter
-    where reading pauses. MQTT 3.1.1 has no such field: the broker's max_inflight_messages rules. Default 20."""
+    where reading pauses. MQTT 3.1.1 has no such field: the broker's max_inflight_messages rules.
+    Default 20."""
     session_expiry: int = field(default=3600, metadata={"min": 0})
     """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
     discovery: bool = True

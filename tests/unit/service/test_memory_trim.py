@@ -3,6 +3,8 @@ longer one while busy; and a real malloc_trim returns what a burst of allocation
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from qwen3tts.service.memory_trim import BUSY_INTERVAL_S, IDLE_INTERVAL_S, MemoryTrim, glibc_malloc_trim
 
 
@@ -32,7 +34,7 @@ def test_glibc_malloc_trim_gives_back_what_a_burst_of_small_allocations_left():
     assert trim is not None  # Debian's glibc; a musl build would get None and never trim
 
     def rss_kib() -> int:
-        for line in open("/proc/self/status"):
+        for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         raise AssertionError("no VmRSS")

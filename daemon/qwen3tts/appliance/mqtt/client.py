@@ -32,6 +32,8 @@ from qwen3tts.settings import MqttSettings, read_mqtt_password
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_PROTOCOL_VERSION = 0x84
+
+
 class MqttClient:
     """Connects, subscribes, publishes typed messages and acknowledges QoS 1 messages by hand."""
 
