@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def start_broker(workdir: Path) -> tuple[subprocess.Popen, int]:
     config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
                       "max_queued_messages 100000\nmax_inflight_messages 20\n")  # fmt: skip
     log = (workdir / "mosquitto.log").open("ab")
-    broker = subprocess.Popen(["mosquitto", "-c", str(config)], stdout=log, stderr=log)
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"  # Debian's is in sbin
+    broker = subprocess.Popen([binary, "-c", str(config)], stdout=log, stderr=log)
     return broker, port
 
 
