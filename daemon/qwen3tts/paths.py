@@ -4,13 +4,16 @@ Under systemd the unit's `StateDirectory=` and `CacheDirectory=` arrive as $STAT
 $CACHE_DIRECTORY (a colon-separated list when a unit declares several; the first is ours). Elsewhere
 the XDG base directories: $XDG_STATE_HOME/qwen3tts (~/.local/state/qwen3tts) for the spool, WAV
 files and the embedded tiny bundle, $XDG_CACHE_HOME/qwen3tts (~/.cache/qwen3tts) for the OpenVINO
-compile cache and the phrase cache. A path set in the configuration always wins.
+compile cache and the phrase cache. A path set in the configuration always wins. Temporary files
+(multiprocessing's sockets for the text front end's workers) go to the runtime directory: systemd's
+$RUNTIME_DIRECTORY, else $XDG_RUNTIME_DIR/qwen3tts, else <state>/run; never the shared /tmp.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +39,28 @@ def snapcast_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
 def ducking_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
     """What zones must raise again after a crash left them ducked (zones/ducking.py): <state>/ducking."""
     return state_dir(environ) / "ducking"
+
+
+def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """What lives only while the daemon runs: $RUNTIME_DIRECTORY, else $XDG_RUNTIME_DIR/qwen3tts, else
+    <state>/run (a relative $XDG_RUNTIME_DIR is ignored, as the XDG spec says)."""
+    environ = os.environ if environ is None else environ
+    systemd = environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+    if systemd:
+        return Path(systemd)
+    xdg = environ.get("XDG_RUNTIME_DIR", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / APP
+    return state_dir(environ) / "run"
+
+
+def keep_temporary_files_in_runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Make this process's temporary files (tempfile's default directory, which multiprocessing uses for
+    its forkserver socket) go to the runtime directory, created private (0700); returns it."""
+    directory = runtime_dir(environ)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tempfile.tempdir = str(directory)
+    return directory
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -13,11 +13,13 @@ from pathlib import Path
 
 
 class DaemonProcess:
-    def __init__(self, directory: Path, sections: dict) -> None:
+    def __init__(self, directory: Path, sections: dict, env: dict[str, str] | None = None) -> None:
+        """`env`: variables set for the daemon besides its own state and cache directories."""
         self.dir = directory
         self.config = directory / "qwen3tts.yaml"
         self.config.write_text(json.dumps(sections))
-        env = {**os.environ, "XDG_STATE_HOME": str(directory / "state"), "XDG_CACHE_HOME": str(directory)}
+        env = {**os.environ, "XDG_STATE_HOME": str(directory / "state"), "XDG_CACHE_HOME": str(directory),
+               **(env or {})}  # fmt: skip
         with open(directory / "daemon.log", "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(self.config), "run"],

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qwen3tts.paths import cache_dir, default_bundle, default_config, state_dir, with_default_paths
+from qwen3tts.paths import (
+    cache_dir,
+    default_bundle,
+    default_config,
+    keep_temporary_files_in_runtime_dir,
+    runtime_dir,
+    state_dir,
+    with_default_paths,
+)
 from qwen3tts.settings import Settings
 from qwen3tts.settings_loader import build
 
@@ -42,3 +50,19 @@ def test_without_config_the_environment_then_the_installed_file_then_none(tmp_pa
     named = {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}
     assert default_config(named, installed) == tmp_path / "other.yaml"
     assert named == {"QWEN3TTS_CONFIG": str(tmp_path / "other.yaml")}  # the directories stay the caller's
+
+
+def test_the_runtime_directory_is_systemds_else_xdgs_else_under_the_state():
+    assert runtime_dir({"RUNTIME_DIRECTORY": "/run/qwen3tts:/run/other"}) == Path("/run/qwen3tts")
+    assert runtime_dir({"XDG_RUNTIME_DIR": "/run/user/1000"}) == Path("/run/user/1000/qwen3tts")
+    assert runtime_dir({"XDG_RUNTIME_DIR": "rel", "XDG_STATE_HOME": "/s"}) == Path("/s/qwen3tts/run")
+
+
+def test_temporary_files_are_made_in_the_runtime_directory_created_private(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # restored after the test: this process's default
+    directory = keep_temporary_files_in_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path)})
+    assert directory == tmp_path / "qwen3tts" and directory.stat().st_mode & 0o777 == 0o700
+    with tempfile.NamedTemporaryFile() as made:
+        assert Path(made.name).parent == directory

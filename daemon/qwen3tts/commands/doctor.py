@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dev-root", type=Path, default=Path("/dev"), metavar="DIR", help="default /dev")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker")
+    parser.add_argument(
+        "--broker-config",
+        type=Path,
+        metavar="FILE",
+        help="mosquitto.conf to check for queue limits that drop messages "
+        "(default: /etc/mosquitto/mosquitto.conf when the broker is on this machine)",
+    )
 
 
 def doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -39,14 +46,17 @@ def doctor(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     from qwen3tts.doctor.check import exit_code, render_json, render_text
 
-    checks = run_checks(settings, thermal, args.dev_root, args.timeout)
+    checks = run_checks(settings, thermal, args.dev_root, args.timeout, broker_config=args.broker_config)
     sys.stdout.write(render_json(checks) if args.json else render_text(checks))
     return exit_code(checks)
 
 
-def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core=None) -> list:
+def run_checks(
+    settings: Settings, thermal, dev_root: Path, timeout: float, core=None, broker_config: Path | None = None
+) -> list:
     """Every check, in the order a sound goes: model and devices, storage, broker, speaker, heat."""
     from qwen3tts.doctor import daemon, platform, snapcast
+    from qwen3tts.doctor.broker_queue import broker_queue_checks
     from qwen3tts.doctor.check import Check
 
     checks = []
@@ -65,6 +75,7 @@ def run_checks(settings: Settings, thermal, dev_root: Path, timeout: float, core
     checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))
     checks += daemon.broker_checks(settings.mqtt, timeout)
+    checks += broker_queue_checks(settings.mqtt, broker_config, timeout)
     checks.append(daemon.audio_check(settings.audio))
     checks += snapcast.snapcast_checks(settings, timeout)
     checks += _server_checks(settings)

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 
 from qwen3tts.settings import Settings
@@ -33,9 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from qwen3tts.paths import keep_temporary_files_in_runtime_dir
     from qwen3tts.settings_loader import check_writable_dirs
 
     check_writable_dirs(settings)  # one line naming the key now, not a traceback after the compile
+    try:  # before the text front end's forkserver makes its socket there
+        keep_temporary_files_in_runtime_dir()
+    except OSError as exc:  # the daemon still runs; its temporary files go where tempfile says
+        log.warning("temporary files stay in %s: cannot create the runtime directory: %s",
+                    tempfile.gettempdir(), exc)  # fmt: skip
     startup = _Startup(settings, args.embedded, args.config)
     stop_requested = threading.Event()
     stoppers: list[threading.Thread] = []

@@ -37,6 +37,7 @@ from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.console import Console
 from qwen3tts.service.front_end import text_front_end
+from qwen3tts.service.memory_trim import MemoryTrim
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
 from qwen3tts.service.reload import carry_changes, read_settings
@@ -176,8 +177,11 @@ class Service:
 
     def _status_loop(self, stop: threading.Event) -> None:
         last = 0.0
+        memory = MemoryTrim()  # freed heap back to the system, a drained flood's too (memory_trim.py)
         while not stop.is_set():
             self._status_dirty.wait(1.0)
+            stats = self.runtime.engine.stats()
+            memory.maybe_trim(idle=not (stats.num_running or stats.num_waiting))
             if self._status_dirty.is_set() or time.monotonic() - last > STATUS_INTERVAL_S:
                 self._status_dirty.clear()
                 last = time.monotonic()

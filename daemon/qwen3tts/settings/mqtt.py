@@ -39,6 +39,14 @@ class MqttSettings:
     """Bound on outgoing messages not yet acknowledged by the broker (also while disconnected); reading
     pauses at a quarter of it so no answer is dropped. At least 200 (the rest covers the answers of the
     messages already handed over). Default 1000."""
+    receive_maximum: int = field(default=20, metadata={"min": 1, "max": 32})
+    """MQTT 5 Receive Maximum sent in CONNECT: QoS 1 messages the broker may send before the daemon has
+    acknowledged one (it acknowledges each once it is spooled); the broker queues the rest for this
+    session, up to its own max_queued_messages, past which it drops them (docs/operations.md, "What the
+    broker may drop"). 20 is mosquitto's own in-flight default; at most 32, so the answers of every
+    message in flight (up to four each) fit in the smallest max_queued_messages (200) beside the quarter
+    where reading pauses. MQTT 3.1.1 has no such field: the broker's max_inflight_messages rules.
+    Default 20."""
     session_expiry: int = field(default=3600, metadata={"min": 0})
     """MQTT 5 session expiry in seconds, so QoS 1 commands wait for a restart. Default 3600 s."""
     discovery: bool = True

@@ -15,6 +15,7 @@ import os
 import re
 import time
 import wave
+from collections import deque
 from pathlib import Path
 from typing import Protocol
 
@@ -84,6 +85,10 @@ class Resampler:
         return tail
 
 
+RECENT_ITEMS = 100
+"""What a sink remembers of what it played: the last this many (a list grew by one per announcement)."""
+
+
 class NullSink:
     """Discards audio but counts it; for machines without output and for tests."""
 
@@ -93,7 +98,8 @@ class NullSink:
     def __init__(self) -> None:
         self.name = "null"
         self.samples_written = 0
-        self.items: list[str] = []
+        self.items: deque[str] = deque(maxlen=RECENT_ITEMS)
+        """The last announcements begun (for tests); bounded: the sink runs for months."""
 
     def begin(self, item_id: str) -> None:
         self.items.append(item_id)
@@ -140,7 +146,8 @@ class WavSink:
         self.name = f"wav:{self.directory}@{rate}" + (" (real time)" if realtime else "")
         self._clock, self._sleep = clock, sleep
         self._due: float | None = None  # when the samples written so far have been "heard"
-        self.paths: list[Path] = []
+        self.paths: deque[Path] = deque(maxlen=RECENT_ITEMS)
+        """The last files written (for tests and tools); bounded: the sink runs for months."""
         self._resampler = Resampler(rate)
         self._wave: wave.Wave_write | None = None
         self._part: Path | None = None

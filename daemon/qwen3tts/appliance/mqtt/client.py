@@ -32,10 +32,6 @@ from qwen3tts.settings import MqttSettings, read_mqtt_password
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_PROTOCOL_VERSION = 0x84
-RECEIVE_MAXIMUM = 20
-"""MQTT 5 flow control: QoS 1 messages the broker may send before we acknowledge one (mosquitto's own
-default in-flight limit, also what it applies to MQTT 3.1.1 clients). Each earns at most four answers,
-which is why the outgoing bound is at least 200 and reading pauses early (backlog.py)."""
 
 
 class MqttClient:
@@ -201,7 +197,7 @@ class MqttClient:
         if self.protocol == "5":
             props = Properties(PacketTypes.CONNECT)
             props.SessionExpiryInterval = self.settings.session_expiry
-            props.ReceiveMaximum = RECEIVE_MAXIMUM  # the broker sends no more unacknowledged says than this
+            props.ReceiveMaximum = self.settings.receive_maximum  # unacknowledged says in flight, at most
             client.connect_async(host, port, keepalive, clean_start=False, properties=props)
         else:
             client.connect_async(host, port, keepalive)

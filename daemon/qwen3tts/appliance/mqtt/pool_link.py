@@ -23,7 +23,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from qwen3tts.appliance.mqtt.client import RECEIVE_MAXIMUM, inbound_of
+from qwen3tts.appliance.mqtt.client import inbound_of
 from qwen3tts.appliance.mqtt.connection import tls_context
 from qwen3tts.appliance.mqtt.messages import Inbound
 from qwen3tts.appliance.mqtt.pool import AWAY, MEMBER, OFFLINE, MemberRecord, PoolTopics
@@ -50,7 +50,7 @@ def pool_client(settings: MqttSettings, client_id: str, password: str | None) ->
 def connect_properties(settings: MqttSettings) -> Properties:
     props = Properties(PacketTypes.CONNECT)
     props.SessionExpiryInterval = settings.session_expiry
-    props.ReceiveMaximum = RECEIVE_MAXIMUM
+    props.ReceiveMaximum = settings.receive_maximum
     return props
 
 

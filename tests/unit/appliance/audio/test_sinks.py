@@ -12,7 +12,7 @@ import soxr
 from audio_fakes import FakeClock
 
 from qwen3tts.appliance.audio.alsa import MAX_STUCK, REOPEN_BACKOFF_S, AlsaSink
-from qwen3tts.appliance.audio.sinks import NullSink, Resampler
+from qwen3tts.appliance.audio.sinks import RECENT_ITEMS, NullSink, Resampler, WavSink
 from qwen3tts.errors import AudioError
 
 
@@ -115,7 +115,20 @@ def test_the_null_sink_counts_what_it_swallows():
     sink = NullSink()
     sink.begin("a")
     assert sink.write(np.zeros(100, dtype=np.float32)) is False
-    assert sink.samples_written == 100 and sink.items == ["a"]
+    assert sink.samples_written == 100 and list(sink.items) == ["a"]
+
+
+def test_what_a_sink_remembers_of_what_it_played_is_bounded(tmp_path):
+    """A daemon runs for months: the sinks keep the last RECENT_ITEMS names, not one per announcement."""
+    null, wav = NullSink(), WavSink(tmp_path)
+    for n in range(RECENT_ITEMS + 5):
+        null.begin(f"n{n}")
+        wav.begin(f"w{n}")
+        wav.write(np.zeros(10, dtype=np.float32))
+        wav.end()
+    assert len(null.items) == RECENT_ITEMS and null.items[-1] == f"n{RECENT_ITEMS + 4}"
+    assert len(wav.paths) == RECENT_ITEMS and wav.paths[-1].name.endswith(f"w{RECENT_ITEMS + 4}.wav")
+    assert len(list(tmp_path.glob("*.wav"))) == RECENT_ITEMS + 5  # the files themselves all stay
 
 
 class StallingPortAudio(FakePortAudio):

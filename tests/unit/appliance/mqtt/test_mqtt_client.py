@@ -94,3 +94,43 @@ def test_a_failing_handler_never_raises_into_pahos_network_thread(client, caplog
     client._on_inbound = broken
     client._on_message(client._client, client._generation, received(1, 1))
     assert "could not enqueue a message" in caplog.text
+
+
+def test_connect_carries_the_configured_receive_maximum_and_session_expiry():
+    """What the broker is told in CONNECT, read off the wire by a listening socket in the broker's place."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(30)
+        settings = MqttSettings(port=server.getsockname()[1], receive_maximum=7, session_expiry=120)
+        client = MqttClient(settings, on_inbound=queue.Queue().put, site="lobby")
+        client.start()
+        try:
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(30)
+                packet = read_packet(conn)
+        finally:
+            client.stop(timeout=5)
+    assert packet[0] == 0x10  # CONNECT
+    variable = packet[1:]
+    assert variable[:7] == b"\x00\x04MQTT\x05"  # MQTT 5
+    props = Properties(PacketTypes.CONNECT)
+    props.unpack(variable[10:])  # after protocol name, level, flags and keepalive
+    assert props.ReceiveMaximum == 7 and props.SessionExpiryInterval == 120
+
+
+def read_packet(conn: socket.socket) -> bytes:
+    """One MQTT packet: its type byte and its body (the remaining-length prefix dropped)."""
+    first = conn.recv(1)
+    length, shift = 0, 0
+    while True:
+        byte = conn.recv(1)[0]
+        length += (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    body = b""
+    while len(body) < length:
+        body += conn.recv(length - len(body))
+    return first + body

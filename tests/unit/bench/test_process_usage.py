@@ -1,0 +1,37 @@
+"""The soak's measures (bench/process_usage.py): a real process tree read from /proc, and the slope fit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from qwen3tts.bench.process_usage import descendants, slope_per_1000, usage
+
+
+def test_usage_counts_a_process_tree_with_its_grandchildren():
+    script = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)'])"
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        while len(descendants(os.getpid())) < 2:  # the child, then its own child
+            assert child.poll() is None
+            time.sleep(0.01)
+        found = usage(os.getpid())
+        assert found.children >= 2 and found.children_rss_kib > 1000  # two Pythons
+        assert found.rss_kib > 1000 and found.threads >= 1 and found.fds >= 3
+    finally:
+        for pid in descendants(child.pid):
+            os.kill(pid, 9)
+        child.kill()
+        child.wait()
+
+
+def test_the_slope_is_in_mb_per_1000_requests():
+    kib_per_request = 13 * 1000 / 1024  # 13 KB a request, the leak of issue 37
+    points = [(n, 400_000 + n * kib_per_request + (5 if n % 2 else -5)) for n in range(0, 500, 10)]
+    assert slope_per_1000(points) == pytest.approx(13.0, rel=0.01)
+    assert slope_per_1000([(n, 400_000.0) for n in range(10)]) == 0.0
+    assert slope_per_1000([(5, 1.0)]) == 0.0 and slope_per_1000([(5, 1.0), (5, 9.0)]) == 0.0
