@@ -7,9 +7,9 @@ function, and submitted one piece at a time at Priority.BACKGROUND: below every 
 emergency preempts it and the speaker never queues behind a network client. Audio goes back to the
 caller only. Closing a stream (client gone, error, shutdown) cancels its engine request at once.
 
-The `StreamPool` holds the slots: at most `max_concurrent_requests` streams exist; one more is refused
-as Busy. Both live on the servers' event loop thread; blocking waits on engine handles run in the pool's
-executor threads.
+The `StreamPool` holds the slots (slots.py): at most `max_concurrent_requests` streams exist; one more
+is refused as Busy, or (Wyoming) waits in a short queue for one first. Both live on the servers' event
+loop thread; blocking waits on engine handles run in the pool's executor threads.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +29,13 @@ from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
+from qwen3tts.servers.slots import NoSlot, Slots
 from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, sentences, speaks
 from qwen3tts.tempo import TimeStretch
 from qwen3tts.text import Piece
 
 log = logging.getLogger(__name__)
+SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]»」』]*\s*$")
 
 
 class Busy(RequestError):
@@ -59,6 +62,7 @@ class StreamPool:
         max_concurrent: int,
         max_text_chars: int,
         max_frames: int,
+        max_waiting: int = 0,
         text: TextOptions | None = None,
     ):
         self.engine = engine
@@ -70,22 +74,26 @@ class StreamPool:
         self.max_text_chars = max_text_chars
         self.max_frames = max_frames
         self.streams: set[SpeechStream] = set()
+        self.slots = Slots(max_concurrent, max_waiting)
         self._executor = ThreadPoolExecutor(max_concurrent + 1, thread_name_prefix="qwen3tts-net")
         self._ids = itertools.count(1)
 
     def open(self, server: str, text: object, voice: str | None = None, language: str | None = None,
-             instruct: str | None = None, ssml: bool | None = None) -> SpeechStream:  # fmt: skip
+             instruct: str | None = None, ssml: bool | None = None, *,
+             slot: bool = False) -> SpeechStream:  # fmt: skip
         """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio.
 
         `ssml` True reads `text` as SSML, None when it starts with `<speak` (the MQTT door's rule);
-        `stream.warnings` says which markup was ignored.
+        `stream.warnings` says which markup was ignored. `slot`: the caller holds one (wait_for_slot).
         """
         try:
             text, warnings = self._checked_text(text, ssml)
         except InvalidField:
             self.metrics.requests.labels(server, "rejected").inc()
+            if slot:
+                self.slots.release()
             raise
-        stream = self.open_stream(server, voice, language, instruct)
+        stream = self.open_stream(server, voice, language, instruct, slot=slot)
         stream.warnings = warnings
         try:
             stream.say(text, ssml)
@@ -95,22 +103,35 @@ class StreamPool:
         return stream
 
     def open_stream(self, server: str, voice: str | None = None, language: str | None = None,
-                    instruct: str | None = None) -> SpeechStream:  # fmt: skip
+                    instruct: str | None = None, *, slot: bool = False) -> SpeechStream:  # fmt: skip
         """A stream whose text comes later, piece by piece (Wyoming's synthesize-start .. -stop)."""
         try:
             voice = self._checked(self.offer.resolve_voice, "voice", voice)
             language = self._checked(self.offer.resolve_language, "language", language)
+            if not slot:
+                self.slots.take()
         except InvalidField:
             self.metrics.requests.labels(server, "rejected").inc()
+            if slot:
+                self.slots.release()
             raise
-        if len(self.streams) >= self.max_concurrent:
+        except NoSlot as exc:
             self.metrics.requests.labels(server, "busy").inc()
-            raise Busy(f"busy: {self.max_concurrent} network requests are already synthesising")
+            raise Busy(f"busy: {exc}") from None
         instruct = instruct or self.offer.defaults.instruct
         stream = SpeechStream(self, f"{server}-{next(self._ids)}", server, voice, language, instruct)
         self.streams.add(stream)
         self.metrics.active.set(len(self.streams))
         return stream
+
+    async def wait_for_slot(self, server: str, timeout_s: float) -> None:
+        """Hold a slot (open with `slot=True`), waiting in the short queue for up to `timeout_s`; Busy
+        when the queue is full or the time runs out."""
+        try:
+            await self.slots.wait(timeout_s)
+        except NoSlot as exc:
+            self.metrics.requests.labels(server, "busy").inc()
+            raise Busy(f"busy: {exc}") from None
 
     def _checked_text(self, text: object, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
         """Checked as an MQTT announcement's text is (synthesis.checked_speech), with the same reasons;
@@ -139,6 +160,7 @@ class StreamPool:
 
     def _released(self, stream: SpeechStream) -> None:
         self.streams.discard(stream)
+        self.slots.release()
         self.metrics.active.set(len(self.streams))
 
 
@@ -192,6 +214,10 @@ class SpeechStream:
         # the last piece may continue in the next chunk; keep a trailing space so words do not join
         self._streamed = pieces[-1] + (" " if self._streamed[-1:].isspace() else "")
         return pieces[:-1]
+
+    def ends_sentence(self) -> bool:
+        """Whether the streamed text not yet returned ends in sentence punctuation (maybe quoted)."""
+        return bool(SENTENCE_END.search(self._streamed))
 
     def flush(self) -> list[str]:
         """The streamed text not yet returned by feed (at the end of the text), as one sentence or none."""
