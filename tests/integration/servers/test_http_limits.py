@@ -4,9 +4,11 @@ run past its limit, and an encoder failing mid-stream cuts the body and cancels 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import time
+from collections import Counter
 
 import httpx
 import numpy as np
@@ -189,3 +191,30 @@ def test_an_encoder_failing_mid_stream_cuts_the_body_and_cancels_the_synthesis(s
         "encoding failed mid-stream: mp3: encoding failed: injected" in r.getMessage() for r in caplog.records
     )
     assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_every_connection_refused_in_a_flood_gets_its_503(serve):
+    """200 clients at once, each writing its request and reading to the end, against caps of 8: each
+    gets a whole answer, 200 or 503, never a reset or a close without one (issue 37: 34 of 200 did)."""
+    running = serve("servers.max_connections=8", "servers.max_connections_per_client=4")
+
+    async def one(source: str) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", running.servers.http_port,
+                                                       local_addr=(source, 0))  # fmt: skip
+        try:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            return await asyncio.wait_for(reader.read(), 30)
+        except ConnectionError as exc:
+            return f"{type(exc).__name__}".encode()
+        finally:
+            writer.close()
+
+    async def flood() -> list[bytes]:
+        return await asyncio.gather(*(one(f"127.0.0.{1 + i % 4}") for i in range(200)))
+
+    answers = asyncio.run(flood())
+    statuses = Counter(answer.split(b"\r\n", 1)[0] for answer in answers)
+    assert set(statuses) <= {b"HTTP/1.1 200 OK", b"HTTP/1.1 503 Service Unavailable"}, statuses
+    assert statuses[b"HTTP/1.1 503 Service Unavailable"] > 0 and statuses[b"HTTP/1.1 200 OK"] > 0
+    assert all(answer.endswith((b"}", b"\n")) for answer in answers)  # every body whole
