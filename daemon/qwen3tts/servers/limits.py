@@ -38,9 +38,10 @@ ACCEPT_PAUSE_S = 0.25
 LOG_INTERVAL_S = 60.0
 LINGER_S = 1.0
 """How long a refused connection is read (and what it sends dropped) before it is closed anyway."""
-MAX_LINGERING = 64
-"""Refused connections lingering at once per server; past it one is closed right after its answer (its
-client may then see a reset): a flood of refusals cannot hold more file handles than this."""
+MAX_LINGERING = 256
+"""Refused connections lingering at once per server; past it one is closed right after its answer and
+what it had sent so far (a client still writing may then see a reset): a flood of refusals cannot hold
+more file handles than this, and never one of the reserve (FileBudget)."""
 SEND_BUFFER_BYTES = 128 * 1024
 """The kernel send buffer of each admitted connection. Left to autotune it grows to 4 MB (85 s of
 24 kHz audio on loopback, measured), all of which a client that never reads takes before the write
@@ -212,7 +213,7 @@ class Listener:
             with contextlib.suppress(OSError):
                 self._on_refused(conn, reason)
             if len(self.lingering) >= MAX_LINGERING:
-                conn.close()
+                _close_read(conn)
                 return
             task = asyncio.create_task(linger(conn), name=f"{self.gate.server}-refused")
             self.lingering.add(task)
@@ -259,6 +260,14 @@ async def linger(conn: socket.socket) -> None:
         pass
     finally:
         conn.close()
+
+
+def _close_read(conn: socket.socket) -> None:
+    """Close at once, after dropping what the client has sent so far: unread bytes would reset it."""
+    with contextlib.suppress(OSError):
+        while conn.recv(65536):
+            pass
+    conn.close()
 
 
 def _client_address(address) -> str:
