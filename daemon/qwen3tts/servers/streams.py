@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import re
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,12 +29,12 @@ from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.slots import NoSlot, Slots
-from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, sentences, speaks
+from qwen3tts.servers.streamed_text import StreamedText
+from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, speaks
 from qwen3tts.tempo import TimeStretch
 from qwen3tts.text import Piece
 
 log = logging.getLogger(__name__)
-SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]»」』]*\s*$")
 
 
 class Busy(RequestError):
@@ -181,8 +180,7 @@ class SpeechStream:
         self._piece: Piece | None = None  # the piece being synthesised (or its silence played)
         self._handle = None  # its engine Handle; None for a piece that is only silence
         self._num_done = 0  # pieces whose synthesis ended (for the runaway warning's number)
-        self._streamed = ""  # streamed text not yet a complete sentence (feed)
-        self._streamed_chars = 0
+        self.streamed = StreamedText(language)  # Wyoming's streamed text (feed)
         self._num_pieces = 0
         self._num_samples = 0
         self._started = time.perf_counter()
@@ -196,33 +194,22 @@ class SpeechStream:
             self._submit_next()
 
     def feed(self, chunk: str) -> list[str]:
-        """Streamed text in: the sentences it completes (every piece but the last, which may still grow).
-
-        Past `max_text_chars` in all the stream is closed as rejected and RequestError raised, once.
-        """
-        self._streamed_chars += len(chunk)
+        """Streamed text in: the sentences it completes (streamed_text.py). Past `max_text_chars` in all the
+        stream is closed as rejected and RequestError raised, once."""
         limit = self.pool.max_text_chars
-        if self._streamed_chars > limit:
+        if self.streamed.chars + len(chunk) > limit:
+            self.streamed.chars += len(chunk)
             if self.outcome is None:
                 self.close("rejected")
                 raise InvalidField("text", f"streamed text too long (> {limit} characters)")
             return []
-        self._streamed += chunk
-        pieces = sentences(self._streamed, self.language) if self._streamed.strip() else []
-        if len(pieces) < 2:
-            return []
-        # the last piece may continue in the next chunk; keep a trailing space so words do not join
-        self._streamed = pieces[-1] + (" " if self._streamed[-1:].isspace() else "")
-        return pieces[:-1]
+        return self.streamed.add(chunk)
 
     def ends_sentence(self) -> bool:
-        """Whether the streamed text not yet returned ends in sentence punctuation (maybe quoted)."""
-        return bool(SENTENCE_END.search(self._streamed))
+        return self.streamed.ends_sentence()
 
     def flush(self) -> list[str]:
-        """The streamed text not yet returned by feed (at the end of the text), as one sentence or none."""
-        rest, self._streamed = self._streamed.strip(), ""
-        return [rest] if rest else []
+        return self.streamed.flush()
 
     def _submit_next(self) -> bool:
         """The next piece becomes the current one, submitted if it has words; False when none is left."""
