@@ -6,9 +6,11 @@ returns a `Servers` whose `.stop()` cancels every network request and closes the
 servers disabled (the default) there is no loop and no thread.
 
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
-    streams.py  StreamPool (slots, validation) and SpeechStream (one request: pieces -> engine handles)
+    streams.py  StreamPool (validation) and SpeechStream (one request: pieces -> engine handles);
+                streamed_text.py turns Wyoming's text chunks into sentences
+    slots.py    the synthesis slots and the short queue Wyoming requests wait in for one
     limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
-    wyoming.py  the Wyoming server (Home Assistant; wyoming_events/_info/_zeroconf.py)
+    wyoming.py  the Wyoming server (Home Assistant; wyoming_connection/_events/_endings/_info/_zeroconf.py)
     http.py     the OpenAI-style API, /healthz, /metrics (http_request/_speech/_guard.py), the status
                 page (status_page.py, its voices: voice_console.py); encoding.py the response formats
     renderer/   a UPnP/DLNA MediaRenderer: media fetched, decoded and handed to the `outlet` the
@@ -137,6 +139,7 @@ def start_servers(
         offer,
         metrics,
         max_concurrent=config.max_concurrent_requests,
+        max_waiting=config.max_waiting_requests,
         max_text_chars=settings.engine.max_text_chars,
         max_frames=settings.engine.max_frames,
         text=text or TextOptions(normalize=settings.text.normalize),

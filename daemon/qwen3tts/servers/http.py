@@ -3,7 +3,8 @@
 POST /v1/audio/speech  OpenAI's speech request -> the audio, streamed as it is produced (http_speech.py)
 GET  /v1/voices        -> the bundle's voices, languages, the OpenAI names mapped onto them
 GET  /v1/audio/voices  -> {"voices": [names]} (the path Kokoro-FastAPI clients ask)
-GET  /v1/models        -> the one model (the bundle)
+GET  /v1/models        -> in OpenAI's shape: the bundle, and OpenAI's speech model names (all accepted)
+GET  /v1/models/{id}   -> one of them, or a 404 in OpenAI's shape
 GET  /healthz          -> {"status": "ready"} or {"status": "degraded", "reasons": [...]}
 GET  /metrics          -> Prometheus text format
 GET  /status           -> the status page (status_page.py), when a console is given and it is enabled
@@ -18,6 +19,7 @@ import asyncio
 import base64
 import binascii
 import logging
+import time
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,6 +32,7 @@ from qwen3tts.servers.http_speech import SpeechResponse, VoiceMap, open_speech
 from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
 from qwen3tts.servers.metrics import CONTENT_TYPE
 from qwen3tts.servers.streams import StreamPool
+from qwen3tts.text.checks import quote
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +63,17 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
     async def audio_voices(request: Request) -> Response:
         return JSONResponse({"voices": [*pool.offer.voice_names, *voices.aliases]})
 
+    listed = model_list(pool.offer.name, int(time.time()))
+
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": pool.offer.name, "object": "model"}]})
+        return JSONResponse({"object": "list", "data": listed})
+
+    async def model(request: Request) -> Response:
+        wanted = request.path_params["model"]
+        found = next((entry for entry in listed if entry["id"] == wanted), None)
+        if found is None:
+            return ApiError(404, f"no model {quote(wanted, 64)}", "model", "model_not_found").response()
+        return JSONResponse(found)
 
     async def healthz(request: Request) -> Response:
         reasons = list(pool.metrics.figures().degraded)
@@ -75,6 +87,7 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
         Route("/v1/voices", voice_list),
         Route("/v1/audio/voices", audio_voices),
         Route("/v1/models", models),
+        Route("/v1/models/{model:path}", model),
         Route("/healthz", healthz),
         Route("/metrics", metrics),
     ]
@@ -84,6 +97,17 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
         routes += status_routes(console, pool, config.max_body_bytes, config.read_timeout_s, token)
     app = Starlette(routes=routes)
     return _TokenAuth(app, token, pool) if token else app
+
+
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+"""OpenAI's speech model names, listed so clients that pick a model from /v1/models find theirs; any
+`model` is accepted by /v1/audio/speech and every one speaks with the loaded bundle."""
+
+
+def model_list(bundle: str, created: int) -> list[dict]:
+    """/v1/models' entries, OpenAI's shape: the bundle first; `created` is when the server started."""
+    names = dict.fromkeys((bundle, *OPENAI_MODELS))  # a bundle named like one is listed once
+    return [{"id": name, "object": "model", "created": created, "owned_by": "qwen3tts"} for name in names]
 
 
 class _TokenAuth:

@@ -25,7 +25,7 @@ import socket
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from qwen3tts.servers.limits import ThrottledLog
+from qwen3tts.servers.limits import LINGER_S, ThrottledLog
 from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
@@ -47,12 +47,15 @@ class GuardedProtocol(H11Protocol):
         self._waiting: asyncio.TimerHandle | None = None  # for the first byte, or for the rest of a head
         self._reading_head = False
         self._stuck: asyncio.TimerHandle | None = None  # a full write buffer
+        self._refused = False  # answered 503 for a newcomer: what it sends is dropped until it closes
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._wait("idle", self.limits.idle_timeout_s)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         if self._between_requests() and not self._reading_head:
             self._reading_head = True
             self._wait("headers", self.limits.read_timeout_s)
@@ -60,6 +63,21 @@ class GuardedProtocol(H11Protocol):
         if not self._between_requests():
             self._reading_head = False
             self._cancel_wait()
+
+    def eof_received(self) -> bool | None:
+        if self._refused:
+            self.transport.close()
+            return None
+        return super().eof_received()
+
+    def refuse(self, reason: str) -> None:
+        """A connection that never sent a request, closed to make room: the 503 a newcomer over a cap gets,
+        then our FIN; its client's bytes are dropped until it closes (or LINGER_S), never a reset."""
+        self._refused = True
+        self._cancel_wait()
+        self.transport.write(busy_response(reason))
+        self.transport.write_eof()
+        self._waiting = self.loop.call_later(LINGER_S, self.transport.close)
 
     def idle_between_requests(self) -> bool:
         """Connected, no request in progress and no byte of the next one read (bytes still in the kernel's
@@ -145,8 +163,11 @@ class Connections:
         for protocol, (owner, sock) in self.open.items():
             if (client is None or owner == client) and protocol.idle_between_requests() and not _unread(sock):
                 del self.open[protocol]
-                log.debug("http: closed an idle keep-alive connection of %s for a new one", owner)
-                protocol.transport.close()
+                log.debug("http: closed an idle connection of %s for a new one", owner)
+                if protocol.cycle is None:  # it never asked: refused as the newcomer would have been
+                    protocol.refuse("connection closed for a newer one over a connection cap")
+                else:  # a keep-alive connection between requests: clients reconnect by themselves
+                    protocol.transport.close()
                 return True
         return False
 
@@ -159,7 +180,12 @@ def _unread(sock: socket.socket) -> bool:
         return False
 
 
-def refuse(sock: socket.socket, reason: str) -> None:
-    """A connection over a cap: 503 with the reason (best effort, never blocking), then it is closed."""
+def busy_response(reason: str) -> bytes:
     text = f"busy: {reason}\n".encode("ascii", "backslashreplace")
-    sock.send(BUSY_RESPONSE % (len(text), text))
+    return BUSY_RESPONSE % (len(text), text)
+
+
+def refuse(sock: socket.socket, reason: str) -> None:
+    """A connection over a cap: 503 with the reason (best effort, never blocking); the Listener then
+    closes it gracefully."""
+    sock.send(busy_response(reason))

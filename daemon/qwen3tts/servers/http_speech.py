@@ -1,14 +1,14 @@
 """POST /v1/audio/speech: an OpenAI speech request checked, synthesised, stretched, encoded and streamed.
 
 The body is OpenAI's: `input`, `voice`, `response_format` (mp3 by default; encoding.py), `speed`
-(0.25-4.0, by time-scale modification: tempo.py), `instructions`, `model` (any name), plus our
-`language` and `ssml` (true reads `input` as SSML; an `input` that starts with `<speak` is read so
-anyway, as over MQTT). OpenAI's voice names (`alloy`, ...) are mapped to the bundle's voices by
-`servers.http.voice_map`; a bundle voice of the same name comes first. What the bundle cannot do is
-ignored with a `Qwen3tts-Warning` header, as MQTT puts it in the `queued` event's warnings: instructions
-on a bundle without an instruct turn, a mapped voice the bundle does not have, SSML markup that is
-not supported (unknown elements). Anything else it cannot
-honour is a 400 naming the parameter and the values it takes.
+(0.25-4.0, a number or a numeric string; by time-scale modification: tempo.py), `instructions`,
+`model` (any name), plus our `language` and `ssml` (true reads `input` as SSML; an `input` that
+starts with `<speak` is read so anyway, as over MQTT). OpenAI's voice names (`alloy`, ... every current
+one) are mapped to the bundle's voices by `servers.http.voice_map`; a bundle or registered voice of the
+same name comes first. What the bundle cannot do is ignored with a `Qwen3tts-Warning` header, as MQTT
+puts it in the `queued` event's warnings: instructions on a bundle without an instruct turn, a mapped
+voice the bundle does not have, SSML markup that is not supported (unknown elements). Anything else it
+cannot honour is a 400 naming the parameter and the values it takes.
 
 Audio streams as it is produced. Once the headers are out an error cannot become a status code: a
 synthesis or encoder failure, or a request that runs past `servers.max_request_s`, ends the body early
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 PARAMS = {"text": "input", "voice": "voice", "language": "language"}  # InvalidField.field -> OpenAI param
 WARNING_HEADER = "Qwen3tts-Warning"
 INSTRUCTIONS_IGNORED = "instructions ignored: this bundle cannot follow style instructions"
+NUMBER = re.compile(r"[+-]?(?:[0-9]{1,6}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
+"""A `speed` sent as a string: plain decimal notation only (float() would also take "nan", "1e9", "1_0")."""
 
 
 @dataclass(frozen=True)
@@ -126,10 +129,16 @@ def _format(value: object) -> AudioFormat:
 
 
 def _speed(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not MIN_SPEED <= value <= MAX_SPEED:
+    """A number, or a numeric string ("1.25": some clients send the field as text), within the range."""
+    number = float(value) if isinstance(value, str) and NUMBER.fullmatch(value.strip()) else value
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, int | float)
+        or not MIN_SPEED <= number <= MAX_SPEED
+    ):
         message = f"speed {quote(value, 40)} is not supported: use a number from {MIN_SPEED} to {MAX_SPEED}"
         raise ApiError(400, message, "speed", "unsupported_speed")
-    return float(value)
+    return float(number)
 
 
 class _Pipeline:

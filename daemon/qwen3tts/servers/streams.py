@@ -7,9 +7,9 @@ function, and submitted one piece at a time at Priority.BACKGROUND: below every 
 emergency preempts it and the speaker never queues behind a network client. Audio goes back to the
 caller only. Closing a stream (client gone, error, shutdown) cancels its engine request at once.
 
-The `StreamPool` holds the slots: at most `max_concurrent_requests` streams exist; one more is refused
-as Busy. Both live on the servers' event loop thread; blocking waits on engine handles run in the pool's
-executor threads.
+The `StreamPool` holds the slots (slots.py): at most `max_concurrent_requests` streams exist; one more
+is refused as Busy, or (Wyoming) waits in a short queue for one first. Both live on the servers' event
+loop thread; blocking waits on engine handles run in the pool's executor threads.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
-from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, sentences, speaks
+from qwen3tts.servers.slots import NoSlot, Slots
+from qwen3tts.servers.streamed_text import StreamedText
+from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, speaks
 from qwen3tts.tempo import TimeStretch
 from qwen3tts.text import Piece
 
@@ -59,6 +61,7 @@ class StreamPool:
         max_concurrent: int,
         max_text_chars: int,
         max_frames: int,
+        max_waiting: int = 0,
         text: TextOptions | None = None,
     ):
         self.engine = engine
@@ -70,22 +73,26 @@ class StreamPool:
         self.max_text_chars = max_text_chars
         self.max_frames = max_frames
         self.streams: set[SpeechStream] = set()
+        self.slots = Slots(max_concurrent, max_waiting)
         self._executor = ThreadPoolExecutor(max_concurrent + 1, thread_name_prefix="qwen3tts-net")
         self._ids = itertools.count(1)
 
     def open(self, server: str, text: object, voice: str | None = None, language: str | None = None,
-             instruct: str | None = None, ssml: bool | None = None) -> SpeechStream:  # fmt: skip
+             instruct: str | None = None, ssml: bool | None = None, *,
+             slot: bool = False) -> SpeechStream:  # fmt: skip
         """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio.
 
         `ssml` True reads `text` as SSML, None when it starts with `<speak` (the MQTT door's rule);
-        `stream.warnings` says which markup was ignored.
+        `stream.warnings` says which markup was ignored. `slot`: the caller holds one (wait_for_slot).
         """
         try:
             text, warnings = self._checked_text(text, ssml)
         except InvalidField:
             self.metrics.requests.labels(server, "rejected").inc()
+            if slot:
+                self.slots.release()
             raise
-        stream = self.open_stream(server, voice, language, instruct)
+        stream = self.open_stream(server, voice, language, instruct, slot=slot)
         stream.warnings = warnings
         try:
             stream.say(text, ssml)
@@ -95,22 +102,35 @@ class StreamPool:
         return stream
 
     def open_stream(self, server: str, voice: str | None = None, language: str | None = None,
-                    instruct: str | None = None) -> SpeechStream:  # fmt: skip
+                    instruct: str | None = None, *, slot: bool = False) -> SpeechStream:  # fmt: skip
         """A stream whose text comes later, piece by piece (Wyoming's synthesize-start .. -stop)."""
         try:
             voice = self._checked(self.offer.resolve_voice, "voice", voice)
             language = self._checked(self.offer.resolve_language, "language", language)
+            if not slot:
+                self.slots.take()
         except InvalidField:
             self.metrics.requests.labels(server, "rejected").inc()
+            if slot:
+                self.slots.release()
             raise
-        if len(self.streams) >= self.max_concurrent:
+        except NoSlot as exc:
             self.metrics.requests.labels(server, "busy").inc()
-            raise Busy(f"busy: {self.max_concurrent} network requests are already synthesising")
+            raise Busy(f"busy: {exc}") from None
         instruct = instruct or self.offer.defaults.instruct
         stream = SpeechStream(self, f"{server}-{next(self._ids)}", server, voice, language, instruct)
         self.streams.add(stream)
         self.metrics.active.set(len(self.streams))
         return stream
+
+    async def wait_for_slot(self, server: str, timeout_s: float) -> None:
+        """Hold a slot (open with `slot=True`), waiting in the short queue for up to `timeout_s`; Busy
+        when the queue is full or the time runs out."""
+        try:
+            await self.slots.wait(timeout_s)
+        except NoSlot as exc:
+            self.metrics.requests.labels(server, "busy").inc()
+            raise Busy(f"busy: {exc}") from None
 
     def _checked_text(self, text: object, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
         """Checked as an MQTT announcement's text is (synthesis.checked_speech), with the same reasons;
@@ -139,6 +159,7 @@ class StreamPool:
 
     def _released(self, stream: SpeechStream) -> None:
         self.streams.discard(stream)
+        self.slots.release()
         self.metrics.active.set(len(self.streams))
 
 
@@ -159,8 +180,7 @@ class SpeechStream:
         self._piece: Piece | None = None  # the piece being synthesised (or its silence played)
         self._handle = None  # its engine Handle; None for a piece that is only silence
         self._num_done = 0  # pieces whose synthesis ended (for the runaway warning's number)
-        self._streamed = ""  # streamed text not yet a complete sentence (feed)
-        self._streamed_chars = 0
+        self.streamed = StreamedText(language)  # Wyoming's streamed text (feed)
         self._num_pieces = 0
         self._num_samples = 0
         self._started = time.perf_counter()
@@ -174,29 +194,22 @@ class SpeechStream:
             self._submit_next()
 
     def feed(self, chunk: str) -> list[str]:
-        """Streamed text in: the sentences it completes (every piece but the last, which may still grow).
-
-        Past `max_text_chars` in all the stream is closed as rejected and RequestError raised, once.
-        """
-        self._streamed_chars += len(chunk)
+        """Streamed text in: the sentences it completes (streamed_text.py). Past `max_text_chars` in all the
+        stream is closed as rejected and RequestError raised, once."""
         limit = self.pool.max_text_chars
-        if self._streamed_chars > limit:
+        if self.streamed.chars + len(chunk) > limit:
+            self.streamed.chars += len(chunk)
             if self.outcome is None:
                 self.close("rejected")
                 raise InvalidField("text", f"streamed text too long (> {limit} characters)")
             return []
-        self._streamed += chunk
-        pieces = sentences(self._streamed, self.language) if self._streamed.strip() else []
-        if len(pieces) < 2:
-            return []
-        # the last piece may continue in the next chunk; keep a trailing space so words do not join
-        self._streamed = pieces[-1] + (" " if self._streamed[-1:].isspace() else "")
-        return pieces[:-1]
+        return self.streamed.add(chunk)
+
+    def ends_sentence(self) -> bool:
+        return self.streamed.ends_sentence()
 
     def flush(self) -> list[str]:
-        """The streamed text not yet returned by feed (at the end of the text), as one sentence or none."""
-        rest, self._streamed = self._streamed.strip(), ""
-        return [rest] if rest else []
+        return self.streamed.flush()
 
     def _submit_next(self) -> bool:
         """The next piece becomes the current one, submitted if it has words; False when none is left."""

@@ -30,11 +30,11 @@ SHUTDOWN_S = 3.0
 
 
 def _refuse(conn: socket.socket, reason: str) -> None:
-    """A connection over a cap: the error event and our FIN, without waiting (the socket is fresh)."""
+    """A connection over a cap: the error event, without waiting (the socket is fresh); the Listener
+    then closes it gracefully."""
     wire = io.BytesIO()
     write_event(Error(text=f"connection refused: {reason}", code="too_many_connections").event(), wire)
     conn.send(wire.getvalue())
-    conn.shutdown(socket.SHUT_WR)
 
 
 async def start_wyoming(sock: socket.socket, pool: StreamPool, config: ServersSettings, files: FileBudget):

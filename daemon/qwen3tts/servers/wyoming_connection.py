@@ -1,12 +1,11 @@
 """One Wyoming client connection: events in on a reader task, audio out in order on a worker task.
 
-Every error ends the connection: one `error` event with its code, then EOF. Home Assistant's client
-reads until audio-stop or EOF and passes over error events, so a socket left open would hang it;
-wyoming-piper closes too. Errors: `busy`, a refused text, voice or language (`RequestError`), a malformed
-event (`bad_event`), an event over the size limit (`too_large`), an event not complete within the read
-timeout, a connection idle for the idle timeout or a request past `servers.max_request_s` (`timeout`),
-a failed synthesis. A client that reads nothing for the write timeout is dropped without one. Events are read
-while audio is written: a client that leaves cancels its engine requests at once; every slot is released.
+Every error ends the connection: one `error` event with its code, then EOF (wyoming_endings.py has the
+codes). Home Assistant's client reads until audio-stop or EOF and passes over error events, so a socket
+left open would hang it; wyoming-piper closes too. An event the server does not take at that point is
+such an error too. A client that reads nothing for the write timeout is dropped without one. Events
+are read while audio is written: a client that leaves cancels its engine requests at once; every slot is
+released. A request that finds every slot taken waits for one in the pool's short queue (slots.py).
 """
 
 from __future__ import annotations
@@ -15,20 +14,37 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
+from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.limits import ThrottledLog
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
-from qwen3tts.servers.streams import Busy, InvalidField, SpeechStream, StreamPool
-from qwen3tts.servers.wyoming_events import BadEvent, EventTimeout, read_event, speakable
+from qwen3tts.servers.streams import InvalidField, SpeechStream, StreamPool
+from qwen3tts.servers.wyoming_endings import (
+    GONE,
+    STALLED,
+    ClientStalled,
+    Ending,
+    error_code,
+    failed,
+    unexpected,
+)
+from qwen3tts.servers.wyoming_events import (
+    BadEvent,
+    EventTimeout,
+    UnexpectedEvent,
+    read_event,
+    speakable,
+    text_field,
+    voice_fields,
+)
 from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
@@ -39,29 +55,6 @@ the journal."""
 Work = Callable[[], Awaitable[None]]
 LINGER_S = 1.0
 """After the error event and our FIN, how long the client's last bytes are read and dropped."""
-
-
-@dataclass(frozen=True)
-class Ending:
-    """Why a connection ends: the error event to send first (None: nothing to say), the outcome of the
-    streams still open (cut short: cancelled, unless they ran out of time), and whether to drop the
-    connection without a word."""
-
-    error: Error | None = None
-    outcome: str = "cancelled"
-    abort: bool = False
-
-
-GONE = Ending()  # the client closed its side
-STALLED = Ending(abort=True)  # the client reads nothing, or its socket broke
-
-
-def failed(text: str, code: str, outcome: str = "cancelled") -> Ending:
-    return Ending(Error(text=text, code=code), outcome)
-
-
-class ClientStalled(ConnectionError):
-    """The client did not take written data within the write timeout."""
 
 
 class WyomingHandler(AsyncEventHandler):
@@ -80,6 +73,7 @@ class WyomingHandler(AsyncEventHandler):
         self._ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
         self._streaming: SpeechStream | None = None  # set between synthesize-start and synthesize-stop
         self._open: dict[SpeechStream, asyncio.TimerHandle] = {}  # with its max_request_s timer
+        self._pause: asyncio.TimerHandle | None = None  # speaks a streamed sentence after a pause
 
     def finish(self, ending: Ending) -> None:
         """End the connection (the first ending counts); run() does the rest."""
@@ -96,6 +90,7 @@ class WyomingHandler(AsyncEventHandler):
             await asyncio.wait([self._ended, *tasks], return_when=asyncio.FIRST_COMPLETED)
             ending = self._ended.result() if self._ended.done() else self._broken(tasks)
         finally:
+            self._cancel_pause()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -150,7 +145,7 @@ class WyomingHandler(AsyncEventHandler):
         except BadEvent as exc:
             self.finish(failed(str(exc), exc.code))
         except RequestError as exc:
-            self.finish(failed(str(exc), _code(exc)))
+            self.finish(failed(str(exc), error_code(exc)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong shape
             what = event.type if event is not None else "event"
             self.finish(failed(f"malformed {what} event: {type(exc).__name__}: {exc}", "bad_event"))
@@ -168,35 +163,63 @@ class WyomingHandler(AsyncEventHandler):
                     raise EventTimeout(f"no event for {idle_s:g} s and nothing to synthesise") from None
 
     async def handle_event(self, event: Event) -> bool:
-        if Describe.is_type(event.type):
+        kind, data = event.type, event.data
+        if Describe.is_type(kind):
             self._work.put_nowait(lambda: self.write_event(self.info_event))
-        elif Synthesize.is_type(event.type):
+        elif Ping.is_type(kind):
+            self._work.put_nowait(lambda: self.write_event(Pong(text=Ping.from_event(event).text).event()))
+        elif Synthesize.is_type(kind):
             if self._streaming is None:  # inside a stream it repeats the streamed text for old servers
-                self._synthesize(Synthesize.from_event(event))
-        elif SynthesizeStart.is_type(event.type):
-            self._stream_start(SynthesizeStart.from_event(event))
-        elif SynthesizeChunk.is_type(event.type) and self._streaming is not None:
-            stream = self._streaming
-            self._queue_sentences(stream, stream.feed(_text(SynthesizeChunk.from_event(event).text)))
-        elif SynthesizeStop.is_type(event.type) and self._streaming is not None:
+                await self._synthesize(text_field(data, kind), *voice_fields(data))
+        elif SynthesizeStart.is_type(kind) and self._streaming is None:
+            name, language = voice_fields(data)
+            slot = await self._wait_for_slot()
+            self._streaming = self._opened(self.pool.open_stream("wyoming", name, language, slot=slot))
+        elif SynthesizeChunk.is_type(kind) and self._streaming is not None:
+            self._stream_chunk(self._streaming, text_field(data, kind))
+        elif SynthesizeStop.is_type(kind) and self._streaming is not None:
             stream, self._streaming = self._streaming, None
+            self._cancel_pause()
             self._queue_sentences(stream, stream.flush())
             self._work.put_nowait(lambda: self._stream_stopped(stream))
-        return True  # other events (audio from a client, unknown types) are passed over, like piper does
+        else:  # answered, never passed over: a client must not wait for what will not come
+            raise UnexpectedEvent(unexpected(kind))
+        return True
 
-    def _synthesize(self, synthesize: Synthesize) -> None:
-        name, language = _voice_fields(synthesize.voice)
-        if isinstance(synthesize.text, str) and synthesize.text.strip() and not speakable(synthesize.text):
+    async def _synthesize(self, text: str, name: str | None, language: str | None) -> None:
+        if text.strip() and not speakable(text):
             self.pool.metrics.requests.labels("wyoming", "rejected").inc()
             raise InvalidField("text", "text has nothing to speak (only white space or invisible characters)")
-        stream = self._opened(self.pool.open("wyoming", synthesize.text, name, language))
+        slot = await self._wait_for_slot()
+        stream = self._opened(self.pool.open("wyoming", text, name, language, slot=slot))
         self._work.put_nowait(lambda: self._speak(stream, close=True))
 
-    def _stream_start(self, start: SynthesizeStart) -> None:
-        if self._streaming is not None:  # a second start replaces the first, which can no longer stop
-            self._streaming.close("cancelled")
-        name, language = _voice_fields(start.voice)
-        self._streaming = self._opened(self.pool.open_stream("wyoming", name, language))
+    async def _wait_for_slot(self) -> bool:
+        """True once this request holds a slot it waited for in the pool's short queue (Busy when it is
+        full or `max_request_s` passes); False when one is free now (opening takes it)."""
+        if self.pool.slots.free:
+            return False
+        await self.pool.wait_for_slot("wyoming", self.limits.max_request_s)
+        return True
+
+    def _stream_chunk(self, stream: SpeechStream, text: str) -> None:
+        """Complete sentences go at once; text that ends a sentence goes after a pause with no more text
+        (`servers.wyoming.sentence_wait_s`), so a language model that stops to think is not left silent."""
+        self._cancel_pause()
+        self._queue_sentences(stream, stream.feed(text))
+        if stream.ends_sentence():
+            wait_s = self.limits.wyoming.sentence_wait_s
+            self._pause = asyncio.get_running_loop().call_later(wait_s, self._paused, stream)
+
+    def _paused(self, stream: SpeechStream) -> None:
+        self._pause = None
+        if stream is self._streaming and stream.outcome is None:
+            self._queue_sentences(stream, stream.flush())
+
+    def _cancel_pause(self) -> None:
+        if self._pause is not None:
+            self._pause.cancel()
+            self._pause = None
 
     def _opened(self, stream: SpeechStream) -> SpeechStream:
         for done in [s for s in self._open if s.outcome is not None]:
@@ -266,7 +289,7 @@ class WyomingHandler(AsyncEventHandler):
             try:
                 await work()
             except RequestError as exc:
-                return self.finish(failed(str(exc), _code(exc)))
+                return self.finish(failed(str(exc), error_code(exc)))
             except (ConnectionError, RuntimeError) as exc:  # the socket broke, or the client stopped reading
                 log.info("wyoming %s: connection dropped: %s", self.client, exc)
                 return self.finish(STALLED)
@@ -276,25 +299,3 @@ class WyomingHandler(AsyncEventHandler):
                 return self.finish(failed(f"internal error: {type(exc).__name__}", type(exc).__name__))
             finally:
                 self._working = False
-
-
-def _voice_fields(voice) -> tuple[str | None, str | None]:
-    """The voice name and language of a synthesize event; TypeError (a bad_event) if not strings."""
-    name, language = (voice.name, voice.language) if voice is not None else (None, None)
-    for value in (name, language):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"voice name and language must be strings, got {type(value).__name__}")
-    return name, language
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"text must be a string, got {type(value).__name__}")
-    return value
-
-
-def _code(exc: RequestError) -> str:
-    """The error event's code: `busy`, else the class name (a refused field keeps `RequestError`)."""
-    if isinstance(exc, Busy):
-        return "busy"
-    return "RequestError" if isinstance(exc, InvalidField) else type(exc).__name__

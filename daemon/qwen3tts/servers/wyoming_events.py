@@ -22,6 +22,7 @@ from typing import Any
 
 from wyoming.event import Event
 
+from qwen3tts.servers.wyoming_info import split_voice_id
 from qwen3tts.text import checks
 
 MAX_DEPTH = 8
@@ -43,6 +44,13 @@ class EventTimeout(BadEvent):
     """An event that did not arrive completely within the read timeout (a slow or stalled client)."""
 
     code = "timeout"
+
+
+class UnexpectedEvent(BadEvent):
+    """A well-formed event this server does not take at this point (an unknown type, a chunk without a
+    start): answered, never passed over, so a client cannot wait for an answer that will not come."""
+
+    code = "unexpected_event"
 
 
 async def read_event(reader: asyncio.StreamReader, first: bytes, max_bytes: int, timeout_s: float) -> Event:
@@ -152,6 +160,35 @@ def check_clean(name: str, text: str, *, line_breaks: bool) -> None:
         checks.check_clean(name, text, allow_line_breaks=line_breaks)
     except checks.InvalidText as exc:
         raise BadEvent(str(exc)) from None
+
+
+def text_field(data: dict[str, Any], event_type: str) -> str:
+    """The `text` of a synthesize or synthesize-chunk event; BadEvent saying what is missing or wrong."""
+    text = data.get("text")
+    if text is None:
+        raise BadEvent(f"{event_type} event without `text`: it needs the text to speak, as a string")
+    if not isinstance(text, str):
+        raise BadEvent(f"{event_type} event: text must be a string, got {type(text).__name__}")
+    return text
+
+
+def voice_fields(data: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The voice name and language of a synthesize(-start) event, both honoured when both are given
+    (the wyoming package's own reader keeps only the name); a name `vivian@de` (wyoming_info.py) carries
+    the language Home Assistant's pipeline chose. BadEvent for fields of the wrong shape."""
+    voice = data.get("voice")
+    if voice is None:
+        return None, None
+    if not isinstance(voice, dict):
+        raise BadEvent(f"event `voice` must be an object, got {type(voice).__name__}")
+    name, language = voice.get("name"), voice.get("language")
+    for value in (name, language):
+        if value is not None and not isinstance(value, str):
+            raise BadEvent(f"voice name and language must be strings, got {type(value).__name__}")
+    if name is not None:
+        name, named_language = split_voice_id(name)
+        language = language or named_language
+    return name, language
 
 
 def speakable(text: str) -> bool:

@@ -3,8 +3,9 @@
 Home Assistant lists a Wyoming voice by its description (`voice.description or voice.name`) under each
 language it names. wyoming-piper describes a voice by speaker and quality ("lessac (medium)"); here a
 voice is described by speaker, the speaker's own language and the model size: "Vivian (Chinese, 0.6B)".
-Every voice speaks every language of the bundle, so each names all of the bundle's language codes and
-an assistant in any of them can pick it. The voice `name` stays the one requests use (`vivian`).
+Every voice speaks every language of the bundle, so each is listed once per language code, named
+`vivian@de`: Home Assistant sends a request only the voice's name, never its pipeline's language, so the
+name carries it (wyoming_events.voice_fields reads it back). A plain `vivian` is still accepted.
 """
 
 from __future__ import annotations
@@ -30,20 +31,36 @@ SPEAKER_LANGUAGES = {
 """The native language of each preset speaker of the released CustomVoice checkpoints (their model card)."""
 
 
+LANGUAGE_MARK = "@"
+"""Between a voice and the language code it is listed under; never in a voice name (voices/registry.py)."""
+
+
+def voice_id(name: str, code: str | None) -> str:
+    """`vivian@de`: the voice `vivian` speaking German; `vivian` when there is no code."""
+    return f"{name}{LANGUAGE_MARK}{code}" if code else name
+
+
+def split_voice_id(voice: str) -> tuple[str, str | None]:
+    """(`vivian`, `de`) for `vivian@de`; (`vivian`, None) for a plain name."""
+    name, mark, code = voice.rpartition(LANGUAGE_MARK)
+    return (name, code) if mark and name and code else (voice, None)
+
+
 def wyoming_info(offer: Offer) -> Info:
-    """One TTS program (`qwen3tts`, streaming text supported) with every voice the offer lists."""
-    codes = list(offer.language_codes)
+    """One TTS program (`qwen3tts`, streaming text supported) with every voice the offer lists, once per
+    language code (`vivian@en`, `vivian@de`, ...)."""
     registered = {name.lower() for name in offer.catalog.registered_names}
     voices = [
         TtsVoice(
-            name=name,
+            name=voice_id(name, code),
             description=voice_description(name, offer.model, registered=name in registered),
             attribution=ATTRIBUTION,
             installed=True,
             version=None,
-            languages=codes,
+            languages=[code] if code else [],
         )
         for name in offer.voice_names
+        for code in offer.language_codes or (None,)
     ]
     program = TtsProgram(
         name="qwen3tts",

@@ -23,6 +23,9 @@ class WyomingServerSettings:
     add it; a loopback bind is announced on loopback only. Default true."""
     zeroconf_name: str | None = None
     """Instance name in the announcement; unique on the network. Default none: qwen3tts-<host name>."""
+    sentence_wait_s: float = field(default=0.25, metadata={"min": 0.0, "max": 5.0})
+    """Streamed text (synthesize-chunk) that ends in sentence punctuation is spoken once no more text has
+    come for this long, instead of waiting for the next sentence to begin. Default 0.25 s."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,15 @@ class HttpServerSettings:
     token_file: Path | None = None
     """Bearer token file, else $CREDENTIALS_DIRECTORY/http-token; needed off loopback. Default none."""
     voice_map: tuple[str, ...] = (
-        "alloy=vivian", "echo=ryan", "fable=aiden", "onyx=uncle_fu", "nova=serena", "shimmer=ono_anna",
+        "alloy=vivian", "ash=eric", "ballad=dylan", "coral=sohee", "echo=ryan", "fable=aiden",
+        "onyx=uncle_fu", "nova=serena", "sage=vivian", "shimmer=ono_anna", "verse=aiden", "marin=serena",
+        "cedar=ryan",
     )  # fmt: skip
     """OpenAI voice names as NAME=VOICE: a request for NAME speaks with the bundle's VOICE (a bundle voice
-    called NAME comes first; a VOICE the bundle lacks gives the default voice and a warning header).
-    Default: the six classic OpenAI voices onto CustomVoice speakers."""
+    or registered voice called NAME comes first; a VOICE the bundle lacks gives the default voice and a
+    warning header; a name neither here nor in the bundle is a 400). Default: every current OpenAI voice
+    onto a CustomVoice speaker, female voices onto the female speakers (vivian, serena, sohee, ono_anna),
+    male ones onto the male speakers (ryan, aiden, eric, dylan, uncle_fu); a list replaces the whole table."""
     status_page: bool = True
     """Serve the status page at /status (state, queue, engine, events, a form to speak); same token and
     bind rules as the API. Default true."""
@@ -89,7 +96,11 @@ class ServersSettings:
     renderer: RendererServerSettings = field(default_factory=RendererServerSettings)
     """The UPnP/DLNA media renderer."""
     max_concurrent_requests: int = field(default=2, metadata={"min": 1, "max": 64})
-    """Network requests synthesised at once over both servers; more are refused as busy. Default 2."""
+    """Network requests synthesised at once over both servers; one more is refused as busy (HTTP 429), or
+    over Wyoming waits in a short queue first (max_waiting_requests). Default 2."""
+    max_waiting_requests: int = field(default=4, metadata={"min": 0, "max": 64})
+    """Wyoming requests that wait for a synthesis slot when all are taken, each for at most max_request_s,
+    in arrival order; one more, or one that waited that long, is refused as busy. Default 4."""
     max_body_bytes: int = field(default=65536, metadata={"min": 1024})
     """Largest HTTP request body or Wyoming event (header, data and payload) in bytes. Default 64 KiB."""
     max_connections: int = field(default=32, metadata={"min": 1, "max": 4096})

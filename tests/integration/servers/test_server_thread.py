@@ -65,7 +65,7 @@ def test_wyoming_alone_starts_the_loop_thread_and_answers_describe(start):
     servers = start("servers.wyoming.enabled=true", f"servers.wyoming.port={free_port()}")
     assert servers.running and servers.http_port is None
     info = asyncio.run(describe(servers.wyoming_port))
-    assert [voice.name for voice in info.tts[0].voices] == ["ryan"]
+    assert [voice.name for voice in info.tts[0].voices] == ["ryan@en"]
     servers.stop()
     assert not servers.running
 

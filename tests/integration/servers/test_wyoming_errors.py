@@ -14,7 +14,7 @@ from wyoming.audio import AudioStart
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.info import Describe
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeVoice
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 from wyoming_client import ask, error_of, raw_until_eof, until_eof
 
 EOF_WITHIN_S = 1.0
@@ -35,7 +35,18 @@ EVENT_CASES = {
     "control character": ([Synthesize(text="a \x1b[2J b").event()], "bad_event", "control character"),
     "voice name not a string": ([Event("synthesize", {"text": "Hi.", "voice": {"name": 42}})],
                                 "bad_event", "must be strings"),
-    "no text field": ([Event("synthesize", {"txt": "Hi."})], "bad_event", "malformed synthesize event"),
+    "no text field": ([Event("synthesize", {"txt": "Hi."})], "bad_event", "synthesize event without `text`"),
+    "voice not an object": ([Event("synthesize", {"text": "Hi.", "voice": "ryan"})], "bad_event",
+                            "`voice` must be an object"),
+    "unknown event type": ([Event("transcribe", {"language": "en"})], "unexpected_event", "'transcribe'"),
+    "audio from the client": ([AudioStart(rate=16000, width=2, channels=1).event()], "unexpected_event",
+                              "'audio-start'"),
+    "chunk without a start": ([SynthesizeChunk(text="Hello.").event()], "unexpected_event",
+                              "synthesize-chunk without synthesize-start"),
+    "stop without a start": ([SynthesizeStop().event()], "unexpected_event",
+                             "synthesize-stop without synthesize-start"),
+    "a second start": ([SynthesizeStart().event(), SynthesizeStart().event()], "unexpected_event",
+                       "send synthesize-stop first"),
     "chunk text not a string": ([SynthesizeStart().event(), Event("synthesize-chunk", {"text": [1]})],
                                 "bad_event", "text must be a string"),
     "streamed text over the limit": ([SynthesizeStart().event(), SynthesizeChunk(text="word " * 100).event()],
@@ -89,7 +100,7 @@ def test_an_event_over_the_size_limit_is_too_large_then_eof(fake_serve):
 
 
 def test_busy_is_answered_at_once_then_eof_and_the_slots_come_back(fake_serve):
-    running = fake_serve("servers.max_concurrent_requests=2")
+    running = fake_serve("servers.max_concurrent_requests=2", "servers.max_waiting_requests=0")
     port = running.servers.wyoming_port
 
     async def third_while_two_streams_are_open():

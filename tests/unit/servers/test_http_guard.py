@@ -10,18 +10,24 @@ from qwen3tts.settings import ServersSettings
 
 
 class Protocol:
-    """What make_room asks of uvicorn's protocol: whether it is between requests, and its transport."""
+    """What make_room asks of uvicorn's protocol: whether it is between requests, whether it ever had a
+    request (`cycle`), its transport, and its `refuse`."""
 
-    def __init__(self, idle: bool):
+    def __init__(self, idle: bool, asked: bool = True):
         self.idle = idle
+        self.cycle = object() if asked else None
         self.transport = self
         self.closed = False
+        self.refused: str | None = None
 
     def idle_between_requests(self) -> bool:
         return self.idle
 
     def close(self) -> None:
         self.closed = True
+
+    def refuse(self, reason: str) -> None:
+        self.refused = reason
 
 
 def connections(*entries) -> Connections:
@@ -56,6 +62,24 @@ def test_the_oldest_idle_connection_of_the_client_is_closed_and_no_other():
         assert (busy.closed, other_client.closed, idle.closed) == (False, False, True)
         assert gate.make_room("10.0.0.1") is False  # nothing idle of that client is left
         assert gate.make_room(None) is True and other_client.closed  # over the server's cap: anyone's
+    finally:
+        for pair in pairs:
+            for sock in pair:
+                sock.close()
+
+
+def test_a_connection_that_never_asked_is_refused_with_a_reason_a_keep_alive_one_just_closed():
+    """A fresh connection displaced for a newcomer gets the 503 a refused newcomer would (its client may be
+    writing its first request); an idle keep-alive connection is closed, and its client reconnects."""
+    pairs = [socket.socketpair() for _ in range(2)]
+    try:
+        for ours, _ in pairs:
+            ours.setblocking(False)
+        fresh, kept = Protocol(idle=True, asked=False), Protocol(idle=True)
+        gate = connections((fresh, "10.0.0.1", pairs[0][0]), (kept, "10.0.0.1", pairs[1][0]))
+        assert gate.make_room("10.0.0.1") and gate.make_room("10.0.0.1")
+        assert "connection cap" in fresh.refused and not fresh.closed
+        assert kept.closed and kept.refused is None
     finally:
         for pair in pairs:
             for sock in pair:

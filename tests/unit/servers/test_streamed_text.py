@@ -65,3 +65,14 @@ def test_streamed_text_over_the_limit_is_refused_once_and_closes_the_stream(pool
         stream.feed("This pushes it over the limit.")
     assert stream.outcome == "rejected" and streams.streams == set()
     assert stream.feed("More text.") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "ends"),
+    [("The light is on.", True), ("Is it? ", True), ('He said "stop."', True), ("完了。", True),
+     ("The light is", False), ("Costs 3.5", False), ("", False), ("Wait,", False)],
+)  # fmt: skip
+def test_streamed_text_knows_when_it_ends_in_sentence_punctuation(pool, text, ends):
+    stream = pool().open_stream("wyoming", "ryan", "en")
+    assert stream.feed(text) == []
+    assert stream.ends_sentence() is ends

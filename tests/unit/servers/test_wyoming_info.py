@@ -4,7 +4,7 @@ speaker, the speaker's language and the model size (as wyoming-piper describes b
 from types import SimpleNamespace
 
 from qwen3tts.servers.offer import Offer, model_label
-from qwen3tts.servers.wyoming_info import voice_description, wyoming_info
+from qwen3tts.servers.wyoming_info import split_voice_id, voice_description, wyoming_info
 from qwen3tts.settings import VoiceSettings
 from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
 
@@ -25,17 +25,29 @@ def test_describe_lists_each_voice_by_speaker_language_and_size_never_the_bundle
     [program] = wyoming_info(offer).tts
     assert program.name == "qwen3tts"
     assert program.description == "Qwen3-TTS 0.6B CustomVoice on OpenVINO"
-    shown = {voice.name: voice.description for voice in program.voices}
+    shown = {voice.name: voice.description for voice in program.voices if voice.languages == ["en"]}
     assert shown == {
-        "vivian": "Vivian (Chinese, 0.6B)",
-        "uncle_fu": "Uncle Fu (Chinese, 0.6B)",
-        "ono_anna": "Ono Anna (Japanese, 0.6B)",
-        "dylan": "Dylan (Chinese, Beijing dialect, 0.6B)",
-        "newcomer": "Newcomer (0.6B)",  # a speaker the model card does not list: no language guessed
+        "vivian@en": "Vivian (Chinese, 0.6B)",
+        "uncle_fu@en": "Uncle Fu (Chinese, 0.6B)",
+        "ono_anna@en": "Ono Anna (Japanese, 0.6B)",
+        "dylan@en": "Dylan (Chinese, Beijing dialect, 0.6B)",
+        "newcomer@en": "Newcomer (0.6B)",  # a speaker the model card does not list: no language guessed
     }
     assert not any("bundle-tiny" in (voice.description or "") for voice in program.voices)
-    # every voice speaks every language: Home Assistant offers each under every code
-    assert all(voice.languages == ["zh", "en", "ja"] for voice in program.voices)
+
+
+def test_every_voice_is_listed_under_every_language_code_its_name_carrying_the_code():
+    """Home Assistant sends only the voice's name, never its pipeline's language: the name carries it."""
+    [program] = wyoming_info(Offer.from_spec("bundle-tiny", SPEC, VoiceSettings())).tts
+    listed = [(voice.name, voice.languages) for voice in program.voices]
+    assert listed == [
+        (f"{speaker}@{code}", [code]) for speaker in SPEC.speakers for code in ("zh", "en", "ja")
+    ]
+    assert {split_voice_id(name) for name, _ in listed} == {
+        (speaker, code) for speaker in SPEC.speakers for code in ("zh", "en", "ja")
+    }
+    assert split_voice_id("vivian") == ("vivian", None)
+    assert split_voice_id("vivian@") == ("vivian@", None) and split_voice_id("@de") == ("@de", None)
 
 
 def test_registered_voices_and_the_voice_of_a_base_bundle_say_what_they_are():
@@ -45,8 +57,8 @@ def test_registered_voices_and_the_voice_of_a_base_bundle_say_what_they_are():
     offer = Offer.from_spec("my-base", spec, VoiceSettings(), catalog)
     [program] = wyoming_info(offer).tts
     assert {v.name: v.description for v in program.voices} == {
-        "default": "Default (the bundle's voice, 1.7B)",
-        "front_desk": "Front Desk (registered voice, 1.7B)",
+        "default@en": "Default (the bundle's voice, 1.7B)",
+        "front_desk@en": "Front Desk (registered voice, 1.7B)",
     }
 
 
