@@ -3,10 +3,13 @@
 No mirror host is written anywhere in the project: scripts/package.sh and the fresh-root tests ask
 this script at run time. It reads /etc/apt/sources.list and /etc/apt/sources.list.d/*.list (one-line
 format) and *.sources (deb822), and prints the first `deb` URI that serves SUITE itself (not
-SUITE-security or SUITE-updates, which debootstrap cannot start from). Standard library only: it
-runs under the system python3 before any venv exists.
+SUITE-security or SUITE-updates, which debootstrap cannot start from). When no source names SUITE
+(a bookworm machine's apt knows nothing of trixie), it prints the URI that serves this machine's own
+release: a Debian archive carries every release, so the same mirror serves the other one. Standard
+library only: it runs under the system python3 before any venv exists.
 
     python3 packaging/apt_mirror.py bookworm      ->  http://<mirror>/debian
+    python3 packaging/apt_mirror.py trixie        ->  the same, on a bookworm machine
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 APT_DIR = Path("/etc/apt")
+OS_RELEASE = Path("/etc/os-release")
 
 
 def one_line_entries(text: str) -> Iterator[tuple[str, str, list[str]]]:
@@ -79,14 +83,32 @@ def mirror_for(suite: str, apt_dir: Path | None = None) -> str | None:
     return None
 
 
+def own_release(os_release: Path | None = None) -> str | None:
+    """This machine's release codename (VERSION_CODENAME in /etc/os-release), None when unknown."""
+    try:
+        text = (os_release or OS_RELEASE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == "VERSION_CODENAME":
+            return value.strip().strip("\"'") or None
+    return None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: apt_mirror.py SUITE", file=sys.stderr)
         return 2
-    uri = mirror_for(argv[0])
+    suite = argv[0]
+    uri = mirror_for(suite)
     if uri is None:
-        print(f"apt_mirror.py: no 'deb' source for suite {argv[0]!r} in {APT_DIR}", file=sys.stderr)
-        return 1
+        own = own_release()
+        uri = mirror_for(own) if own and own != suite else None
+        if uri is None:
+            print(f"apt_mirror.py: no 'deb' source for suite {suite!r} in {APT_DIR}", file=sys.stderr)
+            return 1
+        print(f"apt_mirror.py: no source names {suite}: using {own}'s archive", file=sys.stderr)
     print(uri)
     return 0
 

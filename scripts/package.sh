@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Build the Debian package of this checkout: dist/qwen3tts_<version>_amd64.deb.
+# Build the Debian package of this checkout for one Debian release: dist/qwen3tts_<version>_amd64.deb.
 #
-#   sudo scripts/package.sh [--version V] [--out DIR] [--base ROOT] [--suite SUITE] [--work DIR]
+#   sudo scripts/package.sh [--suite SUITE] [--version V] [--out DIR] [--base ROOT] [--work DIR]
 #
-# The venv must run on the target's Debian python3, not on whatever python built it (a pyenv
+# SUITE is the release the package is for (default: this machine's, e.g. bookworm; trixie for
+# Debian 13). The venv must run on that release's python3, not on whatever python built it (a pyenv
 # interpreter here). So, the way dh-virtualenv builds inside the target release:
-#   1. wheels: the project and every dependency as wheels, with this checkout's pip (.venv);
-#   2. a build root: a copy of a minimal root of SUITE (packaging/make-root.sh, debootstrap; made
-#      once and kept in var/package/ unless --base names one) with that release's python3;
+#   1. a build root: a copy of a minimal root of SUITE (packaging/make-root.sh, debootstrap; made
+#      once and kept in var/package/ unless --base names one) with that release's python3, which
+#      says which Python (3.11 on bookworm, 3.13 on trixie) and which glibc the wheels are for;
+#   2. wheels: the project and its pure-Python dependencies built with this checkout's pip (.venv),
+#      then the whole set resolved by that pip for the target's Python and glibc (binary wheels
+#      only, so nothing is compiled for the wrong interpreter);
 #   3. the venv: created at its final path /opt/qwen3tts/venv inside the build root with the root's
 #      python3, the wheels installed offline (pip --no-index), byte-compiled hash-based (the .pyc
 #      stay valid whatever mtimes dpkg gives the files);
 #   4. debhelper (packaging/debian) makes the package from that venv and the checkout's unit and
-#      configuration, on this machine (its dpkg-dev/debhelper are the same release's).
-# Run as root (chroot). --version V builds an otherwise identical package of Debian version V (the
-# upgrade test uses it). --work DIR (default var/package) keeps the base root, the wheels and the
-# last venv between builds. Needs debootstrap and debhelper: scripts/setup.sh installs them.
+#      configuration, on this machine.
+# The changelog's version is the package for the changelog's release (bookworm); a package for
+# another release gets +deb<release> appended (0.1.0-1+deb13 for trixie: newer than bookworm's
+# 0.1.0-1, so a box upgraded to Debian 13 takes it as an upgrade). --version V builds an otherwise
+# identical package of Debian version V (the upgrade test uses it). --work DIR (default
+# var/package) keeps the base roots, the wheels and the last venv between builds. Run as root
+# (chroot). Needs debootstrap and debhelper: scripts/setup.sh installs them.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -56,25 +63,28 @@ if [ "${changelog_version%-*}" != "$upstream" ]; then
     exit 1
 fi
 
-# build_venv DIR: DIR/venv, made at /opt/qwen3tts/venv in a build root with the release's python3.
-build_venv() {
+root="$work/build-root"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 "$@"; }
+
+# make_build_root: $root, a copy of the base with the release's python3.
+make_build_root() {
     step "build root: a copy of $base with $suite's python3"
-    local root="$work/build-root"
     rm -rf "$root"
     cp -a "$base" "$root"
-    in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 "$@"; }
     in_root apt-get update -qq >"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; exit 1; }
     in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 \
         >>"$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; exit 1; }
-    local target_python
-    target_python="$(in_root python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
+}
 
-    step "venv /opt/qwen3tts/venv with $suite's /usr/bin/$target_python"
+# build_venv DIR: DIR/venv, made at /opt/qwen3tts/venv in the build root with the release's python3.
+build_venv() {
+    [ -d "$root" ] || make_build_root
+    step "venv /opt/qwen3tts/venv with $suite's /usr/bin/python$target_python"
     mkdir -p "$root/tmp/wheels"
     cp "$wheels"/*.whl "$root/tmp/wheels/"
     local pip_wheel
     pip_wheel="$(cd "$root/tmp/wheels" && ls pip-*.whl)"
-    in_root "/usr/bin/$target_python" -m venv --without-pip /opt/qwen3tts/venv
+    in_root "/usr/bin/python$target_python" -m venv --without-pip /opt/qwen3tts/venv
     # SOURCE_DATE_EPOCH makes pip's byte-compilation hash-based (PEP 552), so the .pyc stay valid
     # whatever mtimes dpkg gives the files; pip runs from its wheel, so the venv holds no pip and
     # nothing can be installed into it behind dpkg's back.
@@ -88,7 +98,6 @@ build_venv() {
     find "$root/opt/qwen3tts/venv" -type f \( -name '*.dylib' -o -name '*.dll' \) -delete
     mkdir -p "$1"
     mv "$root/opt/qwen3tts/venv" "$1/venv"
-    rm -rf "$root"
 }
 
 mkdir -p "$work"
@@ -97,13 +106,46 @@ if [ -z "$base" ]; then
     [ -d "$base" ] || { step "making a minimal $suite root in $base (once)"; packaging/make-root.sh "$suite" "$base"; }
 fi
 
-step "wheels of qwen3tts $upstream and its dependencies"
+# The package's version: the changelog's for the changelog's release, +deb<N> for another one.
+distribution="$(dpkg-parsechangelog -l packaging/debian/changelog -S Distribution)"
+if [ -z "$version" ] && [ "$suite" != "$distribution" ]; then
+    release="$(. "$base/etc/os-release" && echo "${VERSION_ID:-}")"
+    [ -n "$release" ] || { echo "package.sh: $base/etc/os-release has no VERSION_ID" >&2; exit 1; }
+    version="$changelog_version+deb$release"
+fi
+
+# What the wheels are for: the release's Python (3.11, 3.13) and glibc (2.36, 2.41), asked once of
+# a build root and kept beside the base root.
+target="$work/target-$suite"
+rm -rf "$root"  # a build root an interrupted build left behind
+if [ ! -s "$target" ]; then
+    make_build_root
+    in_root sh -c 'python3 -c "import sys; print(\"%d.%d\" % sys.version_info[:2])"; getconf GNU_LIBC_VERSION' \
+        | paste -s -d ' ' >"$target.new"
+    mv "$target.new" "$target"
+fi
+read -r target_python _ target_glibc <"$target"  # e.g. "3.13 glibc 2.41"
+
+step "wheels of qwen3tts $upstream and its dependencies for Python $target_python, glibc $target_glibc"
+built="$work/wheels-built"
 wheels="$work/wheels"
-rm -rf "$wheels"
+rm -rf "$built" "$wheels"
 # the changelog's time stamp makes the project's own wheel the same bytes from the same checkout
 SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)" \
-    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$wheels" . pip >"$work/wheels.log" 2>&1 \
+    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$built" . pip >"$work/wheels.log" 2>&1 \
     || { tail -20 "$work/wheels.log" >&2; exit 1; }
+# The same set resolved for the target: the pure wheels just built are taken as they are, every
+# binary one is the release's (cp313 for trixie), for each manylinux level its glibc runs.
+platforms=()
+for (( minor = ${target_glibc#2.}; minor >= 5; minor-- )); do
+    platforms+=(--platform "manylinux_2_${minor}_x86_64")
+done
+platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
+"$pip_python" -m pip download -q --disable-pip-version-check --only-binary=:all: \
+    --python-version "$target_python" --implementation cp --abi "cp${target_python/./}" "${platforms[@]}" \
+    --find-links "$built" --dest "$wheels" "$built"/qwen3tts-*.whl "$built"/pip-*.whl >>"$work/wheels.log" 2>&1 \
+    || { tail -20 "$work/wheels.log" >&2; exit 1; }
+rm -rf "$built"
 
 # The venv depends only on the wheels and the target release: one built from the same wheels is
 # reused (a second package of another version, as the upgrade test makes, skips 1-2 minutes).
@@ -112,9 +154,10 @@ cache="$work/venv-cache/$key"
 if [ -d "$cache/venv" ]; then
     step "venv: the one built from the same wheels ($cache)"
 else
-    rm -rf "$work/venv-cache"
+    rm -rf "$work/venv-cache/$suite-"*
     build_venv "$cache"
 fi
+rm -rf "$root"
 
 step "debhelper"
 src="$work/src/qwen3tts-$upstream"
@@ -125,9 +168,9 @@ cp -al "$cache/venv" "$src/venv"  # dh_install copies it; nothing writes here
 cp systemd/qwen3tts.service config/qwen3tts.yaml README.md docs/operations.md "$src/upstream/"
 if [ -n "$version" ] && [ "$version" != "$changelog_version" ]; then
     {
-        echo "qwen3tts ($version) UNRELEASED; urgency=medium"
+        echo "qwen3tts ($version) $suite; urgency=medium"
         echo
-        echo "  * Local build of $(git describe --always --dirty 2>/dev/null || echo 'this checkout')."
+        echo "  * Build for $suite of $(git describe --always --dirty 2>/dev/null || echo 'this checkout')."
         echo
         echo " -- $(dpkg-parsechangelog -l packaging/debian/changelog -S Maintainer)  $(date -R)"
         echo

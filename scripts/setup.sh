@@ -13,14 +13,15 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Playwright (which never downloads a browser of its own here). The Debian package (scripts/package.sh)
 # and its fresh-root tests: debootstrap, debhelper (with dpkg-dev), lintian, systemd-container
 # (systemd-nspawn boots the root's own systemd), podman and runc (the OCI image; crun refuses this
-# machine's hybrid cgroups). cmake, g++: native/ (the OpenVINO CPU extension). snapserver, snapclient:
-# the Snapcast zone tests (a real server and two `--player file` clients). iproute2, iptables: the
-# lossy-broker test (a network namespace whose loopback drops packets); gcc (with g++): the clock-step
-# test builds a small LD_PRELOAD shim.
+# machine's hybrid cgroups), debian-archive-keyring (named, so apt brings it to its newest: debootstrap
+# checks the trixie root against its Debian 13 keys). cmake, g++: native/ (the OpenVINO CPU
+# extension). snapserver, snapclient: the Snapcast zone tests (a real server and two `--player file`
+# clients). iproute2, iptables: the lossy-broker test (a network namespace whose loopback drops
+# packets); gcc (with g++): the clock-step test builds a small LD_PRELOAD shim.
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     python3 python3-venv mosquitto mosquitto-clients libportaudio2 alsa-utils systemd libsndfile1 \
-    chromium debootstrap debhelper lintian systemd-container podman runc cmake g++ \
+    chromium debootstrap debian-archive-keyring debhelper lintian systemd-container podman runc cmake g++ \
     snapserver snapclient iproute2 iptables >/dev/null
 
 if [ ! -x .venv/bin/python ]; then

@@ -57,3 +57,30 @@ def test_the_command_fails_with_a_message_when_no_source_serves_the_suite(capsys
     monkeypatch.setattr(apt_mirror, "APT_DIR", apt_dir(tmp_path, {}))
     assert apt_mirror.main(["bookworm"]) == 1
     assert "no 'deb' source for suite 'bookworm'" in capsys.readouterr().err
+
+
+def test_a_suite_no_source_names_is_served_by_the_archive_of_the_machines_own_release(
+    capsys, monkeypatch, tmp_path
+):
+    sources = "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
+    monkeypatch.setattr(apt_mirror, "APT_DIR", apt_dir(tmp_path, {"sources.list.d/d.sources": sources}))
+    os_release = tmp_path / "os-release"
+    os_release.write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nVERSION_CODENAME=bookworm\n')
+    monkeypatch.setattr(apt_mirror, "OS_RELEASE", os_release)
+    assert apt_mirror.main(["trixie"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "http://mirror.invalid/debian\n"
+    assert "no source names trixie: using bookworm's archive" in err
+
+
+def test_without_a_source_for_the_own_release_either_the_command_fails(capsys, monkeypatch, tmp_path):
+    sources = "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm\n"
+    monkeypatch.setattr(apt_mirror, "APT_DIR", apt_dir(tmp_path, {"sources.list.d/d.sources": sources}))
+    os_release = tmp_path / "os-release"
+    os_release.write_text("VERSION_CODENAME=noble\n")  # a machine whose own release apt does not name
+    monkeypatch.setattr(apt_mirror, "OS_RELEASE", os_release)
+    assert apt_mirror.main(["trixie"]) == 1
+    assert "no 'deb' source for suite 'trixie'" in capsys.readouterr().err
+    os_release.unlink()  # nor when the machine's release is unknown
+    assert apt_mirror.own_release(os_release) is None
+    assert apt_mirror.main(["trixie"]) == 1

@@ -31,7 +31,11 @@ from conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-BOX_BUNDLE = "var/lib/private/qwen3tts/bundle"  # test_fresh_root's, kept by the purge (DynamicUser's path)
+
+@pytest.fixture(scope="module")
+def suite() -> str:
+    """The image is bookworm's: its base root and package (conftest.py's `suite`, not parametrised here)."""
+    return "bookworm"
 
 
 def limits() -> list[str]:
@@ -70,10 +74,10 @@ def podman(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def image(podman, debian_base, packages, tmp_path_factory) -> str:
+def image(podman, suite, debian_base, packages, tmp_path_factory) -> str:
     tar = subprocess.Popen(["tar", "-C", str(debian_base), "-c", "."], stdout=subprocess.PIPE)
     subprocess.run(
-        podman.command("import", "-", "localhost/qwen3tts-base:bookworm"),
+        podman.command("import", "-", f"localhost/qwen3tts-base:{suite}"),
         stdin=tar.stdout,
         check=True,
         capture_output=True,
@@ -114,10 +118,10 @@ def wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: floa
     )
 
 
-def bundle_in(data: Path, podman, image: str, box) -> None:
-    """data/bundle: the box's tiny bundle when test_fresh_root made one, else built in the image."""
-    if (box.root / BOX_BUNDLE / "manifest.json").is_file():
-        shutil.copytree(box.root / BOX_BUNDLE, data / "bundle")
+def bundle_in(data: Path, podman, image: str, releases, suite: str) -> None:
+    """data/bundle: the tiny bundle test_fresh_root's box built when it ran, else one built in the image."""
+    if suite in releases.bundles:
+        shutil.copytree(releases.bundles[suite], data / "bundle")
         return
     data.mkdir()
     in_image = ["run", "--rm", "--network", "host", *limits(), "-v", f"{data}:/data", image]
@@ -135,9 +139,11 @@ def bundle_in(data: Path, podman, image: str, box) -> None:
     )
 
 
-def test_the_image_serves_wyoming_to_the_wyoming_client_from_outside(podman, image, box, tmp_path):
+def test_the_image_serves_wyoming_to_the_wyoming_client_from_outside(
+    podman, image, releases, suite, tmp_path
+):
     data = tmp_path / "data"
-    bundle_in(data, podman, image, box)
+    bundle_in(data, podman, image, releases, suite)
     port, broker_port = free_port(), free_port()  # nothing listens on broker_port: MQTT just retries
     log = tmp_path / "container.log"
     name = f"qwen3tts-test-{port}"
