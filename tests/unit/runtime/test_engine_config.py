@@ -25,4 +25,3 @@ def test_the_comparison_sees_a_default_that_drifted():
         EngineConfig(sampling=dataclasses.replace(SamplingParams(), top_k=engine.top_k + 1)),
     ]
     assert all(built != config for config in drifted)
-
