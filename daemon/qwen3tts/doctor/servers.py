@@ -6,17 +6,13 @@ Pure reporting: nothing is served; a port is only bound for an instant to see wh
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
 
+from qwen3tts.doctor.check import Check
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_wyoming_bind, is_loopback
 from qwen3tts.settings import Settings, read_http_token
 
-
-@dataclass(frozen=True)
-class Check:
-    ok: bool
-    text: str
+FIX = "see docs/servers.md: servers.*.host, allow_network, token_file"
 
 
 def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> list[Check]:
@@ -25,18 +21,20 @@ def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> 
     checks = []
     wyoming, http = config.wyoming, config.http
     if not wyoming.enabled:
-        checks.append(Check(True, f"wyoming: disabled (servers.wyoming.enabled; port {wyoming.port})"))
+        checks.append(
+            Check("wyoming server", True, f"disabled (servers.wyoming.enabled; port {wyoming.port})")
+        )
     else:
         guard = "loopback only" if is_loopback(wyoming.host) else "NETWORK, no authentication: firewall it"
         policy = lambda: check_wyoming_bind(wyoming.host, wyoming.allow_network)  # noqa: E731
         checks.append(_bind_check("wyoming", wyoming.host, wyoming.port, guard, policy))
     if not http.enabled:
-        checks.append(Check(True, f"http: disabled (servers.http.enabled; port {http.port})"))
+        checks.append(Check("http server", True, f"disabled (servers.http.enabled; port {http.port})"))
     else:
         try:
             token = read_http_token(http, environ)
         except ConfigError as exc:
-            return [*checks, Check(False, f"http: {exc}")]
+            return [*checks, Check("http server", False, str(exc), FIX)]
         guard = ("bearer token required" if token else "no token") + (
             "" if is_loopback(http.host) else ", on the network"
         )
@@ -50,10 +48,10 @@ def _bind_check(name: str, host: str, port: int, guard: str, policy) -> Check:
     try:
         policy()
     except ConfigError as exc:
-        return Check(False, f"{name}: {exc}")
+        return Check(f"{name} server", False, str(exc), FIX)
     free = port_is_free(host, port)
     state = "free" if free else "in use (by the running daemon, or another program)"
-    return Check(True, f"{name}: {host}:{port}, {guard}; port {state}")
+    return Check(f"{name} server", True, f"{host}:{port}, {guard}; port {state}")
 
 
 def port_is_free(host: str, port: int) -> bool:
