@@ -113,7 +113,7 @@ def start_servers(
 ) -> Servers:
     """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port.
 
-    `console` (status_page.Console, the running appliance) adds the HTTP server's status page."""
+    `console` (status_page.StatusConsole, the running appliance) adds the HTTP server's status page."""
     config = settings.servers
     token = read_http_token(config.http, environ) if config.http.enabled else None
     if config.http.enabled:
