@@ -75,7 +75,7 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Limits of the continuous-batching engine. KV pool size and block size come from the runner."""
+    """Limits of the continuous-batching engine. The KV cache (blocks, block size) comes from the runner."""
 
     max_num_seqs: int = 4
     """Most sequences running at once (hard cap; set_max_batch() can only lower the live limit)."""

@@ -182,7 +182,7 @@ def test_a_fault_in_one_request_ends_it_with_a_request_error_and_leaves_the_othe
         (Request("x", "hello", max_frames=1), "max_frames"),
         (Request("x", "hello", seed=-1), "seed"),
         (Request("x", "hello", speaker="nobody"), "unknown speaker"),
-        (Request("x", " ".join(["w"] * 300)), "KV pool"),
+        (Request("x", " ".join(["w"] * 300)), "KV cache"),
     ],
 )
 def test_bad_input_is_rejected_at_submit_with_a_clear_message(request_, message):
