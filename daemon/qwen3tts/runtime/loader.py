@@ -126,7 +126,7 @@ def load_runtime(
             _weight_files(bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before),
             lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
         )
-    num_blocks = settings.engine.num_kv_blocks or kv_cache_blocks(talker, settings)
+    num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info(
         "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
@@ -225,8 +225,8 @@ def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, libra
 PROMPT_OVERHEAD_POSITIONS = 64
 
 
-def kv_cache_blocks(compiled_talker, settings: Settings) -> int:
-    """The KV cache in blocks: the memory budget, but no more than the batch limit can ever fill.
+def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
+    """The KV pool: the memory budget, but no more than the batch limit can ever fill.
 
     A sequence holds at most its prompt (about one position per text character, bounded by
     max_text_chars, plus control tokens) and max_frames generated positions.
