@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 SITE = "life"
 
 

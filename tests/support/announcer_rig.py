@@ -60,7 +60,14 @@ def rig_settings(tmp_path, **announcements) -> Settings:
 
 def fake_engine(runner: FakeRunner | None = None, max_num_seqs: int = 4) -> Engine:
     runner = runner or LoudRunner()
-    config = EngineConfig(max_num_seqs=max_num_seqs, sampling=SamplingParams(greedy=True))
+    # Prefix caching off: the fake runner's KV check assumes one owner per block (FakeRunner.shared_kv);
+    # the 4-frame first chunk is what these tests were written against.
+    config = EngineConfig(
+        max_num_seqs=max_num_seqs,
+        sampling=SamplingParams(greedy=True),
+        first_chunk_frames=4,
+        enable_prefix_caching=False,
+    )
     return Engine(runner, fake_prompt_builder(runner.hidden_size), config)
 
 
@@ -75,7 +82,7 @@ def fake_runtime(speakers: tuple[str, ...] = ("ryan", "vivian")) -> SimpleNamesp
             variant="custom_voice",
             supports_instruct=False,
         ),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
         manifest=SimpleNamespace(random_weights=True),
     )
 

@@ -27,9 +27,9 @@ ALLOWED = {
     "commands/run.py::_Startup.run": "start-up: the main thread reports it",
     "appliance/audio/device_thread.py::DeviceThread._run": "a device call's exception goes to its caller",
     # per-request isolation: one request's failure finishes only that request
-    "engine/engine.py::Engine._append_frame": "one sequence's bookkeeping fails that sequence",
-    "engine/engine.py::Engine._isolated": "a batched call that raises is retried one sequence at a time",
-    "engine/engine.py::Engine._finish": "the codec of one ending sequence fails that sequence only",
+    "engine/step.py::StepPipeline._append_frame": "one sequence's bookkeeping fails that sequence",
+    "engine/step.py::StepPipeline._isolated": "a batched call that raises is retried one sequence at a time",
+    "engine/step.py::StepPipeline.finish": "the codec of one ending sequence fails that sequence only",
     "text/guard_worker.py::_answer": "a front end bug fails that text; the worker reads the next",
     "runtime/devices.py::place": "a plugin can raise anything; the next device in the plan is the recovery",
     "model/codec_gate.py::build_bf16_tail": "an optional variant never fails a build",

@@ -103,6 +103,7 @@ ALLOWED: dict[str, set[str]] = {
         "steady_clock.py",
     },
     "doctor": {
+        "appliance/announcements",  # spool.quarantined: what the queue set aside, read as the queue does
         "appliance/audio",
         "appliance/zones",
         "appliance/mqtt",

@@ -55,7 +55,7 @@ def run_checks(
     settings: Settings, thermal, dev_root: Path, timeout: float, core=None, broker_config: Path | None = None
 ) -> list:
     """Every check, in the order a sound goes: model and devices, storage, broker, speaker, heat."""
-    from qwen3tts.doctor import daemon, platform, snapcast
+    from qwen3tts.doctor import daemon, platform, servers, snapcast
     from qwen3tts.doctor.broker_queue import broker_queue_checks
     from qwen3tts.doctor.check import Check
 
@@ -78,24 +78,6 @@ def run_checks(
     checks += broker_queue_checks(settings.mqtt, broker_config, timeout)
     checks.append(daemon.audio_check(settings.audio))
     checks += snapcast.snapcast_checks(settings, timeout)
-    checks += _server_checks(settings)
+    checks += servers.server_checks(settings)
     checks.append(platform.thermal_check(thermal))
     return checks
-
-
-def _server_checks(settings: Settings) -> list:
-    """The Wyoming and HTTP servers and the renderer: disabled, or their bind, guard and whether the port
-    is free."""
-    from qwen3tts.doctor.check import Check
-    from qwen3tts.doctor.servers import server_checks
-
-    fix = "see docs/servers.md: servers.*.host, allow_network, token_file"
-    return [
-        Check(
-            f"{found.text.split(':', 1)[0]} server",
-            found.ok,
-            found.text.split(": ", 1)[-1],
-            "" if found.ok else fix,
-        )
-        for found in server_checks(settings)
-    ]

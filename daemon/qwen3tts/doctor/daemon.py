@@ -70,17 +70,13 @@ def spool_checks(spool_dir: Path) -> list[Check]:
         detail = f"{spool_dir} does not exist yet; it is created at the first start"
     fix = f"make {existing or spool_dir} writable by the service user (or set announcements.spool_dir)"
     checks = [Check("spool", writable, detail if writable else f"{spool_dir} is not writable", fix)]
-    quarantine = quarantined(spool_dir)
+    from qwen3tts.appliance.announcements.spool import QUARANTINE, quarantined
+
+    quarantine = [path.name for path in quarantined(spool_dir)]  # oldest first
     detail = "empty" if not quarantine else f"{len(quarantine)} corrupt entries: {', '.join(quarantine[:5])}"
-    fix = f"look at them and delete them: {spool_dir / 'quarantine'}"
+    fix = f"look at them and delete them: {spool_dir / QUARANTINE}"
     checks.append(Check("quarantine", not quarantine, detail, fix, needed=False))
     return checks
-
-
-def quarantined(spool_dir: Path) -> list[str]:
-    """Names of the spool entries the queue set aside as unreadable (appliance/queue.py `_quarantine`)."""
-    directory = spool_dir / "quarantine"
-    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
 
 
 def broker_checks(mqtt: MqttSettings, timeout: float) -> list[Check]:

@@ -6,17 +6,13 @@ Pure reporting: nothing is served; a port is only bound for an instant to see wh
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
 
+from qwen3tts.doctor.check import Check
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_renderer_bind, check_wyoming_bind, is_loopback
 from qwen3tts.settings import Settings, read_http_token
 
-
-@dataclass(frozen=True)
-class Check:
-    ok: bool
-    text: str
+FIX = "see docs/servers.md: servers.*.host, allow_network, token_file"
 
 
 def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> list[Check]:
@@ -26,7 +22,9 @@ def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> 
     checks = []
     wyoming, http = config.wyoming, config.http
     if not wyoming.enabled:
-        checks.append(Check(True, f"wyoming: disabled (servers.wyoming.enabled; port {wyoming.port})"))
+        checks.append(
+            Check("wyoming server", True, f"disabled (servers.wyoming.enabled; port {wyoming.port})")
+        )
     else:
         guard = "loopback only" if is_loopback(wyoming.host) else "NETWORK, no authentication: firewall it"
         policy = lambda: check_wyoming_bind(wyoming.host, wyoming.allow_network)  # noqa: E731
@@ -34,7 +32,9 @@ def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> 
     checks.append(_http_check(http, environ))
     renderer = config.renderer
     if not renderer.enabled:
-        checks.append(Check(True, f"renderer: disabled (servers.renderer.enabled; port {renderer.port})"))
+        checks.append(
+            Check("renderer server", True, f"disabled (servers.renderer.enabled; port {renderer.port})")
+        )
     else:
         guard = "loopback only" if is_loopback(renderer.host) else "NETWORK, no authentication: firewall it"
         guard += ", SSDP on" if renderer.ssdp else ""
@@ -45,11 +45,11 @@ def server_checks(settings: Settings, environ: dict[str, str] | None = None) -> 
 
 def _http_check(http, environ: dict[str, str] | None) -> Check:
     if not http.enabled:
-        return Check(True, f"http: disabled (servers.http.enabled; port {http.port})")
+        return Check("http server", True, f"disabled (servers.http.enabled; port {http.port})")
     try:
         token = read_http_token(http, environ)
     except ConfigError as exc:
-        return Check(False, f"http: {exc}")
+        return Check("http server", False, str(exc), FIX)
     guard = ("bearer token required" if token else "no token") + (
         "" if is_loopback(http.host) else ", on the network"
     )
@@ -60,10 +60,10 @@ def _bind_check(name: str, host: str, port: int, guard: str, policy) -> Check:
     try:
         policy()
     except ConfigError as exc:
-        return Check(False, f"{name}: {exc}")
+        return Check(f"{name} server", False, str(exc), FIX)
     free = port_is_free(host, port)
     state = "free" if free else "in use (by the running daemon, or another program)"
-    return Check(True, f"{name}: {host}:{port}, {guard}; port {state}")
+    return Check(f"{name} server", True, f"{host}:{port}, {guard}; port {state}")
 
 
 def port_is_free(host: str, port: int) -> bool:

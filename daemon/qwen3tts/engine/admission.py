@@ -43,7 +43,7 @@ def build_prompt(
     hidden: int,
     block_manager: BlockManager,
 ) -> Prompt:
-    """The request's prompt, checked for shape, finiteness and fit in the KV pool."""
+    """The request's prompt, checked for shape, finiteness and fit in the KV cache."""
     try:
         prompt = prompt_builder(request)
     except ValueError as exc:
@@ -56,5 +56,5 @@ def build_prompt(
     if not (np.isfinite(emb).all() and np.isfinite(text).all() and np.isfinite(pad).all()):
         raise RequestError(f"request {request.id!r}: prompt contains non-finite values")
     if block_manager.blocks_for(emb.shape[0] + 1) > block_manager.num_blocks:
-        raise RequestError(f"request {request.id!r}: prompt of {emb.shape[0]} positions exceeds KV pool")
+        raise RequestError(f"request {request.id!r}: prompt of {emb.shape[0]} positions exceeds the KV cache")
     return prompt

@@ -2,7 +2,7 @@
 
 Blocks are handed out on demand, as a sequence's positions grow, never reserved for the worst case.
 The free list is a FIFO: allocation takes from the front, freed blocks join the back. That keeps the
-ids deterministic (tests assert them) and spreads reuse over the pool.
+ids deterministic (tests assert them) and spreads reuse over the KV cache.
 
 Prefix caching (vLLM's automatic prefix caching, `enable_prefix_caching`): a FULL block whose positions
 are computed is registered under its content key (prefix_cache.py: the chained hash of its rows). A
@@ -23,7 +23,7 @@ from qwen3tts.engine.sequence import Sequence
 
 
 class BlockManager:
-    """A pool of `num_blocks` KV blocks of `block_size` positions each."""
+    """A KV cache of `num_blocks` blocks of `block_size` positions each."""
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = False):
         if num_blocks < 1 or block_size < 1:

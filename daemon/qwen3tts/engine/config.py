@@ -1,6 +1,10 @@
 """Engine limits and the official sampling defaults.
 
-These are the engine's own knobs; the settings package maps its YAML keys onto them.
+These are the engine's own knobs; the settings package maps its YAML keys onto them
+(runtime/loader.py `engine_config`). The settings' defaults are the source: they are what users get,
+documented in config/qwen3tts.yaml, and the daemon builds this config from them at every start. The
+defaults here only serve code that builds an engine by hand (tests, benchmarks), so they follow the
+settings; tests/unit/runtime/test_engine_config.py fails if the two drift apart.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Limits of the continuous-batching engine. KV pool size and block size come from the runner."""
+    """Limits of the continuous-batching engine. The KV cache (blocks, block size) comes from the runner."""
 
     max_num_seqs: int = 4
     """Most sequences running at once (hard cap; set_max_batch() can only lower the live limit)."""
@@ -79,13 +83,13 @@ class EngineConfig:
     """Talker positions per step (decodes + prefill chunks); bounds how long one step can stall streams."""
     max_frames: int = 2048
     """Default per-request cap on sampled code-0 tokens (HF max_new_tokens): at most max_frames - 1 frames."""
-    first_chunk_frames: int = 4
+    first_chunk_frames: int = 2
     """Frames decoded to PCM for the first chunk of a request (low time to first audio)."""
     chunk_frames: int = 12
     """Frames per PCM chunk after the first one."""
     sampling: SamplingParams = field(default_factory=SamplingParams)
     """Default sampling for requests that do not override it."""
-    enable_prefix_caching: bool = False
+    enable_prefix_caching: bool = True
     """Share the KV blocks of identical prompt prefixes between requests (block_manager.py)."""
 
     def __post_init__(self) -> None:

@@ -6,7 +6,7 @@ One step has a budget of `max_num_batched_tokens` talker positions, filled in th
   3. admissions from the waiting queue (highest priority first, then arrival), while a sequence slot,
      budget and KV blocks allow. A prompt longer than the remaining budget is prefilled in chunks, so
      a long prompt never stalls running streams for more than one step.
-Blocks are allocated on demand. When the pool is exhausted the victim is the running sequence with the
+Blocks are allocated on demand. When the KV cache is full the victim is the running sequence with the
 lowest priority, most recently admitted: its blocks are freed and it waits to be recomputed.
 `max_batch` (set_max_batch, the thermal throttle) limits running sequences below `max_num_seqs`;
 emergency sequences bypass it, are never preempted by it, and may preempt lower priorities to start.
@@ -50,7 +50,7 @@ class SchedulerOutput:
     max_num_batched_tokens: int
     chunks: list[ScheduledChunk] = field(default_factory=list)
     preempted: list[Sequence] = field(default_factory=list)
-    aborted: list[Sequence] = field(default_factory=list)  # finished with an error (outgrew the pool)
+    aborted: list[Sequence] = field(default_factory=list)  # finished with an error (outgrew the KV cache)
 
     @property
     def num_batched_tokens(self) -> int:
@@ -159,8 +159,8 @@ class Scheduler:
             if fits > 0:
                 num_tokens = min(num_tokens, fits)
             elif len(self.running) == 1:
-                # Every used block is its own: this request alone is larger than the KV pool.
-                self._abort(seq, out, f"needs more than the {bm.num_blocks} KV blocks of the pool")
+                # Every used block is its own: this request alone is larger than the KV cache.
+                self._abort(seq, out, f"needs more than all {bm.num_blocks} KV blocks of the cache")
                 return 0
             else:
                 self._preempt(seq, out)

@@ -24,6 +24,7 @@ from qwen3tts.model import bundle as layout
 from qwen3tts.model.checkpoint import Checkpoint, load_checkpoint
 from qwen3tts.model.codec_storage import reference_decode, remove_reference, write_codec_graphs
 from qwen3tts.model.compression import Reporter, save_graph
+from qwen3tts.settings import EngineSettings
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,9 @@ PRECISION_POLICIES: dict[str, dict[str, str]] = {
     "f16": {"talker": "f16", "code_predictor": "f16", "codec": "f16", "tables": "f16"},
     "f32": {"talker": "f32", "code_predictor": "f32", "codec": "f32", "tables": "f32"},
 }
-DEFAULT_CODEC_CHUNKS = (2, 12)  # a small first chunk for time to first audio, then throughput
+# A small first chunk for time to first audio, then throughput: the settings' engine.first_chunk_frames
+# and engine.chunk_frames, the one source of these defaults.
+DEFAULT_CODEC_CHUNKS = (EngineSettings().first_chunk_frames, EngineSettings().chunk_frames)
 # Lossy codec variants `qwen3tts build` tries beside the exact graphs; each is kept only if it passes
 # the SNR gate on this checkpoint (model/codec_gate.py). Library callers (tests) get exact graphs only.
 CODEC_VARIANTS = ("bf16-tail",)

@@ -30,12 +30,10 @@ from qwen3tts.model.graphs.codec import (
     AUDIO,
     CODES,
     HIDDEN,
-    PAST_PREFIX,
-    PRESENT_PREFIX,
     hidden_rate,
-    initial_state,
 )
 from qwen3tts.model.graphs.codec_precision import conv_modules, last_convs, lower_convs_to_bf16
+from qwen3tts.model.graphs.codec_state import PAST_PREFIX, PRESENT_PREFIX, initial_state
 from qwen3tts.model.spec import CodecDecoderSpec
 
 log = logging.getLogger(__name__)

@@ -42,11 +42,10 @@ from qwen3tts.model.graphs.codec import (
     AUDIO,
     CODES,
     HIDDEN,
-    PAST_PREFIX,
-    PRESENT_PREFIX,
     build_codec_frames,
     build_codec_samples,
 )
+from qwen3tts.model.graphs.codec_state import PAST_PREFIX, PRESENT_PREFIX
 from qwen3tts.model.spec import CodecDecoderSpec
 
 logger = logging.getLogger(__name__)

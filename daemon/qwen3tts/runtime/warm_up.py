@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def warm_up_talker(compiled_talker: ov.CompiledModel, hidden_size: int) -> None:
-    """One position through a one-block KV pool of its own (freed on return)."""
+    """One position through a one-block KV cache of its own (freed on return)."""
     talker = PagedTalker(compiled_talker, num_blocks=1)
     talker.step([(np.zeros((1, hidden_size), dtype=np.float32), 0, [0])])
 

@@ -119,8 +119,9 @@ def start_servers(
 ) -> Servers:
     """Bind and start the enabled servers; ConfigError for an unsafe bind, OSError naming a busy port.
 
-    `console` (status_page.Console, the running appliance) adds the HTTP server's status page; `outlet`
-    (renderer/outlet.py MediaOutlet) is where the renderer hands its media, needed when it is enabled."""
+    `console` (status_page.StatusConsole, the running appliance) adds the HTTP server's status page;
+    `outlet` (renderer/outlet.py MediaOutlet) is where the renderer hands its media, needed when it is
+    enabled."""
     config = settings.servers
     token = read_http_token(config.http, environ) if config.http.enabled else None
     if config.http.enabled:

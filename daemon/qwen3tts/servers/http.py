@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 def build_app(pool: StreamPool, config, token: str | None, console=None) -> Starlette:
     """The ASGI application for the `servers` settings `config`; `token` None means no authentication
-    (loopback only, checked at start); `console` (status_page.Console) adds the status page."""
+    (loopback only, checked at start); `console` (status_page.StatusConsole) adds the status page."""
     voices = VoiceMap.from_settings(config.http.voice_map)
 
     async def speech(request: Request) -> Response:

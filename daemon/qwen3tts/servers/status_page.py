@@ -13,7 +13,7 @@ speaker says, so that route also refuses what a browser sends for another site: 
 (a cross-site form cannot send one without CORS, which this server never grants) and, without a token,
 a Host other than a loopback name (DNS rebinding).
 
-The appliance side is a `Console`: the service implements it (service/service.py). Its calls run on the
+The appliance side is a `StatusConsole`: the service implements it (service/console.py). Its calls run on the
 servers' thread and must only read, or hand over to the announcer's inbox.
 """
 
@@ -45,7 +45,7 @@ CSP = "default-src 'self'; media-src 'self' blob:"
 """Everything from this server; the browser-played audio is a blob URL."""
 
 
-class Console(VoiceConsole, Protocol):
+class StatusConsole(VoiceConsole, Protocol):
     """What the status page reads from the running appliance and asks of it (voices: VoiceConsole)."""
 
     def console_status(self) -> dict:
@@ -76,7 +76,7 @@ class RecentEvents:
             return list(self._events)
 
 
-def status_routes(console: Console, pool, max_body_bytes: int, read_timeout_s: float,
+def status_routes(console: StatusConsole, pool, max_body_bytes: int, read_timeout_s: float,
                   token: str | None) -> list:  # fmt: skip
     """The page's routes over `console`; `pool` gives the voices and the text limit."""
 

@@ -89,7 +89,7 @@ def _header_fields(header: dict[str, Any]) -> tuple[str, dict[str, Any], int, in
     event_type = header.get("type")
     if not isinstance(event_type, str) or not 0 < len(event_type) <= MAX_TYPE_CHARS:
         raise BadEvent(f"event header needs a `type` string of 1 to {MAX_TYPE_CHARS} characters")
-    check_clean("event type", event_type, line_breaks=False)
+    _require_clean("event type", event_type, line_breaks=False)
     data = header.get("data")
     if data is None:
         data = {}
@@ -139,7 +139,7 @@ def check_strings(value: Any, where: str) -> None:
     while pending:
         item, name, depth = pending.pop()
         if isinstance(item, str):
-            check_clean(name, item, line_breaks=True)
+            _require_clean(name, item, line_breaks=True)
             continue
         if not isinstance(item, dict | list):
             continue
@@ -147,13 +147,13 @@ def check_strings(value: Any, where: str) -> None:
             raise BadEvent(f"event data nested deeper than {MAX_DEPTH} levels")
         if isinstance(item, dict):
             for key, child in item.items():
-                check_clean(f"key in {name}", key, line_breaks=False)
+                _require_clean(f"key in {name}", key, line_breaks=False)
                 pending.append((child, f"{name}.{key[:40]}", depth + 1))
         else:
             pending.extend((child, name, depth + 1) for child in item)
 
 
-def check_clean(name: str, text: str, *, line_breaks: bool) -> None:
+def _require_clean(name: str, text: str, *, line_breaks: bool) -> None:
     """BadEvent if `text` holds a lone surrogate or a control character (but \\n \\r \\t where allowed):
     the check every door makes (text/checks.py), with its reasons."""
     try:

@@ -20,6 +20,8 @@ import paho.mqtt.client as paho
 import pytest
 from daemon_process import DaemonProcess
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 SITE = "hermes-box"
 RATE = 24000
 REPLY_DELAY_S = 1.0

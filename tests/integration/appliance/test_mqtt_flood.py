@@ -12,6 +12,8 @@ import pytest
 from mosquitto_broker import Mosquitto
 from mqtt_intake_runner import IntakeRunner
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 COUNT = int(__import__("os").environ.get("FLOOD_COUNT", "5000"))
 
 

@@ -20,6 +20,8 @@ from hostile_corpus import ANSWERS, HERMES_SAY, payloads, topics
 from hypothesis import HealthCheck, given, settings
 from mqtt_intake_runner import IntakeRunner, spooled
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 RUNNER_SCRIPT = Path(__file__).with_name("mqtt_intake_runner.py")
 LATER_LIFE = {"queued", "started", "first_audio", "finished", "cancelled", "expired"}
 """Events that may follow an announcement's first `queued`: nothing here finishes, but a stop cancels it,

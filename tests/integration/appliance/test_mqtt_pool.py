@@ -21,6 +21,8 @@ import pytest
 from mqtt_intake_runner import spooled
 from pool_member_runner import POOL_BASE, PoolRunner
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 RUNNER = Path(__file__).resolve().parent / "pool_member_runner.py"
 SAY = f"{POOL_BASE}/say"
 

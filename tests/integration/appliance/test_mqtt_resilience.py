@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from mqtt_intake_runner import IntakeRunner, spooled
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 RUNNER_SCRIPT = Path(__file__).with_name("mqtt_intake_runner.py")
 
 

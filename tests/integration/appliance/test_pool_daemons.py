@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 POOL = "qwen3tts/pool"
 SITES = ("a-box", "b-box", "c-box")
 COUNT = 60

@@ -22,6 +22,8 @@ from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 from qwen3tts.voices import VoiceRegistry, bundle_hash
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 SITE = "reg"
 RATE = 16000
 

@@ -19,6 +19,8 @@ from daemon_process import DaemonProcess
 from snapcast_rig import Snapclient, Snapserver
 from test_doctor_snapcast import snapserver  # noqa: F401 - the fixture
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 SITE = "snap-box"
 
 

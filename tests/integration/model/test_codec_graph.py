@@ -19,16 +19,13 @@ from qwen3tts.model.graphs.codec import (
     AUDIO,
     CODES,
     HIDDEN,
-    PAST_PREFIX,
-    PRESENT_PREFIX,
     build_codec_chunk,
     build_codec_frames,
     build_codec_full,
     build_codec_samples,
     hidden_rate,
-    initial_state,
-    state_layout,
 )
+from qwen3tts.model.graphs.codec_state import PAST_PREFIX, PRESENT_PREFIX, initial_state, state_layout
 from qwen3tts.model.safetensors_io import SafetensorsFile
 from qwen3tts.model.spec_parse import parse_codec_spec
 from qwen3tts.model.tiny.codec import write_speech_tokenizer

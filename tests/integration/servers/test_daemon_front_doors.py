@@ -13,6 +13,8 @@ from mosquitto_broker import free_port
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
+pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
+
 SITE = "doors"
 
 

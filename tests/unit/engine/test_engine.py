@@ -54,7 +54,7 @@ def assert_all_blocks_free(engine: Engine) -> None:
 
 
 def test_a_request_streams_pcm_in_chunks_of_4_then_12_frames_and_returns_every_block():
-    engine = make_engine()
+    engine = make_engine(first_chunk_frames=4, chunk_frames=12)
     handle = engine.submit(req("a"))
     run_until_done(engine, [handle])
     frames = handle.frames
@@ -182,7 +182,7 @@ def test_a_fault_in_one_request_ends_it_with_a_request_error_and_leaves_the_othe
         (Request("x", "hello", max_frames=1), "max_frames"),
         (Request("x", "hello", seed=-1), "seed"),
         (Request("x", "hello", speaker="nobody"), "unknown speaker"),
-        (Request("x", " ".join(["w"] * 300)), "KV pool"),
+        (Request("x", " ".join(["w"] * 300)), "KV cache"),
     ],
 )
 def test_bad_input_is_rejected_at_submit_with_a_clear_message(request_, message):
@@ -208,7 +208,7 @@ def test_an_id_already_in_progress_is_rejected_but_can_be_reused_after_it_finish
 
 
 def test_max_frames_n_gives_n_minus_1_frames_like_hf_max_new_tokens():
-    engine = make_engine()
+    engine = make_engine(first_chunk_frames=4, chunk_frames=12)
     handle = engine.submit(req("a", max_frames=6))
     run_until_done(engine, [handle])
     assert handle.status is SequenceStatus.FINISHED_LENGTH and len(handle.frames) == 5

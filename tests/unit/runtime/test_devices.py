@@ -12,6 +12,8 @@ from qwen3tts.runtime.devices import (
 )
 from qwen3tts.settings import DeviceSettings
 
+pytestmark = pytest.mark.device
+
 GPU_AND_NPU = ["CPU", "GPU", "NPU"]
 GPU_ONLY = ["CPU", "GPU"]
 CPU_ONLY = ["CPU"]

@@ -66,11 +66,6 @@ class ThermalDecision:
     reason: str  # why the level changed, or why it holds
     changed: bool
 
-    def status_fields(self) -> dict[str, object]:
-        """Fields of appliance.events.Status this decision fills."""
-        temperature = None if self.temperature_c is None else round(self.temperature_c, 1)
-        return {"thermal_level": self.level_name, "batch_limit": self.batch, "temperature_c": temperature}
-
     def notify_status(self) -> str:
         """The thermal part of systemd's STATUS= line."""
         return f"thermal={self.level_name}; batch={self.batch}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwen3tts.appliance.thermal.accelerators import GpuGt, NpuReading, read_gpus, read_npus
-from qwen3tts.appliance.thermal.sysfs import numbered_dirs, read_millidegrees, read_text
+from qwen3tts.appliance.thermal.sysfs import numbered_dirs, read_attribute, read_millidegrees
 
 _TEMP_INPUT = re.compile(r"temp(\d+)_input")
 
@@ -51,7 +51,7 @@ def read_thermal_zones(sysfs_root: Path) -> list[ThermalZone]:
         zones.append(
             ThermalZone(
                 name=zone_dir.name,
-                type=read_text(zone_dir / "type"),
+                type=read_attribute(zone_dir / "type"),
                 temp_c=read_millidegrees(zone_dir / "temp"),
                 trips=_read_trips(zone_dir),
             )
@@ -68,7 +68,7 @@ def _read_trips(zone_dir: Path) -> tuple[TripPoint, ...]:
     return tuple(
         TripPoint(
             index=k,
-            type=read_text(zone_dir / f"trip_point_{k}_type"),
+            type=read_attribute(zone_dir / f"trip_point_{k}_type"),
             temp_c=read_millidegrees(zone_dir / f"trip_point_{k}_temp"),
         )
         for k in indices
@@ -94,7 +94,7 @@ class HwmonTemp:
 def read_coretemp(sysfs_root: Path) -> list[HwmonTemp]:
     temps = []
     for chip in numbered_dirs(sysfs_root / "class" / "hwmon", "hwmon"):
-        if read_text(chip / "name") != "coretemp":
+        if read_attribute(chip / "name") != "coretemp":
             continue
         try:
             indices = sorted(int(m.group(1)) for e in chip.iterdir() if (m := _TEMP_INPUT.fullmatch(e.name)))
@@ -104,7 +104,7 @@ def read_coretemp(sysfs_root: Path) -> list[HwmonTemp]:
             temps.append(
                 HwmonTemp(
                     chip=chip.name,
-                    label=read_text(chip / f"temp{k}_label") or f"temp{k}",
+                    label=read_attribute(chip / f"temp{k}_label") or f"temp{k}",
                     temp_c=read_millidegrees(chip / f"temp{k}_input"),
                     max_c=read_millidegrees(chip / f"temp{k}_max"),
                     crit_c=read_millidegrees(chip / f"temp{k}_crit"),

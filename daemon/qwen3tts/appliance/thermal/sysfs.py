@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 MAX_ATTRIBUTE_BYTES = 4096  # a sysfs attribute is at most one page
 
 
-def read_text(path: Path) -> str | None:
+def read_attribute(path: Path) -> str | None:
     """The stripped contents of one sysfs attribute, or None when it cannot be read for any reason."""
     try:
         with open(path, "rb") as attribute:
@@ -29,7 +29,7 @@ def read_text(path: Path) -> str | None:
 
 
 def read_int(path: Path) -> int | None:
-    text = read_text(path)
+    text = read_attribute(path)
     try:
         return int(text) if text else None
     except ValueError:

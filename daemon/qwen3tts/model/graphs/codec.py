@@ -16,7 +16,7 @@ full decode of all frames, at any length, at a constant cost per frame:
 
 `build_codec_chunk` makes a static-shape graph for `chunk_frames` frames with every state as an
 input `past.<name>` and an output `present.<name>`; all chunk sizes share one state layout
-(`state_layout`), so a stream may mix them. Bundles ship the same decoder split in two
+(`state_layout`, codec_state.py), so a stream may mix them. Bundles ship the same decoder split in two
 (`build_codec_frames`, `build_codec_samples`): the frame part, up to decoder block
 FRAME_PART_BLOCKS, holds 90 % of the weights and has a dynamic frame axis, so one compiled graph
 serves every chunk size (each compiled graph holds its own f32 copy of its weights); the sample part,
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import openvino as ov
@@ -50,7 +49,8 @@ from qwen3tts.model.graphs.codec_layers import (
     convnext_block,
     decoder_block,
 )
-from qwen3tts.model.graphs.codec_transformer import POSITION, transformer
+from qwen3tts.model.graphs.codec_state import State
+from qwen3tts.model.graphs.codec_transformer import transformer
 from qwen3tts.model.graphs.layers import (
     Output,
     const,
@@ -63,8 +63,6 @@ from qwen3tts.model.spec import CodecDecoderSpec
 CODES = "codes"  # input [B, T, num_quantizers] i64: audio codes 0..codebook_size-1
 AUDIO = "audio"  # output [B, T * decode_upsample_rate] f32 in [-1, 1], 24 kHz
 HIDDEN = "hidden"  # between the two parts: [B, channels, T * samples per frame] after FRAME_PART_BLOCKS
-PAST_PREFIX = "past."  # chunk input `past.<state name>`
-PRESENT_PREFIX = "present."  # chunk output `present.<state name>`
 
 # Decoder blocks in the frame part (see build_codec_frames): block 1 ends at 32 samples per frame and
 # holds, with everything before it, 90 % of the weights but 25 % of the FLOPs.
@@ -72,87 +70,6 @@ FRAME_PART_BLOCKS = 1
 
 _PREFIX = "decoder."
 _USAGE_EPS = 1e-5  # EuclideanCodebook.epsilon
-
-
-@dataclass(frozen=True)
-class StateTensor:
-    """One carried tensor: `name` (upstream module path), shape and dtype; zeros start a stream."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: type = np.float32
-
-
-def _decoder_dims(spec: CodecDecoderSpec) -> list[tuple[int, int]]:
-    """(in_dim, out_dim) of each DecoderBlock: channels halve per block."""
-    return [(spec.decoder_dim >> b, spec.decoder_dim >> (b + 1)) for b in range(len(spec.upsample_rates))]
-
-
-def state_layout(spec: CodecDecoderSpec) -> tuple[StateTensor, ...]:
-    """Every state tensor of the chunk graph, in a fixed order; shapes do not depend on chunk size."""
-    window = spec.sliding_window - 1
-    states = [
-        StateTensor(POSITION, (1,), np.int64),
-        StateTensor("decoder.pre_conv", (1, spec.codebook_dim, 2)),
-    ]
-    for i in range(spec.num_hidden_layers):
-        for kind in ("key", "value"):
-            shape = (1, spec.num_key_value_heads, window, spec.head_dim)
-            states.append(StateTensor(f"decoder.pre_transformer.layers.{i}.self_attn.{kind}", shape))
-    for j in range(len(spec.upsampling_ratios)):
-        states.append(StateTensor(f"decoder.upsample.{j}.1.dwconv", (1, spec.latent_dim, 6)))
-    states.append(StateTensor("decoder.decoder.0", (1, spec.latent_dim, 6)))
-    for b, (in_dim, out_dim) in enumerate(_decoder_dims(spec)):
-        states.append(StateTensor(f"decoder.decoder.{b + 1}.block.1", (1, in_dim, 1)))
-        for u, dilation in enumerate((1, 3, 9)):
-            states.append(
-                StateTensor(f"decoder.decoder.{b + 1}.block.{u + 2}.conv1", (1, out_dim, 6 * dilation))
-            )
-    out_conv = len(spec.upsample_rates) + 2
-    states.append(
-        StateTensor(f"decoder.decoder.{out_conv}", (1, spec.decoder_dim >> len(spec.upsample_rates), 6))
-    )
-    return tuple(states)
-
-
-def initial_state(spec: CodecDecoderSpec) -> dict[str, np.ndarray]:
-    """The state of a fresh stream: all zeros (= the official zero left padding, position 0)."""
-    return {s.name: np.zeros(s.shape, s.dtype) for s in state_layout(spec)}
-
-
-class _State:
-    """Hands out the carried tensors while the graph is built and collects their successors.
-
-    Streaming: `past.<name>` Parameters and `present.<name>` Results, with `batch` streams in the
-    leading axis where the layout has 1. Full decode: zero Constants of one stream, and
-    the successors are dropped.
-    """
-
-    def __init__(self, spec: CodecDecoderSpec, streaming: bool, batch: int = 1):
-        self.layout = {s.name: s for s in state_layout(spec)}
-        self.streaming = streaming
-        self.batch = batch
-        self.inputs: dict[str, ov.Node] = {}
-        self.results: list[ov.Node] = []
-
-    @property
-    def parameters(self) -> list[ov.Node]:
-        return list(self.inputs.values()) if self.streaming else []
-
-    def read(self, name: str) -> Output:
-        if name not in self.inputs:
-            s = self.layout[name]
-            if self.streaming:
-                kind = ov.Type.i64 if s.dtype == np.int64 else ov.Type.f32
-                shape = [self.batch, *s.shape[1:]]  # the layout's leading 1 is the stream axis
-                self.inputs[name] = named_parameter(shape, kind, PAST_PREFIX + name)
-            else:
-                self.inputs[name] = ops.constant(np.zeros(s.shape, s.dtype))
-        return self.inputs[name]
-
-    def write(self, name: str, value: Output) -> None:
-        if self.streaming:
-            self.results.append(named_result(value, PRESENT_PREFIX + name))
 
 
 # ---------------------------------------------------------------- blocks
@@ -203,7 +120,7 @@ def _decode_frames(
     codes: Output,
     spec: CodecDecoderSpec,
     weights: Mapping[str, np.ndarray],
-    state: _State,
+    state: State,
     forms: LayerForms,
     blocks: int,
 ) -> ov.Node:
@@ -224,7 +141,7 @@ def _decode_samples(
     x: Output,
     spec: CodecDecoderSpec,
     weights: Mapping[str, np.ndarray],
-    state: _State,
+    state: State,
     forms: LayerForms,
     blocks: int,
 ) -> ov.Node:
@@ -239,7 +156,7 @@ def _decode_samples(
 
 
 def _decode(
-    codes: Output, spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], state: _State, forms: LayerForms
+    codes: Output, spec: CodecDecoderSpec, weights: Mapping[str, np.ndarray], state: State, forms: LayerForms
 ) -> ov.Node:
     """Qwen3TTSTokenizerV2Decoder.forward: codes [B, T, Q] -> audio [B, T * decode_upsample_rate]."""
     x = _decode_frames(codes, spec, weights, state, forms, 0)
@@ -261,7 +178,7 @@ def build_codec_chunk(
         raise ValueError(f"chunk_frames must be >= 1, got {chunk_frames}")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    state = _State(spec, streaming=True, batch=batch)
+    state = State(spec, streaming=True, batch=batch)
     codes = named_parameter([state.batch, chunk_frames, spec.num_quantizers], ov.Type.i64, CODES)
     audio = named_result(_decode(codes, spec, weights, state, FAST), AUDIO)
     return ov.Model([audio, *state.results], [codes, *state.parameters], f"codec_chunk_{chunk_frames}")
@@ -277,7 +194,7 @@ def build_codec_frames(
     serves every chunk size (a static graph per size would hold its own f32 copy of these weights).
     Its `past.*` / `present.*` are the state entries of those layers.
     """
-    state = _State(spec, streaming=True, batch=batch)
+    state = State(spec, streaming=True, batch=batch)
     codes = named_parameter([batch, chunk_frames or -1, spec.num_quantizers], ov.Type.i64, CODES)
     hidden = named_result(_decode_frames(codes, spec, weights, state, FAST, FRAME_PART_BLOCKS), HIDDEN)
     return ov.Model([hidden, *state.results], [codes, *state.parameters], "codec_frames")
@@ -294,7 +211,7 @@ def build_codec_samples(
     """
     if chunk_frames < 1:
         raise ValueError(f"chunk_frames must be >= 1, got {chunk_frames}")
-    state = _State(spec, streaming=True, batch=batch)
+    state = State(spec, streaming=True, batch=batch)
     channels = spec.decoder_dim >> FRAME_PART_BLOCKS
     hidden = named_parameter([batch, channels, chunk_frames * hidden_rate(spec)], ov.Type.f32, HIDDEN)
     audio = named_result(_decode_samples(hidden, spec, weights, state, FAST, FRAME_PART_BLOCKS), AUDIO)
@@ -315,7 +232,7 @@ def build_codec_full(
     300-frame `chunked_decode`, which loses exactness past 300 frames). Built from the upstream ops
     (`codec_layers.UPSTREAM`, slow on CPU): a reference for the fast chunk graphs, not for serving.
     """
-    state = _State(spec, streaming=False)
+    state = State(spec, streaming=False)
     codes = named_parameter([1, num_frames or -1, spec.num_quantizers], ov.Type.i64, CODES)
     audio = named_result(_decode(codes, spec, weights, state, UPSTREAM), AUDIO)
     return ov.Model([audio], [codes], "codec_full")

@@ -7,8 +7,8 @@ there: graph outputs and numpy weights in, graph outputs out.
 - `rope_tables()` returns `(cos, sin)` of shape `[B, 1, S, head_dim]`; `float_attention_mask()` returns an
   additive mask `[B, 1, S, T]` (0 where allowed, f32 min elsewhere).
 - A `KVUpdate` callable decides where K/V come from: `(layer_index, k_new, v_new) -> (k_all, v_all)`, all
-  `[B, kv_heads, *, head_dim]`. `no_cache` attends only to the new tokens; the talker passes a stateful
-  cache (talker.py) that inserts ReadValue -> Gather(beam_idx) -> Concat.
+  `[B, kv_heads, *, head_dim]`. The talker passes a stateful cache (talker.py) that inserts ReadValue ->
+  Gather(beam_idx) -> Concat.
 """
 
 from __future__ import annotations
@@ -170,11 +170,6 @@ def repeat_kv(kv: Output, dims: AttentionDims) -> Output:
     )  # [B, kvh, groups, T, D]
     expanded = ops.broadcast(ops.unsqueeze(kv, i64([2])), target)  # [B, kvh, groups, T, D]
     return ops.reshape(expanded, i64([0, dims.num_heads, -1, dims.head_dim]), special_zero=True)  # [B,h,T,D]
-
-
-def no_cache(layer_index: int, k: Output, v: Output) -> tuple[Output, Output]:
-    """KVUpdate that attends only to the tokens of this call (full recomputation, no state)."""
-    return k, v
 
 
 def self_attention(
