@@ -75,7 +75,7 @@ def fake_runtime(speakers: tuple[str, ...] = ("ryan", "vivian")) -> SimpleNamesp
             variant="custom_voice",
             supports_instruct=False,
         ),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
         manifest=SimpleNamespace(random_weights=True),
     )
 

@@ -59,7 +59,7 @@ def test_a_state_directory_that_turns_read_only_still_ends_every_announcement_wi
         engine=fake_engine(),
         spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b",
                              variant="custom_voice", supports_instruct=False),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}),
+        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
         manifest=SimpleNamespace(random_weights=True),
     )  # fmt: skip
     sink = GatedSink(item="playing@0", after=2400)  # holds the audio thread inside "playing"
