@@ -22,14 +22,22 @@ BATCHES = (1, 2)
 STAGES = ("talker", "code_predictor", "codec", "host", "total")
 
 
-@pytest.fixture(scope="module")
-def bench_report(tiny_models, tmp_path_factory) -> dict:
+@pytest.fixture(scope="module", params=["never", "always"])
+def bench_report(request, tiny_models, tmp_path_factory) -> dict:
+    """never: every stage on the plugin's graphs; always: the code predictor as the fused native frame,
+    which has no compiled graph (the report must stand without one)."""
     bundle = tiny_models.bundle(weights="int8")
     out = tmp_path_factory.mktemp("bench")
     command = [
         sys.executable,
         "-m",
         "qwen3tts",
+        "--set",
+        f"devices.native_kernels={request.param}",
+        "--set",
+        "devices.talker=[CPU]",
+        "--set",
+        "devices.codec=[CPU]",
         "bench",
         "--bundle",
         str(bundle),
@@ -54,6 +62,7 @@ def bench_report(tiny_models, tmp_path_factory) -> dict:
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     report["_stdout"] = result.stdout
+    report["_native_kernels"] = request.param
     report["_png"] = (out / "report.png").read_bytes()[:8]
     return report
 
@@ -207,3 +216,20 @@ def test_codec_chunk_flops_scale_with_the_chunk_length(tiny_models):
 
 def test_the_report_names_the_codec_graphs_it_loaded(bench_report):
     assert bench_report["bundle"]["codec_variant"] == "f32"  # the bench's own tiny bundle has no variant
+
+
+@pytest.mark.slow
+def test_the_report_says_how_the_code_predictor_ran_and_what_it_holds(bench_report):
+    paths, memory = bench_report["bundle"]["decode_paths"], bench_report["memory"]
+    assert "decode talker " in bench_report["_stdout"]
+    compiled = bench_report["bundle"]["inference_precision"]
+    if bench_report["_native_kernels"] == "never":
+        assert paths == {"talker": "plugin", "code_predictor": "plugin"} and memory["fused"] == {}
+        assert "code_predictor" in compiled
+        return
+    fused = memory["fused"]["code_predictor"]
+    assert paths["code_predictor"] == f"fused native {fused['kernel_set']}"
+    assert fused["mapped_weight_bytes"] > 0
+    assert "code_predictor" not in compiled  # no compiled graph, yet every figure above was reported
+    assert memory["resident_by_component"]["code_predictor"]["file_bytes"] > 0  # its mapped weights
+    assert f"code_predictor {paths['code_predictor']}" in bench_report["_stdout"]  # the header line

@@ -6,6 +6,8 @@ Three kinds of figures, each labelled with how it was obtained:
   compiled (RssLedger wraps the compiler; the ov.Model is dropped after compile, so a delta that stays
   is what the compiled model keeps: repacked weights, kernels, scratch);
 - `known_bytes`: allocations we size ourselves (KV pool, codec state per stream, host tables).
+`fused`: a stage that runs as a fused native frame (runtime/native_decode/) has no compiled model; its
+entry names the bundle's bytes it reads in place, and its ledger figures are its mapped pages and scratch.
 `released_weight_file_bytes`: weight-file pages the loader gave back after each graph's warm-up
 (runtime/warm_up.py): no longer resident, no longer counted in any figure above.
 `process` splits the current resident set into anonymous and file-backed pages (/proc/self/status):
@@ -102,29 +104,38 @@ class RssLedger:
 
     @classmethod
     def attach(cls, compiler) -> RssLedger:
-        """Wrap `compiler.read`, `compiler.compile` and `compiler.warm_up` (any PartCompiler) on this
-        instance; a warm-up's growth (first inferences of dynamic-shape graphs) counts for its component."""
+        """Wrap `compiler.read`, `compiler.compile`, `compiler.build` and `compiler.warm_up` (any
+        PartCompiler) on this instance; a warm-up's growth (first inferences of dynamic-shape graphs)
+        counts for its component, and a build (the fused native code predictor, which maps the bundle's
+        weights and allocates its scratch instead of compiling) counts like a compile."""
         ledger = cls()
-        read, compile_, warm_up = compiler.read, compiler.compile, compiler.warm_up
+        read, compile_, build, warm_up = compiler.read, compiler.compile, compiler.build, compiler.warm_up
 
         def read_and_note(path):
             if ledger._mapped_before is None:
                 ledger._mapped_before = mapped_file_names()
             return read(path)
 
-        def compile_and_note(component, *args, **kwargs):
-            result = compile_(component, *args, **kwargs)
-            ledger.mark(component)
-            ledger.files[component] |= mapped_file_names() - (ledger._mapped_before or set())
-            ledger._mapped_before = None
-            return result
+        def note(component, make, *args, **kwargs):
+            result = None
+            try:
+                result = make(component, *args, **kwargs)
+                return result
+            finally:  # a failed build (the loader falls back to the plugin) still ends its growth
+                ledger.mark(component)
+                ledger.files[component] |= mapped_file_names() - (ledger._mapped_before or set())
+                if result is not None:  # the fallback's compile maps the same model's files again
+                    ledger._mapped_before = None
 
         def warm_up_and_note(component, run):
             result = warm_up(component, run)
             ledger.mark(component)
             return result
 
-        compiler.read, compiler.compile, compiler.warm_up = read_and_note, compile_and_note, warm_up_and_note
+        compiler.read, compiler.warm_up = read_and_note, warm_up_and_note
+        compiler.compile = lambda component, *args, **kwargs: note(component, compile_, *args, **kwargs)
+        compiler.build = lambda component, make: note(component, build, make)
+
         return ledger
 
 
@@ -168,12 +179,30 @@ def breakdown(runtime, ledger: RssLedger | None) -> dict:
         "released_weight_file_bytes": dict(getattr(runtime, "released_weight_bytes", {})),
         "process": status_bytes(),
         "resident_by_mapping": resident_by_mapping(),
+        "decode_paths": runtime.plan.decode_paths(),
+        "fused": fused_footprint(runner),
     }
     if ledger is not None:
         section["load_rss_delta_bytes"] = dict(ledger.deltas)
         section["rss_before_load"] = ledger.before_load
         section["mapped_by_component"] = {c: sorted(f) for c, f in ledger.files.items()}
     return section
+
+
+def fused_footprint(runner) -> dict[str, dict]:
+    """The fused native stages' own figures (no compiled model holds their weights): the bytes of the
+    bundle's file each reads in place at every frame, its kernel set and threads. Their load growth
+    (those pages as they fault in, the scratch, the copied norm gains and scales) is in the ledger."""
+    predictor = getattr(runner, "fused_code_predictor", None)
+    if predictor is None:
+        return {}
+    return {
+        "code_predictor": {
+            "mapped_weight_bytes": predictor.mapped_weight_bytes,
+            "kernel_set": predictor.isa,
+            "threads": predictor.threads,
+        }
+    }
 
 
 def resident_by_component(section: dict, mapping: dict[str, dict[str, int]] | None = None) -> dict[str, dict]:
@@ -227,6 +256,13 @@ def render(section: dict) -> list[str]:
         delta = deltas.get(name)
         cells = [f"{v / mib:.0f}" if v is not None else "-" for v in (stored, delta)]
         lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    for name, fused in section.get("fused", {}).items():
+        delta = deltas.get(name)
+        growth = f", load growth {delta / mib:.0f} MiB (those pages, scratch)" if delta is not None else ""
+        lines.append(
+            f"{name}: fused native frame ({fused['kernel_set']}), no compiled model: reads "
+            f"{fused['mapped_weight_bytes'] / mib:.0f} MiB of the bundle's mapped weights in place{growth}"
+        )
     for name, account in section.get("resident_by_component", {}).items():
         if name != "other":
             lines.append(

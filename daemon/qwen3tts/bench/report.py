@@ -15,11 +15,16 @@ def write_json(report: dict, path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
 
 
+def _paths(paths: dict[str, str]) -> str:
+    """talker plugin, code_predictor fused native avx512_vnni (DevicePlan.decode_paths)."""
+    return ", ".join(f"{stage} {path}" for stage, path in paths.items()) or "unknown"
+
+
 def markdown(report: dict) -> str:
     m, b, w = report["machine"], report["bundle"], report["workload"]
     lines = [
         f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
-        f"KV {b['kv_cache_precision']}",
+        f"KV {b['kv_cache_precision']}; decode {_paths(b.get('decode_paths', {}))}",
         "",
         f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
         + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())

@@ -212,12 +212,10 @@ def _log_run(run: workload.BatchRun) -> None:
 
 
 def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[str, str]:
-    """Which measured peak bounds each stage: int8-weight graphs take the compressed-weight path."""
-    kinds = {}
-    for stage in ("talker", "code_predictor", "codec"):
-        inference = compiler.precision(stage)
-        kinds[stage] = "int8_weights" if precision.get(stage) == "int8" else inference
-    return kinds
+    """Which measured peak bounds each stage: int8-weight stages take the compressed-weight path (the
+    fused native code predictor, which has no compiled graph to ask, runs only on INT8 weights)."""
+    stages = ("talker", "code_predictor", "codec")
+    return {s: "int8_weights" if precision.get(s) == "int8" else compiler.precision(s) for s in stages}
 
 
 def _kv_bytes_per_token(runtime) -> float:
@@ -249,6 +247,7 @@ def _report(runtime, compiler, work, options, limits, costs, runs, pairs, ttfa, 
             "codec_chunks": runtime.manifest.codec_chunks,
             "codec_variant": runtime.plan.codec_variant,
             "inference_precision": {p.component: p.inference_precision for p in compiler.parts},
+            "decode_paths": runtime.plan.decode_paths(),  # a fused stage has no compiled graph above
             "kv_cache_precision": compiler.kv_cache_precision(),
             "peak_kind": kinds,
             "graph_costs": {

@@ -71,6 +71,8 @@ def run_checks(
         checks.append(Check("OpenVINO", False, f"{type(exc).__name__}: {exc}", fix))
     checks += daemon.bundle_check(settings.model.bundle)
     checks += daemon.codec_variant_check(settings.model.bundle, settings.devices, core)
+    if core is not None:  # else OpenVINO is broken, and its own check says so
+        checks += daemon.decode_path_check(settings.model.bundle, settings.devices, core.available_devices)
     checks += daemon.spool_checks(settings.announcements.spool_dir)
     checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))

@@ -59,6 +59,31 @@ def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Che
     return [Check("codec graphs", True, f"{chosen.name if chosen else 'f32 exact'} on the CPU: {why}")]
 
 
+def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[Check]:
+    """Which path each decode stage would take on this CPU, and why (runtime/native_plan.py): what the
+    ready line and the status (`decode_paths`) will say, unless the bundle's tensors turn out unreadable."""
+    from qwen3tts.model.bundle import read_manifest
+    from qwen3tts.runtime.devices import preference_lists
+    from qwen3tts.runtime.native import load_library
+    from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
+
+    try:
+        manifest = read_manifest(bundle, verify_files=False)
+    except Exception:  # no bundle: its own check says so
+        return []
+    library = None
+    if devices.native_kernels != "never" and devices.inference_precision != "f32":
+        library = load_library(devices.native_library)  # no core: nothing is compiled here
+    isa, prefs, available = library and library.isa, preference_lists(devices), list(available)
+    op = choose_native(devices, isa, prefs, available)
+    weights = manifest.precision.get("code_predictor", "unknown")
+    fused = choose_fused_code_predictor(devices, isa, prefs, available, weights)
+    talker = f"plugin+op {isa}" if "talker" in op.components else "plugin"
+    predictor = f"fused native {isa}" if fused.wanted else "plugin"
+    detail = f"talker {talker} ({op.why}); code_predictor {predictor} ({fused.why})"
+    return [Check("decode paths", True, detail)]
+
+
 def spool_checks(spool_dir: Path) -> list[Check]:
     """The spool is (or can be made) writable; announcements waiting; corrupt ones set aside."""
     existing = next((p for p in (spool_dir, *spool_dir.parents) if p.exists()), None)

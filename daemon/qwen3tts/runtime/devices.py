@@ -59,12 +59,17 @@ class DevicePlan:
         return {name: p.device for name, p in self.placements.items()}
 
     def decode_paths(self) -> dict[str, str]:
-        """How each decode stage runs on its device: "native <kernel set>" or "plugin" (ready line)."""
-        return {
-            name: f"native {self.fused[name]}" if name in self.fused else "plugin"
-            for name in ("talker", "code_predictor")
-            if name in self.placements
-        }
+        """How each decode stage runs (the ready line, the status): "plugin" (the plugin's graph), "plugin+op
+        <kernel set>" (the graph with its INT8 MatMuls on the native op) or "fused native <kernel set>"."""
+        stages = ("talker", "code_predictor")
+        return {name: self.decode_path(name) for name in stages if name in self.placements}
+
+    def decode_path(self, component: str) -> str:
+        if component in self.fused:
+            return f"fused native {self.fused[component]}"
+        if component in self.native:
+            return f"plugin+op {self.native[component]}"
+        return "plugin"
 
     def describe(self) -> str:
         lines = []

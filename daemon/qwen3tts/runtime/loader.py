@@ -117,8 +117,10 @@ def load_runtime(
     )
     cached_before = _cached_files(settings.model.cache_dir)
     predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
-    predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, spec)
-    released["code_predictor"] = 0  # the fused frame reads its weights from the mapped file at every step
+    predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, manifest)
+    # The fused frame reads its weights from the mapped file at every step: nothing to give back, and no
+    # compiled copy of them is ever made (the plugin's graph is compiled only when the frame is not used).
+    released["code_predictor"] = 0
     if predictor is None:  # the plugin's graph
         predictor, plan.placements["code_predictor"] = compiler.compile(
             "code_predictor", native("code_predictor", predictor_model), prefs["code_predictor"]
@@ -206,24 +208,31 @@ def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
     return rewrite, library
 
 
-def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec):
+def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest):
     """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
     graph); one log line either way, naming why."""
-    devices = compiler.settings
-    choice = choose_fused_code_predictor(devices, library and library.isa, prefs, compiler.available)
+    devices, isa = compiler.settings, library and library.isa
+    weights = manifest.precision.get("code_predictor", "unknown")
+    choice = choose_fused_code_predictor(devices, isa, prefs, compiler.available, weights)
     if not choice.wanted:
         log.info("code_predictor: the plugin's graph, not the fused native frame (%s)", choice.why)
         return None
-    threads = default_threads(devices.num_threads)
+    threads, spec = default_threads(devices.num_threads), manifest.spec.code_predictor
     try:
-        predictor = fused_code_predictor(library, model, spec.code_predictor, threads)
+        build = lambda: fused_code_predictor(library, model, spec, threads)  # noqa: E731
+        predictor = compiler.build("code_predictor", build)
     except (UnreadableTensors, ValueError, OSError) as exc:
         log.warning("code_predictor: the plugin's graph, the fused native frame cannot run: %s", exc)
         return None
     plan.placements["code_predictor"] = Placement("code_predictor", "CPU")
     plan.fused["code_predictor"] = predictor.isa
     log.info(
-        "code_predictor: fused native frame (%s kernels, %d threads; %s)", predictor.isa, threads, choice.why
+        "code_predictor: fused native frame (%s kernels, %d threads, %.0f MiB of the bundle's weights read "
+        "in place, no compiled copy; %s)",
+        predictor.isa,
+        threads,
+        predictor.mapped_weight_bytes / 2**20,
+        choice.why,
     )
     return predictor
 

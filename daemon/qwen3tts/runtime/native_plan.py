@@ -83,12 +83,16 @@ def choose_fused_code_predictor(
     isa: str | None,
     preferences: dict[str, Sequence[str]],
     available: Sequence[str],
+    weights: str = "int8",
 ) -> FusedChoice:
-    """Whether the code predictor runs as the fused native frame, given the library's kernel set."""
+    """Whether the code predictor runs as the fused native frame, given the library's kernel set and the
+    bundle's code-predictor weights (manifest precision: int8, int4, f16, f32)."""
     if settings.native_kernels == "never":
         return FusedChoice(False, "devices.native_kernels is never")
     if settings.inference_precision == "f32":
         return FusedChoice(False, "devices.inference_precision f32 asks for exact f32 arithmetic")
+    if weights != "int8":  # the frame reads INT8 matrices only: nothing to try, nothing to warn about
+        return FusedChoice(False, f"the bundle's code predictor weights are {weights}, not INT8")
     if isa is None:
         return FusedChoice(False, "the native library is not built or does not load")
     if _first_device(preferences["code_predictor"], available) != "CPU":

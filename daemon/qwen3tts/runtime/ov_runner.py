@@ -68,12 +68,12 @@ class OVRunner:
     ):
         self.spec = spec
         self._talker = PagedTalker(talker, num_kv_blocks)
-        # the fused native frame (runtime/native_decode/), or the plugin's graph (a CompiledModel, or a
-        # stand-in for one such as the bench's recording proxy)
-        fused = isinstance(code_predictor, NativeCodePredictor)
-        self._fused_code_predictor = code_predictor if fused else None
-        self._code_predictor = None if self._fused_code_predictor else code_predictor.create_infer_request()
-        self.code_predictor_path = f"native {code_predictor.isa}" if self._fused_code_predictor else "plugin"
+        # the plugin's graph, or the fused native frame (runtime/native_decode/); asked of the native side,
+        # since a compiled graph may come wrapped (the bench's recording proxy)
+        fused = code_predictor if isinstance(code_predictor, NativeCodePredictor) else None
+        self._fused_code_predictor = fused
+        self._code_predictor = None if fused else code_predictor.create_infer_request()
+        self.code_predictor_path = f"fused native {fused.isa}" if fused else "plugin"  # as DevicePlan says
         self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
         self._context_starts: OrderedDict[bytes, StreamStart] = OrderedDict()  # least recent first
@@ -85,6 +85,11 @@ class OVRunner:
         self.codebook_size = spec.code_predictor.vocab_size
         self.eos_token_id = spec.codec_ids.eos
         self.samples_per_frame = spec.codec.decode_upsample_rate
+
+    @property
+    def fused_code_predictor(self) -> NativeCodePredictor | None:
+        """The fused native frame the code predictor runs on, or None (the plugin's graph)."""
+        return self._fused_code_predictor
 
     def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
         return self._talker.step([(c.embeddings, c.past_len, c.block_table) for c in chunks])

@@ -79,5 +79,11 @@ class PartCompiler:
         returns what `run` returns. The caller logs (runtime/warm_up.settle on the CPU)."""
         return run()
 
+    def build(self, component: str, make: Callable[[], T]) -> T:
+        """A component the plugin does not compile (the fused native code predictor), made by `make` from
+        the model read last; returns what `make` returns. A hook like `compile`: the bench's RSS ledger
+        (bench/memory.py) counts what the build maps and allocates for `component`."""
+        return make()
+
     def read(self, path: Path) -> ov.Model:
         return self.core.read_model(path)

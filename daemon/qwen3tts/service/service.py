@@ -117,7 +117,8 @@ class Service:
                                      outlet=outlet)  # fmt: skip
         for zone, playback in self.playbacks.items():
             self.supervisor.start(audio_worker(zone), playback.run)
-        self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; plan={self.runtime.plan.summary()}")
+        plans = f"plan={self.runtime.plan.summary()}; decode={self.runtime.plan.decode_paths()}"
+        self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; {plans}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
         log.info("ready: %s %s bundle with %s weights, devices %s, decode %s, sink %s", spec.size,
                  spec.variant, weights, plan, self.runtime.plan.decode_paths(),

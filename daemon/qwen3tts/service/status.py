@@ -45,6 +45,7 @@ def build_status(*, stopping: bool, announcer, runtime, thermal, audio: str, bun
         volume=announcer.volume,
         voice=announcer.lookahead.defaults.voice or "",
         device_plan={**runtime.plan.summary(), "audio": audio},
+        decode_paths=runtime.plan.decode_paths(),
         bundle=bundle,
         weights=weights_kind(runtime.manifest),
         engine=engine_figures(stats),

@@ -82,6 +82,8 @@ def test_a_working_appliance_passes_and_optional_problems_are_shown_with_their_f
     assert found["thermal sensors"].ok and "55.0 °C" in found["thermal sensors"].detail
     assert found["wyoming server"].ok and "disabled" in found["wyoming server"].detail
     assert found["http server"].ok and "port 8080" in found["http server"].detail
+    paths = found["decode paths"].detail  # an f32 bundle: the fused frame reads INT8 weights only
+    assert "code_predictor plugin (the bundle's code predictor weights are f32, not INT8)" in paths
     text = render_text(checks)
     assert "✔ broker: mqtt://127.0.0.1:" in text and "✘ weights (optional): random" in text
     assert "    fix: build a bundle from a release checkpoint" in text
@@ -129,3 +131,20 @@ def test_the_broker_check_authenticates_over_tls(machine, secure_broker, tmp_pat
         if not accepted:
             assert "refused" in checks["broker"].detail
     assert "mqtts://127.0.0.1" in checks["broker"].detail and "as appliance" in checks["broker"].detail
+
+
+@pytest.mark.parametrize("native_kernels", ["always", "never"])
+def test_the_doctor_names_the_decode_path_of_each_stage(machine, mosquitto, tiny_models, native_kernels):
+    from qwen3tts.runtime.native import load_library
+
+    shutil.rmtree(machine / "bundle")
+    shutil.copytree(tiny_models.bundle("custom_voice", "tiny", "int8"), machine / "bundle")
+    settings = settings_for(machine, mosquitto.port, f"devices.native_kernels={native_kernels}")
+    checks = by_name(run_checks(settings, settings.thermal, machine / "dev", 5.0, core=FakeCore(["CPU"])))
+    paths = checks["decode paths"].detail
+    if native_kernels == "never":
+        assert paths.startswith("talker plugin (devices.native_kernels is never); code_predictor plugin (")
+    else:
+        isa = load_library().isa  # what the daemon would load on this CPU
+        assert paths.startswith(f"talker plugin+op {isa} (devices.native_kernels is always)")
+        assert f"code_predictor fused native {isa} (devices.native_kernels is always)" in paths

@@ -187,9 +187,9 @@ def _runtime(bundle, *overrides):
 
 def test_always_runs_the_code_predictor_as_the_fused_frame(library, tiny_models):
     runtime = _runtime(tiny_models.bundle(weights="int8"), "devices.native_kernels=always")
-    assert runtime.runner.code_predictor_path == f"native {library.isa}"
+    assert runtime.runner.code_predictor_path == f"fused native {library.isa}"
     assert runtime.plan.fused == {"code_predictor": library.isa}
-    assert runtime.plan.decode_paths()["code_predictor"] == f"native {library.isa}"
+    assert runtime.plan.decode_paths()["code_predictor"] == f"fused native {library.isa}"
     assert "fused native frame" in runtime.plan.describe()
     spec = runtime.spec
     feeds = _inputs(spec, rows=3, seed=17)
@@ -228,7 +228,7 @@ def test_the_fallbacks_keep_the_plugin_with_one_line_naming_why(
 
 def test_the_engine_speaks_through_the_fused_frame(library, tiny_models):
     runtime = _runtime(tiny_models.bundle(weights="int8"), "devices.native_kernels=always")
-    assert runtime.runner.code_predictor_path == f"native {library.isa}"
+    assert runtime.runner.code_predictor_path == f"fused native {library.isa}"
     engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
     texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
     handles = {

@@ -6,13 +6,17 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+import pytest
+
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 
 
-def test_each_component_logs_its_placement_once(tiny_models, caplog):
-    bundle = tiny_models.bundle()
-    settings = load_settings(None, ["engine.num_kv_blocks=4"])
+@pytest.mark.parametrize("native_kernels", ["never", "always"])
+def test_each_component_logs_its_placement_once(tiny_models, caplog, native_kernels):
+    bundle = tiny_models.bundle(weights="int8")  # always: the code predictor runs as the fused frame
+    overrides = ["devices.talker=[CPU]", "devices.codec=[CPU]", f"devices.native_kernels={native_kernels}"]
+    settings = load_settings(None, [*overrides, "engine.num_kv_blocks=4"])
     with caplog.at_level(logging.INFO, logger="qwen3tts.runtime"):
         runtime = load_runtime(bundle, settings)
     assert len(runtime.manifest.codec_chunks) > 1  # else the codec would not be compiled twice
@@ -23,3 +27,6 @@ def test_each_component_logs_its_placement_once(tiny_models, caplog):
     assert placed == precision == Counter(compiled)  # talker, code_predictor (unless fused), codec
     assert all(count == 1 for count in placed.values())
     assert runtime.plan.device("codec") in next(m for m in messages if m.startswith("codec runs on "))
+    fused = [m for m in messages if m.startswith("code_predictor: fused native frame")]
+    assert len(fused) == (1 if runtime.plan.fused else 0)  # its one line instead of a compile's two
+    assert bool(runtime.plan.fused) == (native_kernels == "always")

@@ -1,25 +1,42 @@
-"""Loading warms the talker, code predictor and codec up and gives back their weight files' pages."""
+"""Loading warms the talker, code predictor and codec up and gives back their weight files' pages.
+
+The code predictor either way `devices.native_kernels` sends it: the plugin's compiled graph gives its file
+back after its warm-up; the fused native frame, which reads the bundle's file at every frame and compiles
+nothing, keeps those pages and gives nothing back.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from resident import resident_bytes_of
 
 from qwen3tts.model import bundle as layout
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 
+CPU = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
 
-def test_load_releases_the_weight_files_it_warmed_up_from(tiny_models, tmp_path):
+
+@pytest.mark.parametrize("native_kernels", ["never", "always"])
+def test_load_releases_the_weight_files_it_warmed_up_from(tiny_models, tmp_path, native_kernels):
     bundle = tiny_models.bundle(weights="int8")
-    settings = load_settings(None, ["engine.num_kv_blocks=4", f"model.cache_dir={tmp_path / 'cache'}"])
+    overrides = [*CPU, f"devices.native_kernels={native_kernels}", "engine.num_kv_blocks=4"]
+    settings = load_settings(None, [*overrides, f"model.cache_dir={tmp_path / 'cache'}"])
     runtime = load_runtime(bundle, settings)
 
     released = runtime.released_weight_bytes
     talker_bin = (bundle / layout.TALKER_XML).with_suffix(".bin")
+    predictor_bin = (bundle / layout.CODE_PREDICTOR_XML).with_suffix(".bin")
     assert released["talker"] >= talker_bin.stat().st_size  # whole mappings, page-rounded
-    assert released["code_predictor"] > 0  # its .bin, or its compile-cache blob
     assert resident_bytes_of(talker_bin) == 0
+    if runtime.plan.fused:  # always: the frame reads the file in place, so its pages stay
+        assert runtime.plan.fused == {"code_predictor": runtime.runner.fused_code_predictor.isa}
+        assert released["code_predictor"] == 0 and resident_bytes_of(predictor_bin) > 0
+    else:
+        assert native_kernels == "never"
+        assert released["code_predictor"] >= predictor_bin.stat().st_size  # its .bin (the cache was empty)
+        assert resident_bytes_of(predictor_bin) == 0
 
 
 def _codec_bins(bundle, manifest):

@@ -85,3 +85,12 @@ def test_auto_wants_it_only_where_it_was_measured_faster(monkeypatch):
     assert _fused(DeviceSettings(), "avx512").wanted
     choice = _fused(DeviceSettings(), "avx2")
     assert not choice.wanted and "not measured faster with the avx2" in choice.why
+
+
+def test_a_code_predictor_without_int8_weights_keeps_its_graph_under_auto_and_always(monkeypatch):
+    monkeypatch.setattr(native_plan, "FUSED_MEASURED_FASTER", frozenset({"avx512"}))
+    for settings in (DeviceSettings(), DeviceSettings(native_kernels="always")):
+        for weights in ("f32", "f16", "int4"):
+            choice = choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], weights)
+            assert not choice.wanted and f"weights are {weights}, not INT8" in choice.why
+        assert choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], "int8").wanted

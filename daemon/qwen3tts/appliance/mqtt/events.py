@@ -47,6 +47,10 @@ class Status(Message):
     volume: float = 1.0
     voice: str = ""
     device_plan: dict[str, str] = field(default_factory=dict)
+    decode_paths: dict[str, str] = field(default_factory=dict)
+    """How each decode stage runs: talker and code_predictor, each "plugin" (the OpenVINO plugin's graph),
+    "plugin+op <kernel set>" (that graph with its INT8 MatMuls on the native op) or "fused native <kernel
+    set>" (one native call per frame, runtime/native_decode/)."""
     bundle: str = ""
     weights: str = ""
     """release, or random (qwen3tts tiny) for a bundle built from a random checkpoint."""

@@ -50,6 +50,7 @@ class NativeCodePredictor:
         self.isa = cdll.qwen3tts_cp_isa(handle).decode()
         self.threads = cdll.qwen3tts_cp_threads(handle)
         self.steps = spec.num_code_groups - 1
+        self.mapped_weight_bytes = 0  # of the bundle's file, read in place at every frame (build sets it)
         self._lock = threading.Lock()  # one frame at a time: the predictor's buffers are its own
 
     @classmethod
@@ -83,6 +84,7 @@ class NativeCodePredictor:
                 f"the library cannot build a predictor for kernel set {isa} and this shape"
             )
         predictor = cls(cdll, handle, spec, (tensors, *keep))
+        predictor.mapped_weight_bytes = tensors.mapped_bytes()
         predictor._hand_over(tensors)
         if cdll.qwen3tts_cp_check(handle) != 0:
             raise UnreadableTensors(cdll.qwen3tts_cp_message(handle).decode())

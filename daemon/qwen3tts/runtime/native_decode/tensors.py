@@ -42,6 +42,13 @@ class PredictorTensors:
     talker_embedding: np.ndarray | None = None  # [talker vocab, input] f16
     code_embeddings: list[np.ndarray] = field(default_factory=list)  # [vocab, input] f16 each
 
+    def mapped_bytes(self) -> int:
+        """Bytes of the bundle's file the frame reads in place: the INT8 matrices and the f16 tables."""
+        matrices = [m for layer in self.layers for m in layer.values()] + self.heads
+        matrices += [self.projection] if self.projection is not None else []
+        tables = [self.talker_embedding, *self.code_embeddings]
+        return sum(m.data.nbytes for m in matrices) + sum(t.nbytes for t in tables if t is not None)
+
 
 MATRICES = {"qkv": "self_attn.qkv_proj", "o": "self_attn.o_proj", "gate_up": "mlp.gate_up_proj"}
 MATRICES["down"] = "mlp.down_proj"
