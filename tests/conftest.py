@@ -13,7 +13,14 @@ sys.path.insert(0, str(REPO / "tests" / "support"))
 from collections.abc import Callable, Iterator  # noqa: E402
 
 from bundles import TinyModels  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 from mosquitto_broker import Mosquitto, Recorder  # noqa: E402
+
+# No verdict may depend on the machine's speed: Hypothesis' per-example deadline (200 ms) and its
+# too_slow health check do, and failed on loaded 2-core machines. Tests that set their own @settings
+# inherit this profile for everything they do not name.
+settings.register_profile("qwen3tts", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("qwen3tts")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from qwen3tts.doctor.check import Check
-from qwen3tts.errors import Qwen3TTSError
+from qwen3tts.errors import BundleError, Qwen3TTSError
 from qwen3tts.settings import AudioSettings, DeviceSettings, MqttSettings
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -69,7 +69,7 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
 
     try:
         manifest = read_manifest(bundle, verify_files=False)
-    except Exception:  # no bundle: its own check says so
+    except (BundleError, OSError):  # no bundle, or an unreadable one: its own check says so
         return []
     library = None
     if devices.native_kernels != "never" and devices.inference_precision != "f32":

@@ -65,10 +65,12 @@ def test_a_repeat_waits_its_interval_on_the_monotonic_clock(tmp_path, clocks, st
     queue = AnnouncementQueue(tmp_path / "spool")
     ann = admit(timeline, wall, id="bell", repeat=2, repeat_interval=30)
     queue.put(ann)
-    queue.pop(ann)
-    assert queue.done(ann, timeline())  # played once: waits for its repeat
+    [waiting] = queue.ordered(timeline())  # the records are frozen: the queue holds the copy it spooled
+    playing = queue.pop(waiting)
+    again = queue.done(playing, timeline())
+    assert again is not None  # played once: waits for its repeat
     wall.advance(step)
     monotonic.advance(29)
     assert queue.ordered(timeline()) == []
     monotonic.advance(1)
-    assert queue.ordered(timeline()) == [ann]
+    assert queue.ordered(timeline()) == [again]
