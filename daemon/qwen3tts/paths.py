@@ -12,6 +12,7 @@ $RUNTIME_DIRECTORY, else $XDG_RUNTIME_DIR/qwen3tts, else <state>/run; never the 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import tempfile
 from collections.abc import Mapping
@@ -54,10 +55,21 @@ def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     return state_dir(environ) / "run"
 
 
+# multiprocessing's forkserver binds a Unix socket at <tempdir>/pymp-XXXXXXXX/listener-XXXXXXXX: the
+# whole path must fit sun_path (108 bytes with its NUL), or the text front end cannot start at all.
+FORKSERVER_SOCKET_SUFFIX = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
+MAX_UNIX_SOCKET_PATH = 107
+
+
 def keep_temporary_files_in_runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Make this process's temporary files (tempfile's default directory, which multiprocessing uses for
-    its forkserver socket) go to the runtime directory, created private (0700); returns it."""
+    its forkserver socket) go to the runtime directory, created private (0700); returns it.
+
+    OSError (ENAMETOOLONG) when the directory is too deep for the forkserver's socket path: the caller
+    keeps tempfile's default then (a deep <state>/run only; systemd's /run/qwen3tts always fits)."""
     directory = runtime_dir(environ)
+    if len(os.fsencode(directory)) + FORKSERVER_SOCKET_SUFFIX > MAX_UNIX_SOCKET_PATH:
+        raise OSError(errno.ENAMETOOLONG, "too long a path for the forkserver's Unix socket", str(directory))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     tempfile.tempdir = str(directory)
     return directory

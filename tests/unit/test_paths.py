@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qwen3tts.paths import (
     cache_dir,
     default_bundle,
@@ -66,3 +68,27 @@ def test_temporary_files_are_made_in_the_runtime_directory_created_private(tmp_p
     assert directory == tmp_path / "qwen3tts" and directory.stat().st_mode & 0o777 == 0o700
     with tempfile.NamedTemporaryFile() as made:
         assert Path(made.name).parent == directory
+
+
+def test_a_runtime_directory_too_deep_for_the_forkservers_socket_is_refused_and_tempfile_kept(
+    tmp_path, monkeypatch
+):
+    import errno
+    import shutil
+    import socket
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    deep = tmp_path / ("d" * 120)
+    with pytest.raises(OSError) as refused:
+        keep_temporary_files_in_runtime_dir({"RUNTIME_DIRECTORY": str(deep)})
+    assert refused.value.errno == errno.ENAMETOOLONG and tempfile.tempdir is None and not deep.exists()
+    # the limit is the kernel's: the forkserver's socket under the longest accepted directory binds
+    longest = Path("/tmp") / ("r" * (107 - len("/tmp/") - len("/pymp-xxxxxxxx/listener-xxxxxxxx")))
+    try:
+        assert keep_temporary_files_in_runtime_dir({"RUNTIME_DIRECTORY": str(longest)}) == longest
+        (longest / "pymp-xxxxxxxx").mkdir()
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(longest / "pymp-xxxxxxxx" / "listener-xxxxxxxx"))
+    finally:
+        shutil.rmtree(longest, ignore_errors=True)
