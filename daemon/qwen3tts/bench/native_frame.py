@@ -19,12 +19,12 @@ import ctypes
 import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import openvino as ov
 
+from qwen3tts.bench.rounds import time_in_rounds
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs import code_predictor as cp
@@ -118,14 +118,7 @@ def _time_batch(spec, batch, rounds, plugin, plugin_f32, native, weight_bytes) -
         "plugin, f32 activations": lambda: plugin_f32.infer(feeds),
         f"native frame ({native.isa}, {native.threads} threads)": lambda: native.frame(*feeds.values()),
     }
-    for timer in timers.values():
-        timer()  # first call: allocations, repacking
-    samples = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            started = time.perf_counter()
-            timer()
-            samples[name].append(time.perf_counter() - started)
+    samples = time_in_rounds(timers, rounds)
     return {
         name: {
             "median_ms": 1e3 * statistics.median(values),

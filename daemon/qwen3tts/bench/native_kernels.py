@@ -20,7 +20,6 @@ import argparse
 import dataclasses
 import json
 import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ import openvino as ov
 import openvino.opset13 as ops
 
 from qwen3tts.bench import read_limit
+from qwen3tts.bench.rounds import time_in_rounds
 from qwen3tts.runtime.native import load_library, replace_int8_matmuls
 
 LAYER = ((4096, 1024), (1024, 2048), (6144, 1024), (1024, 3072))  # (N, K) of one layer's matrices
@@ -93,14 +93,7 @@ def run(rows_list: list[int], rounds: int, threads: int) -> dict:
         replace_int8_matmuls(model, library)
         native = core.compile_model(model, "CPU", props).create_infer_request()
         timers = _timers(plugin, plugin_f32, native, library, matrices, feeds, isas, rows)
-        for timer in timers.values():
-            timer()  # first inference: allocations, repacking
-        samples = {name: [] for name in timers}
-        for _ in range(rounds):
-            for name, timer in timers.items():
-                started = time.perf_counter()
-                timer()
-                samples[name].append(time.perf_counter() - started)
+        samples = time_in_rounds(timers, rounds)
         report["rows"][rows] = {
             name: {
                 "median_ms": 1e3 * statistics.median(values),
