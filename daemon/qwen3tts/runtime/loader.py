@@ -17,7 +17,7 @@ import numpy as np
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
 from qwen3tts.model import bundle as layout
-from qwen3tts.model.graphs.talker import to_paged
+from qwen3tts.model.graphs.talker import INPUTS_EMBEDS, to_paged
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
@@ -25,10 +25,12 @@ from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
 from qwen3tts.runtime.devices import DevicePlan, Placement, base_device, preference_lists
 from qwen3tts.runtime.native import load_library, replace_int8_matmuls
+from qwen3tts.runtime.native_decode import talker as native_talker
 from qwen3tts.runtime.native_decode.code_predictor import default_threads, fused_code_predictor
+from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
-from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
-from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
+from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native, choose_native_talker
+from qwen3tts.runtime.ov_runner import OVRunner, kv_block_size, kv_bytes_per_block
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
@@ -95,20 +97,13 @@ def load_runtime(
 
     native, library = _native_kernels(compiler, prefs, plan)
     released = {}
-    # The PagedAttention conversion runs at every start: a converted IR does not load back.
-    talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
-    talker, plan.placements["talker"] = compiler.compile(
-        "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
-    )
-    released["talker"] = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
-        "talker",
-        lambda: _settle_on_cpu(
-            plan,
-            "talker",
-            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
-            lambda: warm_up_talker(talker, spec.talker.hidden_size),
-        ),
-    )
+    talker_model = compiler.read(bundle_dir / layout.TALKER_XML)
+    talker = _native_talker(compiler, prefs, plan, library, talker_model, spec, settings)
+    released["talker"] = 0  # the native talker reads its weights from the mapped file at every step
+    if talker is None:  # the plugin's paged talker
+        talker, released["talker"] = _compile_talker(
+            compiler, prefs, plan, native, talker_model, bundle_dir, settings
+        )
     # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
     # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
     # the talker alone (docs/benchmarks.md, memory).
@@ -134,13 +129,16 @@ def load_runtime(
                 lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
             ),
         )
-    num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
+    if isinstance(talker, NativeTalker):
+        num_blocks, precision = talker.num_blocks, "f16, native"
+    else:
+        num_blocks, precision = _plugin_kv_blocks(talker, settings), settings.engine.kv_cache_precision
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info(
         "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
         num_blocks,
         runner.block_size,
-        settings.engine.kv_cache_precision,
+        precision,
         runner.kv_cache_bytes / 2**20,
     )
     tokenizer = TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR)
@@ -158,6 +156,51 @@ def load_runtime(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
     )
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder, released)
+
+
+def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, model, bundle_dir, settings):
+    """The plugin's paged talker, compiled and warmed up; (compiled model, weight bytes released)."""
+    # The PagedAttention conversion runs at every start: a converted IR does not load back.
+    talker, plan.placements["talker"] = compiler.compile(
+        "talker",
+        native("talker", to_paged(model)),
+        prefs["talker"],
+        settings.engine.kv_cache_precision,
+        cacheable=False,
+    )
+    released = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
+        "talker",
+        lambda: _settle_on_cpu(
+            plan,
+            "talker",
+            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+            lambda: warm_up_talker(talker, model.input(INPUTS_EMBEDS).get_partial_shape()[-1].get_length()),
+        ),
+    )
+    return talker, released
+
+
+def _native_talker(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec, settings):
+    """The native talker if devices.native_talker asks for it and it builds, else None (the plugin's
+    paged talker); one log line either way, naming why. Its KV pool follows the plugin's rule
+    (kv_pool_blocks) with the native cache's block size and bytes per block."""
+    devices = compiler.settings
+    choice = choose_native_talker(devices, library and library.isa, prefs, compiler.available)
+    if not choice.wanted:
+        log.info("talker: the plugin's paged graph, not the native step (%s)", choice.why)
+        return None
+    per_block = native_talker.kv_bytes_per_block(spec.talker)
+    blocks = settings.engine.num_kv_blocks or kv_pool_blocks(per_block, native_talker.BLOCK_SIZE, settings)
+    threads = default_threads(devices.num_threads)
+    try:
+        talker = native_talker.build_native_talker(library, model, spec.talker, blocks, threads)
+    except (UnreadableTensors, ValueError, OSError) as exc:
+        log.warning("talker: the plugin's paged graph, the native step cannot run: %s", exc)
+        return None
+    plan.placements["talker"] = Placement("talker", "CPU")
+    plan.fused["talker"] = talker.isa
+    log.info("talker: native step (%s kernels, %d threads; %s)", talker.isa, threads, choice.why)
+    return talker
 
 
 def _cached_files(cache_dir: Path | None) -> set[Path]:
@@ -187,7 +230,8 @@ def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
     """A function (component, model) -> model with the native op in it where native_plan chose it, and
     the loaded library (None: not loaded); records the choice in `plan.native` and logs it once."""
     devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
-    if devices.native_kernels != "never" and devices.inference_precision != "f32":
+    wanted = devices.native_kernels != "never" or devices.native_talker == "always"
+    if wanted and devices.inference_precision != "f32":
         library = load_library(devices.native_library, compiler.core)
     choice = choose_native(devices, library and library.isa, prefs, compiler.available)
     if choice.components:
@@ -233,16 +277,23 @@ def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, libra
 PROMPT_OVERHEAD_POSITIONS = 64
 
 
-def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
-    """The KV pool: the memory budget, but no more than the batch limit can ever fill.
+def kv_pool_blocks(bytes_per_block: int, block_size: int, settings: Settings) -> int:
+    """The KV pool: the memory budget (engine.kv_cache_mib), but no more than the batch limit can ever fill.
 
     A sequence holds at most its prompt (about one position per text character, bounded by
     max_text_chars, plus control tokens) and max_frames generated positions.
     """
     engine = settings.engine
-    budget = num_blocks_for_budget(compiled_talker, engine.kv_cache_mib)
+    budget = max(1, (engine.kv_cache_mib << 20) // bytes_per_block)
     per_seq = engine.max_text_chars + PROMPT_OVERHEAD_POSITIONS + engine.max_frames
-    return min(budget, num_blocks_for_batch(compiled_talker, engine.max_num_seqs, per_seq))
+    return min(budget, engine.max_num_seqs * -(-per_seq // block_size))
+
+
+def _plugin_kv_blocks(compiled_talker, settings: Settings) -> int:
+    """engine.num_kv_blocks, or kv_pool_blocks with the compiled talker's cache shapes and precision."""
+    return settings.engine.num_kv_blocks or kv_pool_blocks(
+        kv_bytes_per_block(compiled_talker), kv_block_size(compiled_talker), settings
+    )
 
 
 def _compile_codec(

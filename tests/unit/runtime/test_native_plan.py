@@ -85,3 +85,29 @@ def test_auto_wants_it_only_where_it_was_measured_faster(monkeypatch):
     assert _fused(DeviceSettings(), "avx512").wanted
     choice = _fused(DeviceSettings(), "avx2")
     assert not choice.wanted and "not measured faster with the avx2" in choice.why
+
+
+def test_the_native_talker_is_opt_in_and_off_by_default_whatever_the_kernels_setting():
+    assert DeviceSettings().native_talker == "never"
+    for kernels in ("auto", "always"):
+        choice = native_plan.choose_native_talker(
+            DeviceSettings(native_kernels=kernels), "avx2", CPU_ONLY, ["CPU"]
+        )
+        assert not choice.wanted and "native_talker is never" in choice.why
+    wanted = native_plan.choose_native_talker(
+        DeviceSettings(native_talker="always"), "avx2", CPU_ONLY, ["CPU"]
+    )
+    assert wanted.wanted
+
+
+def test_the_native_talker_is_off_for_f32_no_library_another_device_and_no_avx2():
+    always = DeviceSettings(native_talker="always")
+    cases = [
+        (replace(always, inference_precision="f32"), "avx2", ["CPU"], "exact f32"),
+        (always, None, ["CPU"], "not built"),
+        (always, "avx2", ["CPU", "GPU.0"], "not run on the CPU"),
+        (always, "generic", ["CPU"], "no AVX2"),
+    ]
+    for settings, isa, available, reason in cases:
+        choice = native_plan.choose_native_talker(settings, isa, CPU_ONLY, available)
+        assert not choice.wanted and reason in choice.why, (isa, available)

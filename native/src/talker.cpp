@@ -1,0 +1,257 @@
+// Talker::step: one engine talker step on the persistent pool. Every thread runs the same sequence;
+// matrix products are split over output rows, the small serial work between them (norms, RoPE, the cache
+// writes, quantizing the next input) runs on thread 0, attention is split over (row, head) pairs, and a
+// barrier separates each dependent part (9 per layer: ~1 us each on 2 threads).
+#include "talker.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode_math.hpp"
+
+namespace qwen3tts::native {
+
+struct Talker::Scratch {
+    TalkerStep in{};
+    int64_t rows = 0, chunks = 0, context = 0;  // of the step being run
+    std::vector<int64_t> row_chunk, row_position, last_row;
+    std::vector<float> x, h, qkv, q, attn, o, gate_up, down;
+    std::vector<int16_t> xq;
+    std::vector<float> xs;
+    std::vector<std::vector<float>> per_thread;  // attention scores and one widened key/value row
+};
+
+Talker::Talker(const TalkerShape& shape, const KernelSet& kernels, int threads)
+    : shape_(shape), kernels_(kernels), pool_(threads), scratch_(std::make_unique<Scratch>()) {
+    weights_.layers.resize(static_cast<size_t>(shape.layers));
+    cache_.assign(static_cast<size_t>(shape.blocks * shape.layers * 2 * shape.block_size * shape.kv_heads *
+                                      shape.head_dim),
+                  0);
+}
+
+Talker::~Talker() = default;
+
+std::string Talker::check() const {
+    const TalkerShape& s = shape_;
+    const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+    if (s.head_dim % 2 != 0 || s.head_dim > 512 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
+        return "unsupported attention shape";
+    auto matrix = [](const Int8Matrix& m, int64_t rows, int64_t cols, const std::string& what) -> std::string {
+        if (m.data == nullptr || m.scale == nullptr) return what + " missing";
+        return m.rows == rows && m.cols == cols ? "" : what + " has the wrong shape";
+    };
+    auto vector = [](const std::vector<float>& v, int64_t n, const std::string& what) -> std::string {
+        return static_cast<int64_t>(v.size()) == n ? "" : what + " missing or of the wrong length";
+    };
+    std::string why;
+    for (int64_t l = 0; l < s.layers && why.empty(); ++l) {
+        const TalkerLayer& layer = weights_.layers[l];
+        const std::string at = "layer " + std::to_string(l) + " ";
+        for (const std::string& found :
+             {matrix(layer.qkv, q + 2 * kv, s.hidden, at + "qkv"), matrix(layer.o, s.hidden, q, at + "o_proj"),
+              matrix(layer.gate_up, 2 * s.intermediate, s.hidden, at + "gate_up"),
+              matrix(layer.down, s.hidden, s.intermediate, at + "down_proj"),
+              vector(layer.input_norm, s.hidden, at + "input norm"), vector(layer.post_norm, s.hidden, at + "post norm"),
+              vector(layer.q_norm, s.head_dim, at + "q norm"), vector(layer.k_norm, s.head_dim, at + "k norm")})
+            if (why.empty()) why = found;
+    }
+    if (why.empty()) why = matrix(weights_.head, s.vocab, s.hidden, "codec_head");
+    if (why.empty()) why = vector(weights_.final_norm, s.hidden, "final norm");
+    if (why.empty()) why = vector(weights_.inverse_frequencies, s.head_dim / 2, "RoPE frequencies");
+    return why;
+}
+
+std::string Talker::validate(const TalkerStep& in) const {
+    if (in.chunks < 0) return "a negative chunk count";
+    for (int64_t c = 0; c < in.chunks; ++c) {
+        const std::string at = "chunk " + std::to_string(c) + ": ";
+        if (in.counts[c] < 1 || in.pasts[c] < 0) return at + "needs >= 1 new position and past_len >= 0";
+        const int64_t needed = (in.pasts[c] + in.counts[c] + shape_.block_size - 1) / shape_.block_size;
+        const int64_t begin = in.table_begins[c], length = in.table_begins[c + 1] - begin;
+        if (begin < 0 || length < needed)
+            return at + "its block table holds " + std::to_string(length) + " blocks, " +
+                   std::to_string(needed) + " needed";
+        for (int64_t b = 0; b < needed; ++b)
+            if (in.tables[begin + b] < 0 || in.tables[begin + b] >= shape_.blocks)
+                return at + "block id " + std::to_string(in.tables[begin + b]) + " outside 0.." +
+                       std::to_string(shape_.blocks - 1);
+    }
+    return "";
+}
+
+std::string Talker::step(const TalkerStep& in) {
+    std::string why = validate(in);
+    if (!why.empty() || in.chunks == 0) return why;
+    const TalkerShape& p = shape_;
+    Scratch& s = *scratch_;
+    s.in = in;
+    s.chunks = in.chunks;
+    s.row_chunk.clear(), s.row_position.clear(), s.last_row.clear();
+    s.context = 0;
+    for (int64_t c = 0; c < in.chunks; ++c) {
+        for (int64_t i = 0; i < in.counts[c]; ++i) {
+            s.row_chunk.push_back(c);
+            s.row_position.push_back(in.pasts[c] + i);
+        }
+        s.last_row.push_back(static_cast<int64_t>(s.row_chunk.size()) - 1);
+        s.context = std::max(s.context, in.pasts[c] + in.counts[c]);
+    }
+    const int64_t m = s.rows = static_cast<int64_t>(s.row_chunk.size());
+    const int64_t q = p.heads * p.head_dim, kv = p.kv_heads * p.head_dim;
+    const int64_t widest = std::max({p.hidden, p.intermediate, q});
+    s.x.resize(m * p.hidden), s.h.resize(m * widest), s.qkv.resize(m * (q + 2 * kv)), s.q.resize(m * q);
+    s.attn.resize(m * q), s.o.resize(m * p.hidden), s.gate_up.resize(m * 2 * p.intermediate);
+    s.down.resize(m * p.hidden), s.xq.resize(m * widest), s.xs.resize(m * num_groups(widest));
+    s.per_thread.resize(pool_.size());
+    for (auto& buffer : s.per_thread) buffer.resize(s.context + 2 * p.head_dim);
+    pool_.run([&](int thread) { run(thread, s); });
+    return "";
+}
+
+void Talker::run(int t, Scratch& s) {
+    const TalkerShape& p = shape_;
+    const int64_t m = s.rows, H = p.hidden, I = p.intermediate, q = p.heads * p.head_dim;
+    if (t == 0) {
+        std::copy(s.in.embeddings, s.in.embeddings + m * H, s.x.begin());
+        norm_rows(s.x.data(), weights_.layers[0].input_norm, m, s);
+    }
+    pool_.barrier();
+    for (int64_t l = 0; l < p.layers; ++l) {
+        const TalkerLayer& w = weights_.layers[l];
+        product(t, w.qkv, m, s.qkv.data(), s);
+        pool_.barrier();
+        if (t == 0) store_keys_values(l, s);
+        pool_.barrier();
+        attend(t, l, s);
+        pool_.barrier();
+        if (t == 0) quantize_rows(s.attn.data(), m, q, s.xq.data(), s.xs.data());
+        pool_.barrier();
+        product(t, w.o, m, s.o.data(), s);
+        pool_.barrier();
+        if (t == 0) {
+            for (int64_t i = 0; i < m * H; ++i) s.x[i] = s.x[i] + s.o[i];
+            norm_rows(s.x.data(), w.post_norm, m, s);
+        }
+        pool_.barrier();
+        product(t, w.gate_up, m, s.gate_up.data(), s);
+        pool_.barrier();
+        if (t == 0) {
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < I; ++j)
+                    s.h[i * I + j] = math::silu(s.gate_up[i * 2 * I + j]) * s.gate_up[i * 2 * I + I + j];
+            quantize_rows(s.h.data(), m, I, s.xq.data(), s.xs.data());
+        }
+        pool_.barrier();
+        product(t, w.down, m, s.down.data(), s);
+        pool_.barrier();
+        if (t == 0) {
+            for (int64_t i = 0; i < m * H; ++i) s.x[i] = s.x[i] + s.down[i];
+            if (l + 1 < p.layers) {
+                norm_rows(s.x.data(), weights_.layers[l + 1].input_norm, m, s);
+            } else {  // each chunk's last row: the closing norm is the hidden output and codec_head's input
+                for (int64_t c = 0; c < s.chunks; ++c)
+                    math::rms_norm(&s.x[s.last_row[c] * H], weights_.final_norm.data(), H, p.eps, s.in.hidden + c * H);
+                quantize_rows(s.in.hidden, s.chunks, H, s.xq.data(), s.xs.data());
+            }
+        }
+        pool_.barrier();
+    }
+    product(t, weights_.head, s.chunks, s.in.logits, s);
+}
+
+// The normed rows of x into h, quantized as the next product's input.
+void Talker::norm_rows(const float* x, const std::vector<float>& gain, int64_t m, Scratch& s) {
+    const int64_t H = shape_.hidden;
+    for (int64_t i = 0; i < m; ++i) math::rms_norm(x + i * H, gain.data(), H, shape_.eps, &s.h[i * H]);
+    quantize_rows(s.h.data(), m, H, s.xq.data(), s.xs.data());
+}
+
+// This thread's share of y [m, w.rows] = x w^T: a contiguous range of output rows.
+void Talker::product(int thread, const Int8Matrix& w, int64_t m, float* y, Scratch& s) {
+    const KernelSet& kernels = w.cols % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
+    const QuantizedRows rows{s.xq.data(), s.xs.data(), m, w.cols, num_groups(w.cols)};
+    const int64_t N = w.rows, K = w.cols, threads = pool_.size();
+    const int64_t share = ((N + threads - 1) / threads + 15) / 16 * 16;
+    const int64_t n_begin = std::min(N, thread * share), n_end = std::min(N, n_begin + share);
+    const int nw = m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
+    float out[kBlockRows * kBlockRows];
+    for (int64_t pass = 0; pass < m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
+        const int64_t pass_end = std::min(m, pass + kGemmRowsPerPass);
+        for (int64_t n = n_begin; n < n_end; n += nw) {
+            const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
+            for (int64_t r0 = pass; r0 < pass_end; r0 += kBlockRows) {
+                const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, pass_end - r0));
+                kernels.block_dot(w.data + n * K, rows_w, rows, r0, rows_x, out);
+                for (int r = 0; r < rows_w; ++r)
+                    for (int i = 0; i < rows_x; ++i) y[(r0 + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
+            }
+        }
+    }
+}
+
+uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot) {
+    const TalkerShape& p = shape_;
+    return cache_.data() + (((block * p.layers + layer) * 2 + kind) * p.block_size + slot) * p.kv_heads * p.head_dim;
+}
+
+// q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache as half.
+void Talker::store_keys_values(int64_t layer, Scratch& s) {
+    const TalkerShape& p = shape_;
+    const TalkerLayer& w = weights_.layers[layer];
+    const int64_t hd = p.head_dim, q_width = p.heads * hd, kv = p.kv_heads * hd, width = q_width + 2 * kv;
+    const float* inv = weights_.inverse_frequencies.data();
+    float k[512];
+    for (int64_t r = 0; r < s.rows; ++r) {
+        const float* projected = &s.qkv[r * width];
+        const int64_t position = s.row_position[r], chunk = s.row_chunk[r];
+        for (int64_t head = 0; head < p.heads; ++head) {
+            float* out = &s.q[r * q_width + head * hd];
+            math::rms_norm(projected + head * hd, w.q_norm.data(), hd, p.eps, out);
+            math::rope(out, hd, inv, position);
+        }
+        const int64_t block = s.in.tables[s.in.table_begins[chunk] + position / p.block_size];
+        uint16_t* keys = cache_at(block, layer, 0, position % p.block_size);
+        uint16_t* values = cache_at(block, layer, 1, position % p.block_size);
+        for (int64_t g = 0; g < p.kv_heads; ++g) {
+            math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
+            math::rope(k, hd, inv, position);
+            for (int64_t d = 0; d < hd; ++d) keys[g * hd + d] = math::float_to_half(k[d]);
+        }
+        for (int64_t i = 0; i < kv; ++i) values[i] = math::float_to_half(projected[q_width + kv + i]);
+    }
+}
+
+// Causal attention of every new row over its sequence's cached positions 0..its own, (row, head) pairs
+// shared out round robin.
+void Talker::attend(int thread, int64_t layer, Scratch& s) {
+    const TalkerShape& p = shape_;
+    const int64_t hd = p.head_dim, q_width = p.heads * hd, groups = p.heads / p.kv_heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    float* scores = s.per_thread[thread].data();
+    float* row = scores + s.context;
+    for (int64_t item = thread; item < s.rows * p.heads; item += pool_.size()) {
+        const int64_t r = item / p.heads, head = item % p.heads, g = head / groups;
+        const int64_t position = s.row_position[r];
+        const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
+        float q[512];
+        for (int64_t d = 0; d < hd; ++d) q[d] = s.q[r * q_width + head * hd + d] * scale;
+        float largest = -INFINITY;
+        for (int64_t t = 0; t <= position; ++t) {
+            const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
+            for (int64_t d = 0; d < hd; ++d) row[d] = math::half_to_float(key[d]);
+            scores[t] = math::dot(q, row, hd);
+            largest = std::max(largest, scores[t]);
+        }
+        float total = 0.0f;
+        for (int64_t t = 0; t <= position; ++t) total += (scores[t] = std::exp(scores[t] - largest));
+        float* out = &s.attn[r * q_width + head * hd];
+        std::fill(out, out + hd, 0.0f);
+        for (int64_t t = 0; t <= position; ++t) {
+            const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
+            const float share = scores[t] / total;
+            for (int64_t d = 0; d < hd; ++d) out[d] += share * math::half_to_float(value[d]);
+        }
+    }
+}
+
+}  // namespace qwen3tts::native
