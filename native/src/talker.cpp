@@ -1,19 +1,38 @@
-// Talker::step: one engine talker step on the persistent pool. Every thread runs the same sequence;
-// matrix products are split over output rows, the small serial work between them (norms, RoPE, the cache
-// writes, quantizing the next input) runs on thread 0, attention is split over (row, head) pairs, and a
-// barrier separates each dependent part (9 per layer: ~1 us each on 2 threads).
+// Talker::step: one engine talker step on the persistent pool, as the code predictor's frame runs
+// (predictor_scratch.hpp): a step is a sequence of phases (per layer the qkv product, attention, o,
+// gate_up, down; then codec_head); a phase is cut into chunks any thread takes (output rows of a product,
+// one (row, head) pair of attention), and the thread that finishes a phase's last chunk does the serial
+// work after it (norms, RoPE, the cache writes, SiLU*up, residuals, quantizing the next input) and opens
+// the next phase. So a thread the OS has descheduled delays nobody unless it holds a chunk (a static split
+// with a barrier per product measured 9x slower with 2 threads on a loaded machine, docs/benchmarks.md).
 #include "talker.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "decode_math.hpp"
 
 namespace qwen3tts::native {
 
+constexpr int64_t kPhasesPerLayer = 5;  // qkv, attention, o, gate_up, down
+
+struct Talker::Phase {
+    const Int8Matrix* w;  // nullptr: attention
+    float* y;             // [m, w->rows]
+    int64_t m;            // rows of x
+    int64_t chunk_rows;   // output rows per chunk
+    int64_t chunks;
+};
+
 struct Talker::Scratch {
     TalkerStep in{};
     int64_t rows = 0, chunks = 0, context = 0;  // of the step being run
+    int64_t phases = 0;
+    std::atomic<uint64_t> counter{0};     // the open phase in the high 32 bits, its next chunk in the low
+    std::atomic<int64_t> done{0};         // chunks of the open phase finished
+    std::atomic<uint32_t> open_phase{0};  // what waiting threads watch
+    std::atomic<int> sleepers{0};
     std::vector<int64_t> row_chunk, row_position, last_row;
     std::vector<float> x, h, qkv, q, attn, o, gate_up, down;
     std::vector<int16_t> xq;
@@ -104,47 +123,89 @@ std::string Talker::step(const TalkerStep& in) {
     s.down.resize(m * p.hidden), s.xq.resize(m * widest), s.xs.resize(m * num_groups(widest));
     s.per_thread.resize(pool_.size());
     for (auto& buffer : s.per_thread) buffer.resize(s.context + 2 * p.head_dim);
+    std::copy(in.embeddings, in.embeddings + m * p.hidden, s.x.begin());
+    norm_rows(s.x.data(), weights_.layers[0].input_norm, m, s);
+    s.phases = kPhasesPerLayer * p.layers + 1;
+    open_phase(0, s);
     pool_.run([&](int thread) { run(thread, s); });
     return "";
 }
 
-void Talker::run(int t, Scratch& s) {
-    const TalkerShape& p = shape_;
-    const int64_t m = s.rows, H = p.hidden, I = p.intermediate, q = p.heads * p.head_dim;
-    if (t == 0) {
-        std::copy(s.in.embeddings, s.in.embeddings + m * H, s.x.begin());
-        norm_rows(s.x.data(), weights_.layers[0].input_norm, m, s);
-    }
-    pool_.barrier();
-    for (int64_t l = 0; l < p.layers; ++l) {
-        const TalkerLayer& w = weights_.layers[l];
-        product(t, w.qkv, m, s.qkv.data(), s);
-        pool_.barrier();
-        if (t == 0) store_keys_values(l, s);
-        pool_.barrier();
-        attend(t, l, s);
-        pool_.barrier();
-        if (t == 0) quantize_rows(s.attn.data(), m, q, s.xq.data(), s.xs.data());
-        pool_.barrier();
-        product(t, w.o, m, s.o.data(), s);
-        pool_.barrier();
-        if (t == 0) {
-            for (int64_t i = 0; i < m * H; ++i) s.x[i] = s.x[i] + s.o[i];
-            norm_rows(s.x.data(), w.post_norm, m, s);
+Talker::Phase Talker::phase(int64_t index, Scratch& s) const {
+    const int64_t threads = pool_.size();
+    if (index % kPhasesPerLayer == 1 && index < kPhasesPerLayer * shape_.layers)  // attention
+        return {nullptr, nullptr, s.rows, 1, s.rows * shape_.heads};
+    Phase p{};
+    if (index == kPhasesPerLayer * shape_.layers) {
+        p = {&weights_.head, s.in.logits, s.chunks, 0, 0};
+    } else {
+        const TalkerLayer& layer = weights_.layers[index / kPhasesPerLayer];
+        switch (index % kPhasesPerLayer) {
+            case 0: p = {&layer.qkv, s.qkv.data(), s.rows, 0, 0}; break;
+            case 2: p = {&layer.o, s.o.data(), s.rows, 0, 0}; break;
+            case 3: p = {&layer.gate_up, s.gate_up.data(), s.rows, 0, 0}; break;
+            default: p = {&layer.down, s.down.data(), s.rows, 0, 0}; break;
         }
-        pool_.barrier();
-        product(t, w.gate_up, m, s.gate_up.data(), s);
-        pool_.barrier();
-        if (t == 0) {
+    }
+    // a few chunks per thread, so that one slow thread leaves work for the others
+    p.chunk_rows = std::min<int64_t>(256, std::max<int64_t>(16, (p.w->rows / (4 * threads) + 15) / 16 * 16));
+    p.chunks = (p.w->rows + p.chunk_rows - 1) / p.chunk_rows;
+    return p;
+}
+
+void Talker::run(int thread, Scratch& s) {
+    for (;;) {
+        const uint64_t taken = s.counter.fetch_add(1, std::memory_order_acq_rel);
+        const auto index = static_cast<uint32_t>(taken >> 32);
+        if (index >= s.phases) return;
+        const Phase p = phase(index, s);
+        const auto chunk = static_cast<int64_t>(taken & 0xffffffffu);
+        if (chunk >= p.chunks) {  // nothing left in this phase: wait for the next one
+            wait_for_change(s.open_phase, index, s.sleepers);
+            continue;
+        }
+        if (p.w == nullptr) {
+            attend(thread, index / kPhasesPerLayer, chunk, s);
+        } else {
+            product_chunk(p, chunk, s);
+        }
+        if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == p.chunks) {
+            finish_phase(index, s);
+            open_phase(index + 1, s);
+        }
+    }
+}
+
+void Talker::open_phase(int64_t index, Scratch& s) {
+    s.done.store(0, std::memory_order_relaxed);
+    s.counter.store(static_cast<uint64_t>(index) << 32, std::memory_order_release);
+    s.open_phase.store(static_cast<uint32_t>(index) - 1, std::memory_order_relaxed);
+    publish_change(s.open_phase, s.sleepers);  // now `index`
+}
+
+// The serial work after phase `index`, ending with the next phase's input ready.
+void Talker::finish_phase(int64_t index, Scratch& s) {
+    const TalkerShape& p = shape_;
+    if (index >= kPhasesPerLayer * p.layers) return;  // codec_head: the logits are out
+    const int64_t m = s.rows, H = p.hidden, I = p.intermediate, l = index / kPhasesPerLayer;
+    switch (index % kPhasesPerLayer) {
+        case 0:  // qkv: q ready for attention, k and v into the cache
+            store_keys_values(l, s);
+            break;
+        case 1:  // attention
+            quantize_rows(s.attn.data(), m, p.heads * p.head_dim, s.xq.data(), s.xs.data());
+            break;
+        case 2:  // o_proj: the residual, then the MLP's norm
+            for (int64_t i = 0; i < m * H; ++i) s.x[i] = s.x[i] + s.o[i];
+            norm_rows(s.x.data(), weights_.layers[l].post_norm, m, s);
+            break;
+        case 3:  // gate_up
             for (int64_t i = 0; i < m; ++i)
                 for (int64_t j = 0; j < I; ++j)
                     s.h[i * I + j] = math::silu(s.gate_up[i * 2 * I + j]) * s.gate_up[i * 2 * I + I + j];
             quantize_rows(s.h.data(), m, I, s.xq.data(), s.xs.data());
-        }
-        pool_.barrier();
-        product(t, w.down, m, s.down.data(), s);
-        pool_.barrier();
-        if (t == 0) {
+            break;
+        default:  // down_proj: the residual, then the next layer's norm or the closing one
             for (int64_t i = 0; i < m * H; ++i) s.x[i] = s.x[i] + s.down[i];
             if (l + 1 < p.layers) {
                 norm_rows(s.x.data(), weights_.layers[l + 1].input_norm, m, s);
@@ -153,10 +214,8 @@ void Talker::run(int t, Scratch& s) {
                     math::rms_norm(&s.x[s.last_row[c] * H], weights_.final_norm.data(), H, p.eps, s.in.hidden + c * H);
                 quantize_rows(s.in.hidden, s.chunks, H, s.xq.data(), s.xs.data());
             }
-        }
-        pool_.barrier();
+            break;
     }
-    product(t, weights_.head, s.chunks, s.in.logits, s);
 }
 
 // The normed rows of x into h, quantized as the next product's input.
@@ -166,24 +225,25 @@ void Talker::norm_rows(const float* x, const std::vector<float>& gain, int64_t m
     quantize_rows(s.h.data(), m, H, s.xq.data(), s.xs.data());
 }
 
-// This thread's share of y [m, w.rows] = x w^T: a contiguous range of output rows.
-void Talker::product(int thread, const Int8Matrix& w, int64_t m, float* y, Scratch& s) {
+// Output rows [chunk * chunk_rows, ...) of y [m, w.rows] = x w^T for every row of the quantized input.
+void Talker::product_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
+    const Int8Matrix& w = *p.w;
     const KernelSet& kernels = w.cols % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
-    const QuantizedRows rows{s.xq.data(), s.xs.data(), m, w.cols, num_groups(w.cols)};
-    const int64_t N = w.rows, K = w.cols, threads = pool_.size();
-    const int64_t share = ((N + threads - 1) / threads + 15) / 16 * 16;
-    const int64_t n_begin = std::min(N, thread * share), n_end = std::min(N, n_begin + share);
-    const int nw = m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
+    const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols, num_groups(w.cols)};
+    const int64_t N = w.rows, K = w.cols;
+    const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(N, n_begin + p.chunk_rows);
+    const int nw = p.m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
     float out[kBlockRows * kBlockRows];
-    for (int64_t pass = 0; pass < m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
-        const int64_t pass_end = std::min(m, pass + kGemmRowsPerPass);
+    for (int64_t pass = 0; pass < p.m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
+        const int64_t pass_end = std::min(p.m, pass + kGemmRowsPerPass);
         for (int64_t n = n_begin; n < n_end; n += nw) {
             const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
             for (int64_t r0 = pass; r0 < pass_end; r0 += kBlockRows) {
                 const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, pass_end - r0));
                 kernels.block_dot(w.data + n * K, rows_w, rows, r0, rows_x, out);
                 for (int r = 0; r < rows_w; ++r)
-                    for (int i = 0; i < rows_x; ++i) y[(r0 + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
+                    for (int i = 0; i < rows_x; ++i)
+                        p.y[(r0 + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
             }
         }
     }
@@ -221,36 +281,34 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
     }
 }
 
-// Causal attention of every new row over its sequence's cached positions 0..its own, (row, head) pairs
-// shared out round robin.
-void Talker::attend(int thread, int64_t layer, Scratch& s) {
+// Causal attention of one new row and head (item = row * heads + head) over its sequence's cached
+// positions 0..its own.
+void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     const TalkerShape& p = shape_;
     const int64_t hd = p.head_dim, q_width = p.heads * hd, groups = p.heads / p.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     float* scores = s.per_thread[thread].data();
     float* row = scores + s.context;
-    for (int64_t item = thread; item < s.rows * p.heads; item += pool_.size()) {
-        const int64_t r = item / p.heads, head = item % p.heads, g = head / groups;
-        const int64_t position = s.row_position[r];
-        const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
-        float q[512];
-        for (int64_t d = 0; d < hd; ++d) q[d] = s.q[r * q_width + head * hd + d] * scale;
-        float largest = -INFINITY;
-        for (int64_t t = 0; t <= position; ++t) {
-            const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
-            for (int64_t d = 0; d < hd; ++d) row[d] = math::half_to_float(key[d]);
-            scores[t] = math::dot(q, row, hd);
-            largest = std::max(largest, scores[t]);
-        }
-        float total = 0.0f;
-        for (int64_t t = 0; t <= position; ++t) total += (scores[t] = std::exp(scores[t] - largest));
-        float* out = &s.attn[r * q_width + head * hd];
-        std::fill(out, out + hd, 0.0f);
-        for (int64_t t = 0; t <= position; ++t) {
-            const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
-            const float share = scores[t] / total;
-            for (int64_t d = 0; d < hd; ++d) out[d] += share * math::half_to_float(value[d]);
-        }
+    const int64_t r = item / p.heads, head = item % p.heads, g = head / groups;
+    const int64_t position = s.row_position[r];
+    const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
+    float q[512];
+    for (int64_t d = 0; d < hd; ++d) q[d] = s.q[r * q_width + head * hd + d] * scale;
+    float largest = -INFINITY;
+    for (int64_t t = 0; t <= position; ++t) {
+        const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
+        for (int64_t d = 0; d < hd; ++d) row[d] = math::half_to_float(key[d]);
+        scores[t] = math::dot(q, row, hd);
+        largest = std::max(largest, scores[t]);
+    }
+    float total = 0.0f;
+    for (int64_t t = 0; t <= position; ++t) total += (scores[t] = std::exp(scores[t] - largest));
+    float* out = &s.attn[r * q_width + head * hd];
+    std::fill(out, out + hd, 0.0f);
+    for (int64_t t = 0; t <= position; ++t) {
+        const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
+        const float share = scores[t] / total;
+        for (int64_t d = 0; d < hd; ++d) out[d] += share * math::half_to_float(value[d]);
     }
 }
 

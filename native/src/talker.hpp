@@ -65,12 +65,16 @@ public:
 
 private:
     struct Scratch;
+    struct Phase;
     std::string validate(const TalkerStep& in) const;
+    Phase phase(int64_t index, Scratch& s) const;
     void run(int thread, Scratch& s);
-    void product(int thread, const Int8Matrix& w, int64_t m, float* y, Scratch& s);
+    void open_phase(int64_t index, Scratch& s);
+    void finish_phase(int64_t index, Scratch& s);
+    void product_chunk(const Phase& p, int64_t chunk, Scratch& s) const;
     void norm_rows(const float* x, const std::vector<float>& gain, int64_t m, Scratch& s);
     void store_keys_values(int64_t layer, Scratch& s);
-    void attend(int thread, int64_t layer, Scratch& s);
+    void attend(int thread, int64_t layer, int64_t item, Scratch& s);
     uint16_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot);
 
     TalkerShape shape_;

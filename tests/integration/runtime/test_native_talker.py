@@ -10,6 +10,7 @@ without compiling the plugin's talker, and the engine speaks through it.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from qwen3tts.bench import native_talker as native_talker_bench
 from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
@@ -209,3 +211,15 @@ def test_the_fallbacks_keep_the_plugins_talker_with_one_line_naming_why(
     assert runtime.runner.talker_path == "plugin" and "talker" in compiler.compiled
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("talker: the plugin")]
     assert len(lines) == 1 and reason in lines[0], lines
+
+
+def test_the_talker_benchmark_runs_and_reports_both_paths(library, tmp_path):
+    out = tmp_path / "talker.json"
+    args = ["--shape", "tiny", "--batch-sizes", "1,3", "--rounds", "2", "--context", "40", "--threads", "2"]
+    assert native_talker_bench.main([*args, "--work-dir", str(tmp_path), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["isa"] == library.isa and report["weight_bytes_per_step"] > 0
+    for batch in ("1", "3"):
+        paths = report["batches"][batch]
+        assert set(paths) == {"plugin", f"native step ({library.isa}, 2 threads)"}
+        assert all(v["median_ms"] > 0 and v["gb_per_s"] > 0 for v in paths.values())
