@@ -232,7 +232,7 @@ void Talker::product_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
     const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols, num_groups(w.cols)};
     const int64_t N = w.rows, K = w.cols;
     const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(N, n_begin + p.chunk_rows);
-    const int nw = p.m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
+    const int nw = weight_rows_per_block(kernels, p.m);
     float out[kBlockRows * kBlockRows];
     for (int64_t pass = 0; pass < p.m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
         const int64_t pass_end = std::min(p.m, pass + kGemmRowsPerPass);
@@ -292,12 +292,13 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     const int64_t r = item / p.heads, head = item % p.heads, g = head / groups;
     const int64_t position = s.row_position[r];
     const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
+    const float* widen = math::half_table();
     float q[512];
     for (int64_t d = 0; d < hd; ++d) q[d] = s.q[r * q_width + head * hd + d] * scale;
     float largest = -INFINITY;
     for (int64_t t = 0; t <= position; ++t) {
         const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
-        for (int64_t d = 0; d < hd; ++d) row[d] = math::half_to_float(key[d]);
+        for (int64_t d = 0; d < hd; ++d) row[d] = widen[key[d]];
         scores[t] = math::dot(q, row, hd);
         largest = std::max(largest, scores[t]);
     }
@@ -308,7 +309,7 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     for (int64_t t = 0; t <= position; ++t) {
         const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
         const float share = scores[t] / total;
-        for (int64_t d = 0; d < hd; ++d) out[d] += share * math::half_to_float(value[d]);
+        for (int64_t d = 0; d < hd; ++d) out[d] += share * widen[value[d]];
     }
 }
 

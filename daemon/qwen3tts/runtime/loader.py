@@ -23,13 +23,10 @@ from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
-from qwen3tts.runtime.devices import DevicePlan, Placement, base_device, preference_lists
-from qwen3tts.runtime.native import load_library, replace_int8_matmuls
-from qwen3tts.runtime.native_decode import talker as native_talker
-from qwen3tts.runtime.native_decode.code_predictor import default_threads, fused_code_predictor
+from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.kv_pool import kv_pool_blocks
 from qwen3tts.runtime.native_decode.talker import NativeTalker
-from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
-from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native, choose_native_talker
+from qwen3tts.runtime.native_paths import fused_code_predictor_or_none, native_kernels, native_talker_or_none
 from qwen3tts.runtime.ov_runner import OVRunner, kv_block_size, kv_bytes_per_block
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
@@ -95,10 +92,10 @@ def load_runtime(
     prefs = preference_lists(settings.devices)
     plan = DevicePlan()
 
-    native, library = _native_kernels(compiler, prefs, plan)
+    native, library = native_kernels(compiler, prefs, plan)
     released = {}
     talker_model = compiler.read(bundle_dir / layout.TALKER_XML)
-    talker = _native_talker(compiler, prefs, plan, library, talker_model, spec, settings)
+    talker = native_talker_or_none(compiler, prefs, plan, library, talker_model, spec, settings)
     released["talker"] = 0  # the native talker reads its weights from the mapped file at every step
     if talker is None:  # the plugin's paged talker
         talker, released["talker"] = _compile_talker(
@@ -112,7 +109,7 @@ def load_runtime(
     )
     cached_before = _cached_files(settings.model.cache_dir)
     predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
-    predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, spec)
+    predictor = fused_code_predictor_or_none(compiler, prefs, plan, library, predictor_model, spec)
     released["code_predictor"] = 0  # the fused frame reads its weights from the mapped file at every step
     if predictor is None:  # the plugin's graph
         predictor, plan.placements["code_predictor"] = compiler.compile(
@@ -180,29 +177,6 @@ def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, mod
     return talker, released
 
 
-def _native_talker(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec, settings):
-    """The native talker if devices.native_talker asks for it and it builds, else None (the plugin's
-    paged talker); one log line either way, naming why. Its KV pool follows the plugin's rule
-    (kv_pool_blocks) with the native cache's block size and bytes per block."""
-    devices = compiler.settings
-    choice = choose_native_talker(devices, library and library.isa, prefs, compiler.available)
-    if not choice.wanted:
-        log.info("talker: the plugin's paged graph, not the native step (%s)", choice.why)
-        return None
-    per_block = native_talker.kv_bytes_per_block(spec.talker)
-    blocks = settings.engine.num_kv_blocks or kv_pool_blocks(per_block, native_talker.BLOCK_SIZE, settings)
-    threads = default_threads(devices.num_threads)
-    try:
-        talker = native_talker.build_native_talker(library, model, spec.talker, blocks, threads)
-    except (UnreadableTensors, ValueError, OSError) as exc:
-        log.warning("talker: the plugin's paged graph, the native step cannot run: %s", exc)
-        return None
-    plan.placements["talker"] = Placement("talker", "CPU")
-    plan.fused["talker"] = talker.isa
-    log.info("talker: native step (%s kernels, %d threads; %s)", talker.isa, threads, choice.why)
-    return talker
-
-
 def _cached_files(cache_dir: Path | None) -> set[Path]:
     return mapped_files(Path(cache_dir)) if cache_dir else set()
 
@@ -224,69 +198,6 @@ def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], w
     if base_device(plan.device(component)) != "CPU":
         return 0
     return settle(component, weight_files, warm_up)
-
-
-def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
-    """A function (component, model) -> model with the native op in it where native_plan chose it, and
-    the loaded library (None: not loaded); records the choice in `plan.native` and logs it once."""
-    devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
-    wanted = devices.native_kernels != "never" or devices.native_talker == "always"
-    if wanted and devices.inference_precision != "f32":
-        library = load_library(devices.native_library, compiler.core)
-    choice = choose_native(devices, library and library.isa, prefs, compiler.available)
-    if choice.components:
-        names = ", ".join(sorted(choice.components))
-        log.info("native kernels (%s) for %s: %s", library.isa, names, choice.why)
-    else:
-        log.info("native kernels: not used (%s)", choice.why)
-
-    def rewrite(component: str, model):
-        if component in choice.components:
-            replaced = replace_int8_matmuls(model, library)
-            plan.native[component] = library.isa
-            log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
-        return model
-
-    return rewrite, library
-
-
-def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec):
-    """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
-    graph); one log line either way, naming why."""
-    devices = compiler.settings
-    choice = choose_fused_code_predictor(devices, library and library.isa, prefs, compiler.available)
-    if not choice.wanted:
-        log.info("code_predictor: the plugin's graph, not the fused native frame (%s)", choice.why)
-        return None
-    threads = default_threads(devices.num_threads)
-    try:
-        predictor = fused_code_predictor(library, model, spec.code_predictor, threads)
-    except (UnreadableTensors, ValueError, OSError) as exc:
-        log.warning("code_predictor: the plugin's graph, the fused native frame cannot run: %s", exc)
-        return None
-    plan.placements["code_predictor"] = Placement("code_predictor", "CPU")
-    plan.fused["code_predictor"] = predictor.isa
-    log.info(
-        "code_predictor: fused native frame (%s kernels, %d threads; %s)", predictor.isa, threads, choice.why
-    )
-    return predictor
-
-
-# Prompt positions beyond one per text character: chat template, speaker / language / codec control
-# tokens; generous, since too few blocks only means preemption.
-PROMPT_OVERHEAD_POSITIONS = 64
-
-
-def kv_pool_blocks(bytes_per_block: int, block_size: int, settings: Settings) -> int:
-    """The KV pool: the memory budget (engine.kv_cache_mib), but no more than the batch limit can ever fill.
-
-    A sequence holds at most its prompt (about one position per text character, bounded by
-    max_text_chars, plus control tokens) and max_frames generated positions.
-    """
-    engine = settings.engine
-    budget = max(1, (engine.kv_cache_mib << 20) // bytes_per_block)
-    per_seq = engine.max_text_chars + PROMPT_OVERHEAD_POSITIONS + engine.max_frames
-    return min(budget, engine.max_num_seqs * -(-per_seq // block_size))
 
 
 def _plugin_kv_blocks(compiled_talker, settings: Settings) -> int:
