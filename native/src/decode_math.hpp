@@ -90,7 +90,10 @@ namespace qwen3tts::native::math {
 // sum a[i] * b[i] in 8 f32 chains added in one fixed tree (the same bits on every machine)
 inline float dot(const float* a, const float* b, int64_t n) {
     float chains[8] = {};
-    for (int64_t i = 0; i < n; ++i) chains[i % 8] = chains[i % 8] + a[i] * b[i];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)  // written per block of 8 so that the compiler keeps the chains in vectors
+        for (int j = 0; j < 8; ++j) chains[j] = chains[j] + a[i + j] * b[i + j];
+    for (; i < n; ++i) chains[i % 8] = chains[i % 8] + a[i] * b[i];
     return ((chains[0] + chains[1]) + (chains[2] + chains[3])) + ((chains[4] + chains[5]) + (chains[6] + chains[7]));
 }
 

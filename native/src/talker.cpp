@@ -1,7 +1,7 @@
 // Talker::step: one engine talker step on the persistent pool, as the code predictor's frame runs
 // (predictor_scratch.hpp): a step is a sequence of phases (per layer the qkv product, attention, o,
 // gate_up, down; then codec_head); a phase is cut into chunks any thread takes (output rows of a product,
-// one (row, head) pair of attention), and the thread that finishes a phase's last chunk does the serial
+// one row and KV head of attention), and the thread that finishes a phase's last chunk does the serial
 // work after it (norms, RoPE, the cache writes, SiLU*up, residuals, quantizing the next input) and opens
 // the next phase. So a thread the OS has descheduled delays nobody unless it holds a chunk (a static split
 // with a barrier per product measured 9x slower with 2 threads on a loaded machine, docs/benchmarks.md).
@@ -122,7 +122,7 @@ std::string Talker::step(const TalkerStep& in) {
     s.attn.resize(m * q), s.o.resize(m * p.hidden), s.gate_up.resize(m * 2 * p.intermediate);
     s.down.resize(m * p.hidden), s.xq.resize(m * widest), s.xs.resize(m * num_groups(widest));
     s.per_thread.resize(pool_.size());
-    for (auto& buffer : s.per_thread) buffer.resize(s.context + 2 * p.head_dim);
+    for (auto& buffer : s.per_thread) buffer.resize((p.heads / p.kv_heads) * (s.context + p.head_dim) + p.head_dim);
     std::copy(in.embeddings, in.embeddings + m * p.hidden, s.x.begin());
     norm_rows(s.x.data(), weights_.layers[0].input_norm, m, s);
     s.phases = kPhasesPerLayer * p.layers + 1;
@@ -134,7 +134,7 @@ std::string Talker::step(const TalkerStep& in) {
 Talker::Phase Talker::phase(int64_t index, Scratch& s) const {
     const int64_t threads = pool_.size();
     if (index % kPhasesPerLayer == 1 && index < kPhasesPerLayer * shape_.layers)  // attention
-        return {nullptr, nullptr, s.rows, 1, s.rows * shape_.heads};
+        return {nullptr, nullptr, s.rows, 1, s.rows * shape_.kv_heads};
     Phase p{};
     if (index == kPhasesPerLayer * shape_.layers) {
         p = {&weights_.head, s.in.logits, s.chunks, 0, 0};
@@ -281,35 +281,43 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
     }
 }
 
-// Causal attention of one new row and head (item = row * heads + head) over its sequence's cached
-// positions 0..its own.
+// Causal attention of one new row for the query heads of one KV head (item = row * kv_heads + kv head)
+// over its sequence's cached positions 0..its own: each cached key and value row is widened once for
+// all heads of the group; every head's sums run in the same order as alone.
 void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     const TalkerShape& p = shape_;
     const int64_t hd = p.head_dim, q_width = p.heads * hd, groups = p.heads / p.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    float* scores = s.per_thread[thread].data();
-    float* row = scores + s.context;
-    const int64_t r = item / p.heads, head = item % p.heads, g = head / groups;
-    const int64_t position = s.row_position[r];
+    const int64_t r = item / p.kv_heads, g = item % p.kv_heads, positions = s.row_position[r] + 1;
+    float* scores = s.per_thread[thread].data();  // [groups, positions]
+    float* row = scores + groups * s.context;     // one widened key or value row
+    float* q = row + hd;                          // [groups, hd], scaled
     const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
     const float* widen = math::half_table();
-    float q[512];
-    for (int64_t d = 0; d < hd; ++d) q[d] = s.q[r * q_width + head * hd + d] * scale;
-    float largest = -INFINITY;
-    for (int64_t t = 0; t <= position; ++t) {
+    for (int64_t j = 0; j < groups; ++j)
+        for (int64_t d = 0; d < hd; ++d) q[j * hd + d] = s.q[r * q_width + (g * groups + j) * hd + d] * scale;
+    for (int64_t t = 0; t < positions; ++t) {
         const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
         for (int64_t d = 0; d < hd; ++d) row[d] = widen[key[d]];
-        scores[t] = math::dot(q, row, hd);
-        largest = std::max(largest, scores[t]);
+        for (int64_t j = 0; j < groups; ++j) scores[j * s.context + t] = math::dot(q + j * hd, row, hd);
     }
-    float total = 0.0f;
-    for (int64_t t = 0; t <= position; ++t) total += (scores[t] = std::exp(scores[t] - largest));
-    float* out = &s.attn[r * q_width + head * hd];
-    std::fill(out, out + hd, 0.0f);
-    for (int64_t t = 0; t <= position; ++t) {
+    for (int64_t j = 0; j < groups; ++j) {
+        float* head_scores = scores + j * s.context;
+        float largest = -INFINITY, total = 0.0f;
+        for (int64_t t = 0; t < positions; ++t) largest = std::max(largest, head_scores[t]);
+        for (int64_t t = 0; t < positions; ++t) total += (head_scores[t] = std::exp(head_scores[t] - largest));
+        for (int64_t t = 0; t < positions; ++t) head_scores[t] = head_scores[t] / total;
+        float* out = &s.attn[r * q_width + (g * groups + j) * hd];
+        std::fill(out, out + hd, 0.0f);
+    }
+    for (int64_t t = 0; t < positions; ++t) {
         const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
-        const float share = scores[t] / total;
-        for (int64_t d = 0; d < hd; ++d) out[d] += share * widen[value[d]];
+        for (int64_t d = 0; d < hd; ++d) row[d] = widen[value[d]];
+        for (int64_t j = 0; j < groups; ++j) {
+            float* out = &s.attn[r * q_width + (g * groups + j) * hd];
+            const float share = scores[j * s.context + t];
+            for (int64_t d = 0; d < hd; ++d) out[d] += share * row[d];
+        }
     }
 }
 
