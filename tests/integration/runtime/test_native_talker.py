@@ -223,3 +223,21 @@ def test_the_talker_benchmark_runs_and_reports_both_paths(library, tmp_path):
         paths = report["batches"][batch]
         assert set(paths) == {"plugin", f"native step ({library.isa}, 2 threads)"}
         assert all(v["median_ms"] > 0 and v["gb_per_s"] > 0 for v in paths.values())
+
+
+def test_a_request_again_reads_its_prompt_from_the_native_cache_and_speaks_the_same(library, tiny_models):
+    runtime, _ = _runtime(tiny_models.bundle(weights="int8"), "devices.native_talker=always")
+    engine = runtime.engine
+    text = "The train to the airport leaves from platform four in ten minutes, please mind the gap."
+    frames = []
+    for attempt in range(2):  # the second finds the first's prompt blocks in the prefix cache
+        handle = engine.submit(
+            Request(id=f"again-{attempt}", text=text, speaker="vivian", greedy=True, max_frames=7)
+        )
+        for _ in range(200):
+            if not engine.step():
+                break
+        assert handle.status is SequenceStatus.FINISHED_LENGTH
+        frames.append(handle.frames)
+    assert engine.block_manager.num_prefix_hit_tokens >= runtime.runner.block_size
+    np.testing.assert_array_equal(frames[0], frames[1])
