@@ -41,11 +41,13 @@ struct Talker::Scratch {
 };
 
 Talker::Talker(const TalkerShape& shape, const KernelSet& kernels, int threads)
-    : shape_(shape), kernels_(kernels), pool_(threads), scratch_(std::make_unique<Scratch>()) {
+    : shape_(shape),
+      kernels_(kernels),
+      cache_values_(shape.blocks * shape.layers * 2 * shape.block_size * shape.kv_heads * shape.head_dim),
+      cache_(new uint16_t[static_cast<size_t>(cache_values_)]),
+      pool_(threads),
+      scratch_(std::make_unique<Scratch>()) {
     weights_.layers.resize(static_cast<size_t>(shape.layers));
-    cache_.assign(static_cast<size_t>(shape.blocks * shape.layers * 2 * shape.block_size * shape.kv_heads *
-                                      shape.head_dim),
-                  0);
 }
 
 Talker::~Talker() = default;
@@ -251,7 +253,7 @@ void Talker::product_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
 
 uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot) {
     const TalkerShape& p = shape_;
-    return cache_.data() + (((block * p.layers + layer) * 2 + kind) * p.block_size + slot) * p.kv_heads * p.head_dim;
+    return cache_.get() + (((block * p.layers + layer) * 2 + kind) * p.block_size + slot) * p.kv_heads * p.head_dim;
 }
 
 // q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache as half.

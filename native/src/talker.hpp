@@ -58,7 +58,7 @@ public:
     const TalkerShape& shape() const { return shape_; }
     const KernelSet& kernels() const { return kernels_; }
     int threads() const { return pool_.size(); }
-    int64_t cache_bytes() const { return static_cast<int64_t>(cache_.size()) * 2; }
+    int64_t cache_bytes() const { return cache_values_ * 2; }
     std::string check() const;
     // "" or why the step was refused (nothing is written then).
     std::string step(const TalkerStep& in);
@@ -80,7 +80,10 @@ private:
     TalkerShape shape_;
     const KernelSet& kernels_;
     TalkerWeights weights_;
-    std::vector<uint16_t> cache_;
+    // left uninitialised: a position is always written before it is read, and the pages of blocks no
+    // sequence has used yet stay out of the process's memory
+    int64_t cache_values_;
+    std::unique_ptr<uint16_t[]> cache_;
     ThreadPool pool_;
     std::unique_ptr<Scratch> scratch_;
 };
