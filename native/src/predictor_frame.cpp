@@ -6,65 +6,27 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "decode_math.hpp"
 #include "predictor.hpp"
 #include "predictor_scratch.hpp"
 
 namespace qwen3tts::native {
 namespace {
 
-// IEEE half -> float, exactly (every half is a float); plain code, the same on every CPU.
-float half_to_float(uint16_t h) {
-    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-    uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
-    if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13);  // inf, NaN
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else {  // subnormal half: normalise
-        exponent = 113;
-        while ((mantissa & 0x400u) == 0) mantissa <<= 1, --exponent;
-        bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
+using math::dot;
+using math::half_to_float;
+using math::rms_norm;
+using math::rope;
+using math::silu;
 
 void table_row(const F16Table& table, int64_t row, float* out) {
     const uint16_t* src = table.data + row * table.cols;
     for (int64_t i = 0; i < table.cols; ++i) out[i] = half_to_float(src[i]);
 }
 
-// x * rsqrt(mean(x^2) + eps) * gain over n values (layers.rms_norm)
-void rms_norm(const float* x, const float* gain, int64_t n, float eps, float* out) {
-    double squares = 0.0;
-    for (int64_t i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
-    const float root = std::sqrt(static_cast<float>(squares / static_cast<double>(n)) + eps);
-    for (int64_t i = 0; i < n; ++i) out[i] = x[i] / root * gain[i];
-}
-
-// x * cos + rotate_half(x) * sin at `position`, in place (transformer.apply_rope)
-void rope(float* x, int64_t dim, const float* inverse_frequencies, int64_t position) {
-    const int64_t half = dim / 2;
-    for (int64_t i = 0; i < half; ++i) {
-        const float angle = static_cast<float>(position) * inverse_frequencies[i];
-        const float c = std::cos(angle), s = std::sin(angle), a = x[i], b = x[i + half];
-        x[i] = a * c - b * s;
-        x[i + half] = b * c + a * s;
-    }
-}
-
-// sum a[i] * b[i] in 8 independent f32 chains added in one fixed tree: the same bits on every machine (this
-// file has baseline flags), and no single chain waits on the adder's latency.
-float dot(const float* a, const float* b, int64_t n) {
-    float chains[8] = {};
-    for (int64_t i = 0; i < n; ++i) chains[i % 8] = chains[i % 8] + a[i] * b[i];
-    return ((chains[0] + chains[1]) + (chains[2] + chains[3])) + ((chains[4] + chains[5]) + (chains[6] + chains[7]));
-}
-
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+}  // namespace
 
 // Weight rows per kernel call: the kernel set's choice, or QWEN3TTS_NATIVE_BLOCKS=<stream>,<gemm> (as for
 // the op, dispatch.cpp; benchmarks only: blocking never changes a result).
@@ -79,10 +41,6 @@ int weight_rows_per_block(const KernelSet& kernels, int64_t m) {
     if (amd && m <= 2) return 1;
     return m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
 }
-
-float silu(float g) { return g / (1.0f + std::exp(-g)); }
-
-}  // namespace
 
 struct Predictor::Phase {
     const Int8Matrix* w;

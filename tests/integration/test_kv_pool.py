@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from qwen3tts.runtime.loader import PROMPT_OVERHEAD_POSITIONS, load_runtime
+from qwen3tts.model.bundle import read_manifest
+from qwen3tts.runtime.kv_pool import PROMPT_OVERHEAD_POSITIONS
+from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 
 
@@ -26,3 +28,22 @@ def test_budget_still_caps_the_pool_and_an_explicit_block_count_wins(tiny_models
     assert capped.runner.num_kv_blocks == max(1, (1 << 20) // per_block)
     explicit = _runtime(tiny_models, "engine.num_kv_blocks=5")
     assert explicit.runner.num_kv_blocks == 5
+
+
+def test_the_native_talkers_pool_follows_the_same_rule_with_its_own_blocks(tiny_models):
+    def native(*overrides):
+        settings = load_settings(None, ["devices.talker=[CPU]", "devices.native_talker=always", *overrides])
+        runtime = load_runtime(tiny_models.bundle(weights="int8"), settings)
+        assert runtime.runner.talker_path.startswith("native")
+        return runtime.runner
+
+    full = native("engine.max_num_seqs=2", "engine.max_frames=100", "engine.max_text_chars=40")
+    assert full.block_size == 32
+    assert full.num_kv_blocks == 2 * -(-(40 + PROMPT_OVERHEAD_POSITIONS + 100) // 32)
+    capped = native("engine.max_num_seqs=64", "engine.kv_cache_mib=1")
+    spec = read_manifest(tiny_models.bundle(weights="int8")).spec.talker
+    # half-precision keys and values of every layer, 32 positions a block
+    per_block = spec.num_hidden_layers * 2 * 32 * spec.num_key_value_heads * spec.head_dim * 2
+    assert capped.kv_cache_bytes == capped.num_kv_blocks * per_block
+    assert capped.num_kv_blocks == (1 << 20) // per_block
+    assert native("engine.num_kv_blocks=5").num_kv_blocks == 5

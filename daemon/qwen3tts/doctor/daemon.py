@@ -65,22 +65,26 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     from qwen3tts.model.bundle import read_manifest
     from qwen3tts.runtime.devices import preference_lists
     from qwen3tts.runtime.native import load_library
-    from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
+    from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native, choose_native_talker
 
     try:
         manifest = read_manifest(bundle, verify_files=False)
     except (BundleError, OSError):  # no bundle, or an unreadable one: its own check says so
         return []
     library = None
-    if devices.native_kernels != "never" and devices.inference_precision != "f32":
+    wanted = devices.native_kernels != "never" or devices.native_talker == "always"
+    if wanted and devices.inference_precision != "f32":
         library = load_library(devices.native_library)  # no core: nothing is compiled here
     isa, prefs, available = library and library.isa, preference_lists(devices), list(available)
     op = choose_native(devices, isa, prefs, available)
     weights = manifest.precision.get("code_predictor", "unknown")
     fused = choose_fused_code_predictor(devices, isa, prefs, available, weights)
+    native_talker = choose_native_talker(devices, isa, prefs, available)
     talker = f"plugin+op {isa}" if "talker" in op.components else "plugin"
+    talker = f"fused native {isa}" if native_talker.wanted else talker
     predictor = f"fused native {isa}" if fused.wanted else "plugin"
-    detail = f"talker {talker} ({op.why}); code_predictor {predictor} ({fused.why})"
+    why = native_talker.why if native_talker.wanted else op.why
+    detail = f"talker {talker} ({why}); code_predictor {predictor} ({fused.why})"
     return [Check("decode paths", True, detail)]
 
 

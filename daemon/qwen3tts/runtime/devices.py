@@ -77,7 +77,8 @@ class DevicePlan:
             why = f" (skipped {'; '.join(placement.skipped)})" if placement.skipped else ""
             native = f", INT8 MatMuls on native {self.native[name]} kernels" if name in self.native else ""
             if name in self.fused:
-                native = f", fused native frame on {self.fused[name]} kernels"
+                unit = "step" if name == "talker" else "frame"
+                native = f", fused native {unit} on {self.fused[name]} kernels"
             lines.append(f"{name}: {placement.device}{native}{why}")
         return "\n".join(lines)
 

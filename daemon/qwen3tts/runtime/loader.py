@@ -17,18 +17,17 @@ import numpy as np
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
 from qwen3tts.model import bundle as layout
-from qwen3tts.model.graphs.talker import to_paged
+from qwen3tts.model.graphs.talker import INPUTS_EMBEDS, to_paged
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
-from qwen3tts.runtime.devices import DevicePlan, Placement, base_device, preference_lists
-from qwen3tts.runtime.native import load_library, replace_int8_matmuls
-from qwen3tts.runtime.native_decode.code_predictor import default_threads, fused_code_predictor
-from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
-from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native
-from qwen3tts.runtime.ov_runner import OVRunner, num_blocks_for_batch, num_blocks_for_budget
+from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.kv_pool import kv_pool_blocks
+from qwen3tts.runtime.native_decode.talker import NativeTalker
+from qwen3tts.runtime.native_paths import fused_code_predictor_or_none, native_kernels, native_talker_or_none
+from qwen3tts.runtime.ov_runner import OVRunner, kv_block_size, kv_bytes_per_block
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
@@ -93,22 +92,15 @@ def load_runtime(
     prefs = preference_lists(settings.devices)
     plan = DevicePlan()
 
-    native, library = _native_kernels(compiler, prefs, plan)
+    native, library = native_kernels(compiler, prefs, plan)
     released = {}
-    # The PagedAttention conversion runs at every start: a converted IR does not load back.
-    talker_model = native("talker", to_paged(compiler.read(bundle_dir / layout.TALKER_XML)))
-    talker, plan.placements["talker"] = compiler.compile(
-        "talker", talker_model, prefs["talker"], settings.engine.kv_cache_precision, cacheable=False
-    )
-    released["talker"] = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
-        "talker",
-        lambda: _settle_on_cpu(
-            plan,
-            "talker",
-            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
-            lambda: warm_up_talker(talker, spec.talker.hidden_size),
-        ),
-    )
+    talker_model = compiler.read(bundle_dir / layout.TALKER_XML)
+    talker = native_talker_or_none(compiler, prefs, plan, library, talker_model, spec, settings)
+    released["talker"] = 0  # the native talker reads its weights from the mapped file at every step
+    if talker is None:  # the plugin's paged talker
+        talker, released["talker"] = _compile_talker(
+            compiler, prefs, plan, native, talker_model, bundle_dir, settings
+        )
     # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
     # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
     # the talker alone (docs/benchmarks.md, memory).
@@ -117,7 +109,7 @@ def load_runtime(
     )
     cached_before = _cached_files(settings.model.cache_dir)
     predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
-    predictor = _fused_code_predictor(compiler, prefs, plan, library, predictor_model, manifest)
+    predictor = fused_code_predictor_or_none(compiler, prefs, plan, library, predictor_model, manifest)
     # The fused frame reads its weights from the mapped file at every step: nothing to give back, and no
     # compiled copy of them is ever made (the plugin's graph is compiled only when the frame is not used).
     released["code_predictor"] = 0
@@ -136,13 +128,16 @@ def load_runtime(
                 lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
             ),
         )
-    num_blocks = settings.engine.num_kv_blocks or kv_pool_blocks(talker, settings)
+    if isinstance(talker, NativeTalker):
+        num_blocks, precision = talker.num_blocks, "f16, native"
+    else:
+        num_blocks, precision = _plugin_kv_blocks(talker, settings), settings.engine.kv_cache_precision
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info(
         "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
         num_blocks,
         runner.block_size,
-        settings.engine.kv_cache_precision,
+        precision,
         runner.kv_cache_bytes / 2**20,
     )
     tokenizer = TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR)
@@ -160,6 +155,28 @@ def load_runtime(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat
     )
     return Runtime(bundle_dir, manifest, plan, runner, prompt_builder, engine, voice_encoder, released)
+
+
+def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, model, bundle_dir, settings):
+    """The plugin's paged talker, compiled and warmed up; (compiled model, weight bytes released)."""
+    # The PagedAttention conversion runs at every start: a converted IR does not load back.
+    talker, plan.placements["talker"] = compiler.compile(
+        "talker",
+        native("talker", to_paged(model)),
+        prefs["talker"],
+        settings.engine.kv_cache_precision,
+        cacheable=False,
+    )
+    released = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
+        "talker",
+        lambda: _settle_on_cpu(
+            plan,
+            "talker",
+            [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
+            lambda: warm_up_talker(talker, model.input(INPUTS_EMBEDS).get_partial_shape()[-1].get_length()),
+        ),
+    )
+    return talker, released
 
 
 def _cached_files(cache_dir: Path | None) -> set[Path]:
@@ -185,73 +202,11 @@ def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], w
     return settle(component, weight_files, warm_up)
 
 
-def _native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
-    """A function (component, model) -> model with the native op in it where native_plan chose it, and
-    the loaded library (None: not loaded); records the choice in `plan.native` and logs it once."""
-    devices, library = compiler.settings, None  # (a bench's compiler may override the settings' devices)
-    if devices.native_kernels != "never" and devices.inference_precision != "f32":
-        library = load_library(devices.native_library, compiler.core)
-    choice = choose_native(devices, library and library.isa, prefs, compiler.available)
-    if choice.components:
-        names = ", ".join(sorted(choice.components))
-        log.info("native kernels (%s) for %s: %s", library.isa, names, choice.why)
-    else:
-        log.info("native kernels: not used (%s)", choice.why)
-
-    def rewrite(component: str, model):
-        if component in choice.components:
-            replaced = replace_int8_matmuls(model, library)
-            plan.native[component] = library.isa
-            log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
-        return model
-
-    return rewrite, library
-
-
-def _fused_code_predictor(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest):
-    """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
-    graph); one log line either way, naming why."""
-    devices, isa = compiler.settings, library and library.isa
-    weights = manifest.precision.get("code_predictor", "unknown")
-    choice = choose_fused_code_predictor(devices, isa, prefs, compiler.available, weights)
-    if not choice.wanted:
-        log.info("code_predictor: the plugin's graph, not the fused native frame (%s)", choice.why)
-        return None
-    threads, spec = default_threads(devices.num_threads), manifest.spec.code_predictor
-    try:
-        build = lambda: fused_code_predictor(library, model, spec, threads)  # noqa: E731
-        predictor = compiler.build("code_predictor", build)
-    except (UnreadableTensors, ValueError, OSError) as exc:
-        log.warning("code_predictor: the plugin's graph, the fused native frame cannot run: %s", exc)
-        return None
-    plan.placements["code_predictor"] = Placement("code_predictor", "CPU")
-    plan.fused["code_predictor"] = predictor.isa
-    log.info(
-        "code_predictor: fused native frame (%s kernels, %d threads, %.0f MiB of the bundle's weights read "
-        "in place, no compiled copy; %s)",
-        predictor.isa,
-        threads,
-        predictor.mapped_weight_bytes / 2**20,
-        choice.why,
+def _plugin_kv_blocks(compiled_talker, settings: Settings) -> int:
+    """engine.num_kv_blocks, or kv_pool_blocks with the compiled talker's cache shapes and precision."""
+    return settings.engine.num_kv_blocks or kv_pool_blocks(
+        kv_bytes_per_block(compiled_talker), kv_block_size(compiled_talker), settings
     )
-    return predictor
-
-
-# Prompt positions beyond one per text character: chat template, speaker / language / codec control
-# tokens; generous, since too few blocks only means preemption.
-PROMPT_OVERHEAD_POSITIONS = 64
-
-
-def kv_pool_blocks(compiled_talker, settings: Settings) -> int:
-    """The KV pool: the memory budget, but no more than the batch limit can ever fill.
-
-    A sequence holds at most its prompt (about one position per text character, bounded by
-    max_text_chars, plus control tokens) and max_frames generated positions.
-    """
-    engine = settings.engine
-    budget = num_blocks_for_budget(compiled_talker, engine.kv_cache_mib)
-    per_seq = engine.max_text_chars + PROMPT_OVERHEAD_POSITIONS + engine.max_frames
-    return min(budget, num_blocks_for_batch(compiled_talker, engine.max_num_seqs, per_seq))
 
 
 def _compile_codec(

@@ -10,7 +10,8 @@ keeps its graph.
 
 The code predictor can also run as one fused native frame (runtime/native_decode/: its 15 steps, heads
 and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting, with
-the kernel sets it measured faster on in FUSED_MEASURED_FASTER.
+the kernel sets it measured faster on in FUSED_MEASURED_FASTER. The talker's step can run natively too
+(runtime/native_decode/talker.py), opt-in only: `choose_native_talker`, by `devices.native_talker`.
 """
 
 from __future__ import annotations
@@ -104,3 +105,23 @@ def choose_fused_code_predictor(
     if isa in FUSED_MEASURED_FASTER:
         return FusedChoice(True, f"measured faster with the {isa} kernels")
     return FusedChoice(False, f"not measured faster with the {isa} kernels")
+
+
+def choose_native_talker(
+    settings: DeviceSettings,
+    isa: str | None,
+    preferences: dict[str, Sequence[str]],
+    available: Sequence[str],
+) -> FusedChoice:
+    """Whether the talker's step runs natively (opt-in: `devices.native_talker`, default never)."""
+    if settings.native_talker != "always":
+        return FusedChoice(False, f"devices.native_talker is {settings.native_talker}")
+    if settings.inference_precision == "f32":
+        return FusedChoice(False, "devices.inference_precision f32 asks for exact f32 arithmetic")
+    if isa is None:
+        return FusedChoice(False, "the native library is not built or does not load")
+    if _first_device(preferences["talker"], available) != "CPU":
+        return FusedChoice(False, "the talker does not run on the CPU")
+    if isa == "generic":
+        return FusedChoice(False, "this CPU has no AVX2")
+    return FusedChoice(True, "devices.native_talker is always")

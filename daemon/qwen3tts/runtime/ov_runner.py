@@ -21,6 +21,7 @@ from qwen3tts.model.graphs import code_predictor as cp_names
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec, StreamStart
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor
+from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
 
 log = logging.getLogger(__name__)
@@ -40,19 +41,10 @@ def kv_bytes_per_block(compiled_talker: ov.CompiledModel) -> int:
     return total
 
 
-def num_blocks_for_budget(compiled_talker: ov.CompiledModel, budget_mib: int) -> int:
-    return max(1, (budget_mib << 20) // kv_bytes_per_block(compiled_talker))
-
-
 def kv_block_size(compiled_talker: ov.CompiledModel) -> int:
     """Positions per block: axis 2 of the compiled value cache [blocks, kv_heads, block_size, ...]."""
     port = next(p for p in compiled_talker.inputs if p.get_any_name().startswith(VALUE_CACHE))
     return list(port.get_partial_shape())[2].get_length()
-
-
-def num_blocks_for_batch(compiled_talker: ov.CompiledModel, max_num_seqs: int, positions_per_seq: int) -> int:
-    """Blocks that hold `max_num_seqs` sequences of `positions_per_seq` positions each: more is never used."""
-    return max_num_seqs * -(-positions_per_seq // kv_block_size(compiled_talker))
 
 
 class OVRunner:
@@ -61,13 +53,17 @@ class OVRunner:
     def __init__(
         self,
         spec: ModelSpec,
-        talker: ov.CompiledModel,
+        talker: ov.CompiledModel | NativeTalker,
         code_predictor: ov.CompiledModel | NativeCodePredictor,
         codec: CodecChunkModels,
         num_kv_blocks: int,
     ):
         self.spec = spec
-        self._talker = PagedTalker(talker, num_kv_blocks)
+        # the native talker (runtime/native_decode/talker.py, its own KV cache of num_kv_blocks blocks), or
+        # the plugin's paged talker
+        self._native_talker = talker if isinstance(talker, NativeTalker) else None
+        self._talker = self._native_talker or PagedTalker(talker, num_kv_blocks)
+        self.talker_path = f"native {talker.isa}" if self._native_talker else "plugin"
         # the plugin's graph, or the fused native frame (runtime/native_decode/); asked of the native side,
         # since a compiled graph may come wrapped (the bench's recording proxy)
         fused = code_predictor if isinstance(code_predictor, NativeCodePredictor) else None
@@ -78,7 +74,7 @@ class OVRunner:
         self._streams: dict[int, StreamingCodec] = {}
         self._context_starts: OrderedDict[bytes, StreamStart] = OrderedDict()  # least recent first
         self.block_size = self._talker.block_size
-        self.num_kv_blocks = num_kv_blocks
+        self.num_kv_blocks = self._native_talker.num_blocks if self._native_talker else num_kv_blocks
         self.kv_cache_bytes = self._talker.cache_bytes
         self.hidden_size = spec.talker.hidden_size
         self.vocab_size = spec.talker.vocab_size
@@ -92,6 +88,8 @@ class OVRunner:
         return self._fused_code_predictor
 
     def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
+        if self._native_talker is not None:
+            return self._native_talker.talker(chunks)
         return self._talker.step([(c.embeddings, c.past_len, c.block_table) for c in chunks])
 
     def code_predictor(

@@ -53,6 +53,11 @@ class DeviceSettings:
     frame, needs AVX2): auto uses them where they measured faster on this CPU class (docs/benchmarks.md)
     unless devices.inference_precision is an explicit f32 (their int16 activations are not exact f32);
     always uses them wherever the library loads; never does not. Default auto."""
+    native_talker: Literal["never", "always"] = "never"
+    """The talker's step as one native call (native/src/talker.hpp: every layer, attention over its own
+    half-precision paged KV cache of 32-position blocks, codec_head), instead of the plugin's compiled
+    talker, which is then not compiled at all; CPU with AVX2 and an INT8 bundle only, else the plugin with
+    one log line naming why. Opt-in while it is measured: always tries it, never does not. Default never."""
     native_library: Path | None = None
     """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from."""
 

@@ -94,3 +94,29 @@ def test_a_code_predictor_without_int8_weights_keeps_its_graph_under_auto_and_al
             choice = choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], weights)
             assert not choice.wanted and f"weights are {weights}, not INT8" in choice.why
         assert choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], "int8").wanted
+
+
+def test_the_native_talker_is_opt_in_and_off_by_default_whatever_the_kernels_setting():
+    assert DeviceSettings().native_talker == "never"
+    for kernels in ("auto", "always"):
+        choice = native_plan.choose_native_talker(
+            DeviceSettings(native_kernels=kernels), "avx2", CPU_ONLY, ["CPU"]
+        )
+        assert not choice.wanted and "native_talker is never" in choice.why
+    wanted = native_plan.choose_native_talker(
+        DeviceSettings(native_talker="always"), "avx2", CPU_ONLY, ["CPU"]
+    )
+    assert wanted.wanted
+
+
+def test_the_native_talker_is_off_for_f32_no_library_another_device_and_no_avx2():
+    always = DeviceSettings(native_talker="always")
+    cases = [
+        (replace(always, inference_precision="f32"), "avx2", ["CPU"], "exact f32"),
+        (always, None, ["CPU"], "not built"),
+        (always, "avx2", ["CPU", "GPU.0"], "not run on the CPU"),
+        (always, "generic", ["CPU"], "no AVX2"),
+    ]
+    for settings, isa, available, reason in cases:
+        choice = native_plan.choose_native_talker(settings, isa, CPU_ONLY, available)
+        assert not choice.wanted and reason in choice.why, (isa, available)

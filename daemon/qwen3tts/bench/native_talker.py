@@ -1,0 +1,170 @@
+"""The native talker step (runtime/native_decode/talker.py) against the plugin's paged talker, one process.
+
+A random talker of the real shape (`--shape 0.6b`: 28 layers, codec_head) is built with the bundle
+builder's graph (model/graphs/talker.py) and INT8_SYM compression, saved and read back as a bundle's IR
+is; the plugin runs its PagedAttention copy as the daemon does (its default properties: u8 KV cache), the
+native talker reads the same mapped tensors into its own f16 cache. Each batch's sequences are first
+prefilled with `--context` positions on both; then round by round each path runs one decode step (one
+row per sequence). Reported: median ms per step, GB/s of INT8 weights read per step (every layer matrix
+and codec_head once), and the median per-round ratio to the plugin.
+
+    python -m qwen3tts.bench.native_talker --shape 0.6b --batch-sizes 1,8 --rounds 7 [--context 64]
+        [--threads 2] [--json out] [--work-dir dir]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+from qwen3tts.engine.runner import TalkerChunk
+from qwen3tts.model.checkpoint import read_json
+from qwen3tts.model.compression import save_graph
+from qwen3tts.model.graphs.talker import build_talker, to_paged
+from qwen3tts.model.spec_parse import parse_model_spec
+from qwen3tts.model.tensor_layout import talker_tensor_shapes
+from qwen3tts.model.tiny import write_checkpoint
+from qwen3tts.runtime.native import DEFAULT_LIBRARY
+from qwen3tts.runtime.native_decode import talker as native_talker
+from qwen3tts.runtime.native_decode.talker_tensors import read_talker_tensors
+from qwen3tts.runtime.paged_talker import PagedTalker
+
+
+def random_talker(shape: str, out: Path, seed: int = 0):
+    """(spec, path of the saved INT8 talker IR) of a random checkpoint of `shape`; reused if `out` has it."""
+    root = out / "checkpoint"
+    if not (root / "config.json").is_file():
+        write_checkpoint(root, shape=shape, seed=seed, configs_only=True)
+    spec = parse_model_spec(
+        read_json(root / "config.json"),
+        read_json(root / "generation_config.json"),
+        read_json(root / "speech_tokenizer" / "config.json"),
+    )
+    path = out / "talker.xml"
+    if path.is_file():
+        return spec, path
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for name, dims in talker_tensor_shapes(spec.talker).items():
+        if not name.startswith(("talker.model.layers.", "talker.model.norm", "talker.codec_head")):
+            continue  # the embeddings and text projection are outside the graph
+        if name.endswith("norm.weight"):
+            weights[name] = (1.0 + 0.1 * rng.standard_normal(dims)).astype(np.float32)
+        else:
+            weights[name] = 0.02 * rng.standard_normal(dims, dtype=np.float32)
+    save_graph(build_talker(spec.talker, weights), path, "int8")
+    return spec, path
+
+
+def step_bytes(tensors) -> int:
+    """INT8 weight bytes one step reads: every layer matrix and codec_head once."""
+    return sum(w.data.nbytes for layer in tensors.layers for w in layer.values()) + tensors.head.data.nbytes
+
+
+def run(shape, batches, rounds, context, threads, work_dir=None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="native-talker-") as tmp:
+        spec, path = random_talker(shape, work_dir or Path(tmp))
+        core = ov.Core()
+        model = core.read_model(str(path))
+        tensors = read_talker_tensors(model, spec.talker)
+        cdll = ctypes.CDLL(str(DEFAULT_LIBRARY))
+        if not native_talker.declare(cdll):
+            raise SystemExit(f"{DEFAULT_LIBRARY} has no native talker (rebuild native/)")
+        cdll.qwen3tts_native_isa.restype = ctypes.c_char_p
+        isa = cdll.qwen3tts_native_isa().decode()
+        per_seq = -(-(context + rounds + 2) // native_talker.BLOCK_SIZE)
+        blocks = max(batches) * per_seq
+        native = native_talker.NativeTalker.build(cdll, spec.talker, tensors, isa, threads, blocks, (model,))
+        props = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+        plugin = PagedTalker(core.compile_model(to_paged(model), "CPU", props), blocks)
+        weight_bytes = step_bytes(tensors)
+        report = {"shape": shape, "threads": threads, "isa": isa, "context": context}
+        report["weight_bytes_per_step"] = weight_bytes
+        report["batches"] = {
+            batch: _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_bytes)
+            for batch in batches
+        }
+        native.close()
+        return report
+
+
+def _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_bytes) -> dict:
+    rng = np.random.default_rng(batch)
+    hidden = spec.talker.hidden_size
+    tables = [list(range(s * per_seq, (s + 1) * per_seq)) for s in range(batch)]
+
+    def chunks(rows: int, past: int) -> list[TalkerChunk]:
+        return [
+            TalkerChunk(s, rng.standard_normal((rows, hidden)).astype(np.float32), past, tables[s])
+            for s in range(batch)
+        ]
+
+    def on_plugin(step):
+        return plugin.step([(c.embeddings, c.past_len, c.block_table) for c in step])
+
+    prefill = chunks(context, 0)
+    on_plugin(prefill), native.talker(prefill)
+    name = f"native step ({native.isa}, {native.threads} threads)"
+    samples = {"plugin": [], name: []}
+    for done in range(rounds + 1):
+        step = chunks(1, context + done)
+        for path, call in (("plugin", on_plugin), (name, native.talker)):
+            started = time.perf_counter()
+            call(step)
+            if done:  # the first decode step: allocations
+                samples[path].append(time.perf_counter() - started)
+    return {
+        path: {
+            "median_ms": 1e3 * statistics.median(values),
+            "gb_per_s": weight_bytes / statistics.median(values) / 1e9,
+            "ratio_to_plugin": statistics.median(
+                v / p for v, p in zip(values, samples["plugin"], strict=True)
+            ),
+        }
+        for path, values in samples.items()
+    }
+
+
+def render(report: dict) -> str:
+    lines = [
+        f"talker {report['shape']}: {report['weight_bytes_per_step'] / 1e6:.0f} MB of INT8 weights per "
+        f"decode step, {report['context']} positions cached, {report['threads']} threads; median ms per "
+        "step, GB/s of weights, median ratio to plugin",
+        "| batch | path | ms | GB/s | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for batch, paths in report["batches"].items():
+        for name, v in paths.items():
+            cells = f"{v['median_ms']:.2f} | {v['gb_per_s']:.1f} | x{v['ratio_to_plugin']:.2f}"
+            lines.append(f"| {batch} | {name} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.native_talker", description=__doc__)
+    parser.add_argument("--shape", default="0.6b", choices=("tiny", "tiny-1.7b", "0.6b", "1.7b"))
+    parser.add_argument("--batch-sizes", default="1,8", help="sequences per step, comma-separated")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--context", type=int, default=64, help="positions prefilled before the decode steps")
+    parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--work-dir", type=Path, help="keep the random talker here, reuse it next time")
+    args = parser.parse_args(argv)
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    report = run(args.shape, batches, args.rounds, args.context, args.threads, args.work_dir)
+    print(render(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

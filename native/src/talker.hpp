@@ -1,0 +1,91 @@
+// The talker's decoder step in one native call (issue 34, opt-in: devices.native_talker): for every chunk
+// of an engine step (prefill chunks and one-row decodes mixed), the 28-layer Qwen3 stack of
+// daemon/qwen3tts/model/graphs/talker.py over its own paged KV cache, then the final norm and codec_head
+// at each chunk's last row. The INT8 matrices are the bundle's memory-mapped tensors (only pointers are
+// kept); the small vectors are copied as f32. Products use kernels.hpp's arithmetic, so every kernel set
+// gives bit-identical results.
+//
+// The KV cache is the talker's own (the plugin's U8 layout is not shared): IEEE half, one array of
+// [blocks, layers, 2 (key, value), block_size, kv_heads, head_dim]; keys after q/k norm and RoPE. The
+// engine's block tables index its first axis, so one block holds `block_size` positions of every layer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels.hpp"
+#include "thread_pool.hpp"
+
+namespace qwen3tts::native {
+
+struct TalkerShape {
+    int64_t hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, blocks, block_size;
+    float eps;
+};
+
+struct TalkerLayer {
+    Int8Matrix qkv{}, o{}, gate_up{}, down{};
+    std::vector<float> qkv_scale, o_scale, gate_up_scale, down_scale;
+    std::vector<float> input_norm, post_norm, q_norm, k_norm;
+};
+
+struct TalkerWeights {
+    std::vector<TalkerLayer> layers;
+    Int8Matrix head{};  // codec_head [vocab, hidden]
+    std::vector<float> head_scale, final_norm, inverse_frequencies;
+};
+
+// One step's chunks: chunk c has counts[c] new rows (positions pasts[c] ..), its block table is
+// tables[table_begins[c] .. table_begins[c + 1]).
+struct TalkerStep {
+    int64_t chunks;
+    const int64_t* counts;
+    const int64_t* pasts;
+    const int64_t* table_begins;  // [chunks + 1]
+    const int32_t* tables;
+    const float* embeddings;  // [sum counts, hidden]
+    float* logits;            // [chunks, vocab]
+    float* hidden;            // [chunks, hidden]
+};
+
+class Talker {
+public:
+    Talker(const TalkerShape& shape, const KernelSet& kernels, int threads);
+    ~Talker();
+    TalkerWeights& weights() { return weights_; }
+    const TalkerShape& shape() const { return shape_; }
+    const KernelSet& kernels() const { return kernels_; }
+    int threads() const { return pool_.size(); }
+    int64_t cache_bytes() const { return cache_values_ * 2; }
+    std::string check() const;
+    // "" or why the step was refused (nothing is written then).
+    std::string step(const TalkerStep& in);
+
+private:
+    struct Scratch;
+    struct Phase;
+    std::string validate(const TalkerStep& in) const;
+    Phase phase(int64_t index, Scratch& s) const;
+    void run(int thread, Scratch& s);
+    void open_phase(int64_t index, Scratch& s);
+    void finish_phase(int64_t index, Scratch& s);
+    void product_chunk(const Phase& p, int64_t chunk, Scratch& s) const;
+    void norm_rows(const float* x, const std::vector<float>& gain, int64_t m, Scratch& s);
+    void store_keys_values(int64_t layer, Scratch& s);
+    void attend(int thread, int64_t layer, int64_t item, Scratch& s);
+    uint16_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot);
+
+    TalkerShape shape_;
+    const KernelSet& kernels_;
+    TalkerWeights weights_;
+    // left uninitialised: a position is always written before it is read, and the pages of blocks no
+    // sequence has used yet stay out of the process's memory
+    int64_t cache_values_;
+    std::unique_ptr<uint16_t[]> cache_;
+    ThreadPool pool_;
+    std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace qwen3tts::native

@@ -1,0 +1,84 @@
+// The talker's attention (talker.hpp): q/k norms, RoPE and the cache writes after each layer's qkv
+// product, then causal GQA attention over the paged f16 cache.
+#include <algorithm>
+#include <cmath>
+
+#include "decode_math.hpp"
+#include "talker.hpp"
+#include "talker_scratch.hpp"
+
+namespace qwen3tts::native {
+
+uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot) {
+    const TalkerShape& p = shape_;
+    return cache_.get() + (((block * p.layers + layer) * 2 + kind) * p.block_size + slot) * p.kv_heads * p.head_dim;
+}
+
+// q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache as half.
+void Talker::store_keys_values(int64_t layer, Scratch& s) {
+    const TalkerShape& p = shape_;
+    const TalkerLayer& w = weights_.layers[layer];
+    const int64_t hd = p.head_dim, q_width = p.heads * hd, kv = p.kv_heads * hd, width = q_width + 2 * kv;
+    const float* inv = weights_.inverse_frequencies.data();
+    float k[512];
+    for (int64_t r = 0; r < s.rows; ++r) {
+        const float* projected = &s.qkv[r * width];
+        const int64_t position = s.row_position[r], chunk = s.row_chunk[r];
+        for (int64_t head = 0; head < p.heads; ++head) {
+            float* out = &s.q[r * q_width + head * hd];
+            math::rms_norm(projected + head * hd, w.q_norm.data(), hd, p.eps, out);
+            math::rope(out, hd, inv, position);
+        }
+        const int64_t block = s.in.tables[s.in.table_begins[chunk] + position / p.block_size];
+        uint16_t* keys = cache_at(block, layer, 0, position % p.block_size);
+        uint16_t* values = cache_at(block, layer, 1, position % p.block_size);
+        for (int64_t g = 0; g < p.kv_heads; ++g) {
+            math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
+            math::rope(k, hd, inv, position);
+            for (int64_t d = 0; d < hd; ++d) keys[g * hd + d] = math::float_to_half(k[d]);
+        }
+        for (int64_t i = 0; i < kv; ++i) values[i] = math::float_to_half(projected[q_width + kv + i]);
+    }
+}
+
+// Causal attention of one new row for the query heads of one KV head (item = row * kv_heads + kv head)
+// over its sequence's cached positions 0..its own: each cached key and value row is widened once for
+// all heads of the group; every head's sums run in the same order as alone.
+void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
+    const TalkerShape& p = shape_;
+    const int64_t hd = p.head_dim, q_width = p.heads * hd, groups = p.heads / p.kv_heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t r = item / p.kv_heads, g = item % p.kv_heads, positions = s.row_position[r] + 1;
+    float* scores = s.per_thread[thread].data();  // [groups, positions]
+    float* row = scores + groups * s.context;     // one widened key or value row
+    float* q = row + hd;                          // [groups, hd], scaled
+    const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
+    const float* widen = math::half_table();
+    for (int64_t j = 0; j < groups; ++j)
+        for (int64_t d = 0; d < hd; ++d) q[j * hd + d] = s.q[r * q_width + (g * groups + j) * hd + d] * scale;
+    for (int64_t t = 0; t < positions; ++t) {
+        const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
+        for (int64_t d = 0; d < hd; ++d) row[d] = widen[key[d]];
+        for (int64_t j = 0; j < groups; ++j) scores[j * s.context + t] = math::dot(q + j * hd, row, hd);
+    }
+    for (int64_t j = 0; j < groups; ++j) {
+        float* head_scores = scores + j * s.context;
+        float largest = -INFINITY, total = 0.0f;
+        for (int64_t t = 0; t < positions; ++t) largest = std::max(largest, head_scores[t]);
+        for (int64_t t = 0; t < positions; ++t) total += (head_scores[t] = std::exp(head_scores[t] - largest));
+        for (int64_t t = 0; t < positions; ++t) head_scores[t] = head_scores[t] / total;
+        float* out = &s.attn[r * q_width + (g * groups + j) * hd];
+        std::fill(out, out + hd, 0.0f);
+    }
+    for (int64_t t = 0; t < positions; ++t) {
+        const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
+        for (int64_t d = 0; d < hd; ++d) row[d] = widen[value[d]];
+        for (int64_t j = 0; j < groups; ++j) {
+            float* out = &s.attn[r * q_width + (g * groups + j) * hd];
+            const float share = scores[j * s.context + t];
+            for (int64_t d = 0; d < hd; ++d) out[d] += share * row[d];
+        }
+    }
+}
+
+}  // namespace qwen3tts::native
