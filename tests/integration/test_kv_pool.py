@@ -34,7 +34,7 @@ def test_the_native_talkers_pool_follows_the_same_rule_with_its_own_blocks(tiny_
     def native(*overrides):
         settings = load_settings(None, ["devices.talker=[CPU]", "devices.native_talker=always", *overrides])
         runtime = load_runtime(tiny_models.bundle(weights="int8"), settings)
-        assert runtime.runner.talker_path.startswith("native")
+        assert runtime.runner.talker_path.startswith("fused native")
         return runtime.runner
 
     full = native("engine.max_num_seqs=2", "engine.max_frames=100", "engine.max_text_chars=40")

@@ -63,7 +63,9 @@ class OVRunner:
         # the plugin's paged talker
         self._native_talker = talker if isinstance(talker, NativeTalker) else None
         self._talker = self._native_talker or PagedTalker(talker, num_kv_blocks)
-        self.talker_path = f"native {talker.isa}" if self._native_talker else "plugin"
+        self.talker_path = (
+            f"fused native {talker.isa}" if self._native_talker else "plugin"
+        )  # as DevicePlan says
         # the plugin's graph, or the fused native frame (runtime/native_decode/); asked of the native side,
         # since a compiled graph may come wrapped (the bench's recording proxy)
         fused = code_predictor if isinstance(code_predictor, NativeCodePredictor) else None

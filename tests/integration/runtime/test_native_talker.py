@@ -173,9 +173,9 @@ def test_the_default_keeps_the_plugins_talker(tiny_models, caplog):
 
 def test_the_engine_speaks_through_the_native_talker_without_the_plugins_talker(library, tiny_models):
     runtime, compiler = _runtime(tiny_models.bundle(weights="int8"), "devices.native_talker=always")
-    assert runtime.runner.talker_path == f"native {library.isa}"
+    assert runtime.runner.talker_path == f"fused native {library.isa}"
     assert "talker" not in compiler.compiled
-    assert runtime.plan.decode_paths()["talker"] == f"native {library.isa}"
+    assert runtime.plan.decode_paths()["talker"] == f"fused native {library.isa}"
     assert "fused native step" in runtime.plan.describe()
     assert runtime.runner.block_size == BLOCK_SIZE and runtime.runner.kv_cache_bytes > 0
     engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
