@@ -107,27 +107,9 @@ def load_runtime(
     codec, released["codec"] = _compile_codec(
         compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
     )
-    cached_before = _cached_files(settings.model.cache_dir)
-    predictor_model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
-    predictor = fused_code_predictor_or_none(compiler, prefs, plan, library, predictor_model, manifest)
-    # The fused frame reads its weights from the mapped file at every step: nothing to give back, and no
-    # compiled copy of them is ever made (the plugin's graph is compiled only when the frame is not used).
-    released["code_predictor"] = 0
-    if predictor is None:  # the plugin's graph
-        predictor, plan.placements["code_predictor"] = compiler.compile(
-            "code_predictor", native("code_predictor", predictor_model), prefs["code_predictor"]
-        )
-        released["code_predictor"] = compiler.warm_up(
-            "code_predictor",
-            lambda: _settle_on_cpu(
-                plan,
-                "code_predictor",
-                _weight_files(
-                    bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before
-                ),
-                lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
-            ),
-        )
+    predictor, released["code_predictor"] = _code_predictor(
+        compiler, prefs, plan, native, library, manifest, bundle_dir, settings
+    )
     if isinstance(talker, NativeTalker):
         num_blocks, precision = talker.num_blocks, "f16, native"
     else:
@@ -177,6 +159,34 @@ def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, mod
         ),
     )
     return talker, released
+
+
+def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manifest, bundle_dir, settings):
+    """The fused native frame, else the plugin's graph compiled and warmed up; (it, weight bytes released)."""
+    spec = manifest.spec
+    cached_before = _cached_files(settings.model.cache_dir)
+    model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
+    predictor = fused_code_predictor_or_none(compiler, prefs, plan, library, model, manifest)
+    if predictor is not None:
+        # The fused frame reads its weights from the mapped file at every step: nothing to give back, and
+        # no compiled copy of them is ever made (the plugin's graph is compiled only without the frame).
+        return predictor, 0
+    predictor, plan.placements["code_predictor"] = compiler.compile(
+        "code_predictor", native("code_predictor", model), prefs["code_predictor"]
+    )
+    weight_files = _weight_files(
+        bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before
+    )
+    released = compiler.warm_up(
+        "code_predictor",
+        lambda: _settle_on_cpu(
+            plan,
+            "code_predictor",
+            weight_files,
+            lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
+        ),
+    )
+    return predictor, released
 
 
 def _cached_files(cache_dir: Path | None) -> set[Path]:
