@@ -33,7 +33,8 @@ def clone(url: str, name: str, path, transcript: str | None = None, **kwargs) ->
 
 
 def wyoming_voices(port: int) -> list[str]:
-    """The voice names of the Wyoming server's answer to `describe`, asked as Home Assistant asks."""
+    """The voices of the Wyoming server's answer to `describe`, asked as Home Assistant asks: each is
+    listed once per language as `<voice>@<language code>` (docs/servers.md); the voices' own names."""
 
     async def describe() -> Info:
         async with AsyncTcpClient("127.0.0.1", port) as client:
@@ -43,7 +44,7 @@ def wyoming_voices(port: int) -> list[str]:
                     pass
             return Info.from_event(event)
 
-    return [voice.name for voice in asyncio.run(describe()).tts[0].voices]
+    return sorted({voice.name.split("@")[0] for voice in asyncio.run(describe()).tts[0].voices})
 
 
 def wyoming_speaks(port: int, voice: str) -> int:
