@@ -9,6 +9,7 @@ drain the service in order (see appliance/service.py).
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -41,8 +42,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:  # before the text front end's forkserver makes its socket there
         keep_temporary_files_in_runtime_dir()
     except OSError as exc:  # the daemon still runs; its temporary files go where tempfile says
-        log.warning("temporary files stay in %s: cannot create the runtime directory: %s",
-                    tempfile.gettempdir(), exc)  # fmt: skip
+        # too deep a <state>/run (never systemd's /run/qwen3tts) is a fact, not a fault
+        level = logging.INFO if exc.errno == errno.ENAMETOOLONG else logging.WARNING
+        log.log(level, "temporary files stay in %s: cannot use the runtime directory: %s",
+                tempfile.gettempdir(), exc)  # fmt: skip
     startup = _Startup(settings, args.embedded, args.config)
     stop_requested = threading.Event()
     stoppers: list[threading.Thread] = []
