@@ -31,7 +31,7 @@ def daemon(tmp_path, mosquitto, tiny_models):
 
 
 def events_of(messages, ann_id: str) -> list[dict]:
-    events = [json.loads(m.payload) for m in messages]
+    events = [json.loads(m.payload) for m in messages if m.topic.endswith("/event")]
     return [e for e in events if e.get("id") == ann_id]
 
 
@@ -52,8 +52,10 @@ def test_a_stalled_text_front_end_fails_one_announcement_and_one_request_and_the
     daemon, mosquitto, recorder_factory
 ):
     service, port = daemon
-    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/event"])
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/event", f"qwen3tts/{SITE}/availability"])
     say = f"qwen3tts/{SITE}/say"
+    # the daemon's MQTT client connects on its own thread: a `say` published before it subscribed is lost
+    recorder.wait_for(lambda msgs: any(m.payload == b"online" for m in msgs), 120)
 
     frozen = freeze_the_worker(service)
     recorder.publish(say, json.dumps({"id": "stalled", "text": "Mind the gap."}), qos=1)
