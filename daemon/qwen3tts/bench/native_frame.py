@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import statistics
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import openvino as ov
 
-from qwen3tts.bench.rounds import time_in_rounds
+from qwen3tts.bench.rounds import summarise, table_rows, time_in_rounds
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs import code_predictor as cp
@@ -119,16 +118,7 @@ def _time_batch(spec, batch, rounds, plugin, plugin_f32, native, weight_bytes) -
         f"native frame ({native.isa}, {native.threads} threads)": lambda: native.frame(*feeds.values()),
     }
     samples = time_in_rounds(timers, rounds)
-    return {
-        name: {
-            "median_ms": 1e3 * statistics.median(values),
-            "gb_per_s": weight_bytes / statistics.median(values) / 1e9,
-            "ratio_to_plugin": statistics.median(
-                v / p for v, p in zip(values, samples["plugin"], strict=True)
-            ),
-        }
-        for name, values in samples.items()
-    }
+    return summarise(samples, weight_bytes)
 
 
 def render(report: dict) -> str:
@@ -139,10 +129,7 @@ def render(report: dict) -> str:
         "| batch | path | ms | GB/s | ratio |",
         "|---|---|---|---|---|",
     ]
-    for batch, paths in report["batches"].items():
-        for name, v in paths.items():
-            cells = f"{v['median_ms']:.2f} | {v['gb_per_s']:.1f} | x{v['ratio_to_plugin']:.2f}"
-            lines.append(f"| {batch} | {name} | {cells} |")
+    lines += table_rows(report["batches"])
     return "\n".join(lines)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
+from qwen3tts.bench.rounds import summarise, table_rows
 from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
@@ -121,16 +121,7 @@ def _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_by
             call(step)
             if done:  # the first decode step: allocations
                 samples[path].append(time.perf_counter() - started)
-    return {
-        path: {
-            "median_ms": 1e3 * statistics.median(values),
-            "gb_per_s": weight_bytes / statistics.median(values) / 1e9,
-            "ratio_to_plugin": statistics.median(
-                v / p for v, p in zip(values, samples["plugin"], strict=True)
-            ),
-        }
-        for path, values in samples.items()
-    }
+    return summarise(samples, weight_bytes)
 
 
 def render(report: dict) -> str:
@@ -141,10 +132,7 @@ def render(report: dict) -> str:
         "| batch | path | ms | GB/s | ratio |",
         "|---|---|---|---|---|",
     ]
-    for batch, paths in report["batches"].items():
-        for name, v in paths.items():
-            cells = f"{v['median_ms']:.2f} | {v['gb_per_s']:.1f} | x{v['ratio_to_plugin']:.2f}"
-            lines.append(f"| {batch} | {name} | {cells} |")
+    lines += table_rows(report["batches"])
     return "\n".join(lines)
 
 

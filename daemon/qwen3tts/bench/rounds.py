@@ -3,6 +3,7 @@ and their ratios, taken per round, stay meaningful (the benchmarks' rule: ratios
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -19,3 +20,24 @@ def time_in_rounds(timers: dict[str, Callable[[], object]], rounds: int) -> dict
             timer()
             samples[name].append(time.perf_counter() - started)
     return samples
+
+
+def summarise(samples: dict[str, list[float]], weight_bytes: int, base: str = "plugin") -> dict:
+    """Per timer: median ms, GB/s of weights read, and the median of its per-round ratio to `base`."""
+    return {
+        name: {
+            "median_ms": 1e3 * statistics.median(values),
+            "gb_per_s": weight_bytes / statistics.median(values) / 1e9,
+            "ratio_to_plugin": statistics.median(v / p for v, p in zip(values, samples[base], strict=True)),
+        }
+        for name, values in samples.items()
+    }
+
+
+def table_rows(batches: dict) -> list[str]:
+    """Markdown rows `| batch | path | ms | GB/s | ratio |` of summarise()'s results per batch size."""
+    return [
+        f"| {batch} | {name} | {v['median_ms']:.2f} | {v['gb_per_s']:.1f} | x{v['ratio_to_plugin']:.2f} |"
+        for batch, paths in batches.items()
+        for name, v in paths.items()
+    ]
