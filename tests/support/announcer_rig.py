@@ -230,3 +230,10 @@ class Rig:
                               language="auto", max_frames=max_frames)  # fmt: skip
             out.append(self.engine.submit(request).result(timeout=30))
         return out
+
+
+def start_subscribed(service, timeout: float = 60.0) -> None:
+    """Start an in-process daemon and return once the broker routes its topics to it: its MQTT client
+    connects on its own thread, so a `say` published before that would be lost (not the daemon's fault)."""
+    service.start()
+    assert service.mqtt is not None and service.mqtt.client.wait_connected(timeout), "never subscribed"

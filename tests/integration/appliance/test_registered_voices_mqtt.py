@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 import soundfile
-from announcer_rig import RigSink
+from announcer_rig import RigSink, start_subscribed
 from bundles import PARITY_OVERRIDES
 
 from qwen3tts.cli import main
@@ -61,7 +61,7 @@ def base_service(tmp_path, mosquitto, tiny_models):
     submit = runtime.engine.submit
     runtime.engine.submit = lambda request: submitted.append(request) or submit(request)
     svc = Service(settings, config_path=config, runtime=runtime, sink=RigSink())
-    svc.start()
+    start_subscribed(svc)
     yield svc, submitted, VoiceRegistry(tmp_path / "state" / "voices").get("anna", bundle_hash(bundle))
     svc.stop()
 

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from announcer_rig import start_subscribed
 from mosquitto_broker import Mosquitto, Recorder
 from ssml_documents import BREAK_750, HOSTILE, INVALID, longest_silence
 
@@ -50,7 +51,7 @@ def daemon(tmp_path_factory, tiny_models):
         )
     )
     service = Service(load_settings(config), config_path=config)
-    service.start()
+    start_subscribed(service)
     recorder = Recorder(broker, [f"qwen3tts/{SITE}/event"])
     yield service, recorder, tmp_path / "wav"
     recorder.close()

@@ -10,7 +10,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from announcer_rig import RigSink, fake_engine
+from announcer_rig import RigSink, fake_engine, start_subscribed
 
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
@@ -74,7 +74,7 @@ def texts_and_service(tmp_path, mosquitto, lexicon):
         manifest=SimpleNamespace(random_weights=True),
     )  # fmt: skip
     service = Service(load_settings(config), config_path=config, runtime=runtime, sink=RigSink())
-    service.start()
+    start_subscribed(service)
     yield texts, service
     service.stop()
 

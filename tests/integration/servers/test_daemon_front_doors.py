@@ -8,6 +8,7 @@ import threading
 
 import httpx
 import pytest
+from announcer_rig import start_subscribed
 from mosquitto_broker import free_port
 
 from qwen3tts.service.service import Service
@@ -38,7 +39,7 @@ def daemon(tmp_path, mosquitto, tiny_models):
         )
     )
     service = Service(load_settings(config), config_path=config)
-    service.start()
+    start_subscribed(service)
     yield service, f"http://127.0.0.1:{port}", tmp_path / "wav"
     service.stop()
 

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 from aiohttp import web
-from announcer_rig import RigSink, fake_runtime
+from announcer_rig import RigSink, fake_runtime, start_subscribed
 from async_upnp_client.aiohttp import AiohttpRequester
 from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.exceptions import UpnpActionResponseError
@@ -40,7 +40,7 @@ def service(tmp_path, mosquitto):
     }
     config.write_text(json.dumps(sections))
     svc = Service(load_settings(config), config_path=config, runtime=fake_runtime(), sink=RigSink())
-    svc.start()
+    start_subscribed(svc)
     yield svc
     svc.stop()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from announcer_rig import RigSink, fake_runtime
+from announcer_rig import RigSink, fake_runtime, start_subscribed
 
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
@@ -36,7 +36,7 @@ def service(tmp_path, mosquitto):
     config = tmp_path / "qwen3tts.yaml"
     write_config(config, mosquitto)
     svc = Service(load_settings(config), config_path=config, runtime=fake_runtime(), sink=RigSink())
-    svc.start()
+    start_subscribed(svc)
     yield svc
     svc.stop()
 
