@@ -54,6 +54,7 @@ class Engine:
         self._live: dict[str, Sequence] = {}  # index of unfinished sequences by request id
         self._pending_max_batch: int | None = None
         self._thread: threading.Thread | None = None
+        self._runner: threading.Thread | None = None
         self._stopping = False
         self.meter = StepMeter()
 
@@ -113,9 +114,12 @@ class Engine:
         )
 
     def start(self) -> None:
+        """The step loop on a thread of its own, for tools that run the engine alone (`say`, `bench`);
+        the daemon runs `run` under its supervisor instead."""
         if self._thread is not None:
             raise RuntimeError("engine already started")
-        self._thread = threading.Thread(target=self._loop, name="qwen3tts-engine", daemon=True)
+        self._thread = threading.Thread(target=self.run, args=(threading.Event(),), name="qwen3tts-engine",
+                                        daemon=True)  # fmt: skip
         self._thread.start()
 
     def stop(self, timeout: float | None = 10.0) -> None:
@@ -123,21 +127,24 @@ class Engine:
         with self._lock:
             self._stopping = True
             self._wakeup.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        runner = self._runner  # the thread in run(): the daemon's supervised worker, or start()'s own
+        if runner is not None and runner is not threading.current_thread():
+            runner.join(timeout)
         for seq in list(self._live.values()):
             self.pipeline.finish(seq, SequenceStatus.FINISHED_CANCELLED)
 
     # ---- the step loop (one thread) ----
 
-    def _loop(self) -> None:
+    def run(self, stop: threading.Event) -> None:
+        """The step loop, until `stop` is set or `stop()` is called."""
+        self._runner = threading.current_thread()
         while True:
             self._heartbeat()
             with self._lock:
                 # Wake at least twice a second even when idle: the heartbeat proves the loop is alive.
                 if not self._stopping and not (self._inbox or self.scheduler.has_unfinished()):
                     self._wakeup.wait(timeout=0.5)
-                if self._stopping:
+                if self._stopping or stop.is_set():
                     return
                 if not (self._inbox or self.scheduler.has_unfinished()):
                     continue

@@ -83,7 +83,7 @@ class MqttDoor:
     def start(self, supervisor: Supervisor) -> None:
         """The intake worker, then the connection (which subscribes and says `online`)."""
         supervisor.start("intake", self.intake.run)
-        self.client.start()
+        self.client.start(supervisor)
         if self.pool is not None:
             self.pool.start(supervisor)
         self.announce_voices()

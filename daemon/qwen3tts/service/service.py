@@ -1,9 +1,10 @@
 """The daemon: wiring and lifecycle only (the composition root; the one package that imports every layer).
 
-Workers, each supervised (appliance/systemd/supervisor.py): the intake (MQTT messages -> the announcer's
-inbox), the announcer (the one loop that changes the queue and the announcements), the audio thread
-(playback), the status publisher; beside them the engine step loop, paho's network loop, the thermal
-monitor and the watchdog. Heartbeats come from progress, and WATCHDOG=1 goes out only while all are fresh.
+Workers, each supervised (appliance/systemd/supervisor.py): paho's network loop, the intake (MQTT
+messages -> the announcer's inbox), the announcer (the one loop that changes the queue and the
+announcements), the engine step loop, the audio thread per zone (playback), the status publisher, the
+thermal monitor and the watchdog. Heartbeats come from progress, and WATCHDOG=1 goes out only while all
+are fresh.
 Start order: bundle compiled and sink open -> READY=1 (not gated on the broker) -> spool -> announcer -> MQTT.
 SIGTERM: STOPPING=1, stop reading MQTT, finish or cut the current announcement, `offline`, exit 0.
 SIGHUP (reload.py): RELOADING=1, topics, voice and volume where the file changed them, the registered
@@ -108,7 +109,7 @@ class Service:
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
-        engine.start()
+        self.supervisor.start("engine", engine.run)
         offer = Offer.from_spec(settings.model.bundle.name, spec, settings.voice, self.catalog)
         offer = replace(offer, defaults=self.announcer.lookahead.defaults)  # one default voice, every door
         console = Console(self)  # the status page's view of the appliance
@@ -130,9 +131,10 @@ class Service:
         self.mqtt.start(self.supervisor)
         self._status_dirty.set()
         if self.thermal is not None:
-            self.thermal.start()
+            self.supervisor.start("thermal", self.thermal.run)
         self.watchdog = Watchdog(self.notifier, self.heartbeats)
-        self.watchdog.start()
+        if self.notifier.watchdog_interval is not None:
+            self.supervisor.start("watchdog", self.watchdog.run)
         self.supervisor.start("status", self._status_loop)
 
     def _load_runtime(self) -> None:
@@ -273,17 +275,17 @@ class Service:
             self.mqtt.stop_intake()
         if self.announcer is not None and not self.announcer.drain(finish=finish, timeout=DRAIN_TIMEOUT_S):
             log.error("the current announcement did not end within %.0f s; stopping anyway", DRAIN_TIMEOUT_S)
-        self.supervisor.stop(timeout=5)
-        for part in (self.thermal, self.servers, self.front_end):
+        # the servers still wait on the engine's handles; MQTT still says `offline` below
+        self.supervisor.stop(timeout=5, keep=("engine", "mqtt"))
+        for part in (self.servers, self.front_end):
             if part is not None:
                 part.stop()
         if self.runtime is not None:
-            self.runtime.engine.stop(timeout=5)
-        if self.watchdog is not None:
-            self.watchdog.stop()
+            self.runtime.engine.stop(timeout=5)  # wakes its loop; what is unfinished ends cancelled
         if self.mqtt is not None:
             self._publish_status()
             self.mqtt.stop()
+        self.supervisor.stop(timeout=5)
         for sink in self.sinks.values():
             sink.close()
         log.info("stopped")

@@ -92,12 +92,13 @@ class WaitingForBundle:
             Refusing(self.problem, self.mqtt.publish), policy, self.mqtt.topics, self.mqtt.publish
         )
         self.supervisor.start("intake", self.intake.run)
-        self.mqtt.start()
+        self.mqtt.start(self.supervisor)
         status = Status(state="no_bundle", bundle=str(self.bundle), problem=self.problem, version=__version__)
         self.mqtt.publish(status)
         self.notifier.ready(self.problem)
         self.watchdog = Watchdog(self.notifier, self.heartbeats)
-        self.watchdog.start()
+        if self.notifier.watchdog_interval is not None:
+            self.supervisor.start("watchdog", self.watchdog.run)
         self.supervisor.start("bundle", self._watch)
 
     def _inbound(self, inbound) -> None:
@@ -126,10 +127,10 @@ class WaitingForBundle:
         if not self._found:
             self.notifier.stopping()
         self.intake.close()
-        self.supervisor.stop(timeout=5)
-        self.watchdog.stop()
+        self.supervisor.stop(timeout=5, keep=("mqtt",))  # its loop ends when it disconnects, below
         if self.mqtt is not None:
             self.mqtt.stop()
+        self.supervisor.stop(timeout=5)
         self._stopped.set()
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -111,6 +111,7 @@ def test_unduck_follows_a_cancel(tmp_path, mosquitto, recorder):
         held_at(sink, recorder, "c1")
         assert ("unduck", "c1") not in stream(recorder)  # still ducked while it plays
         recorder.publish(f"qwen3tts/{SITE}/stop", json.dumps({"scope": "current"}), qos=1)
+        wait_for(recorder, "stopped", None)  # taken while the sink holds c1 (released before, c1 could end)
         sink.release.set()
         wait_for(recorder, "cancelled", "c1")
         wait_for(recorder, "unduck", "c1")

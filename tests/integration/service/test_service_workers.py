@@ -206,3 +206,43 @@ def test_a_reload_says_reloading_with_the_monotonic_time_and_ready_when_it_is_do
     fields = dict(line.split("=", 1) for line in reloading.splitlines())
     assert before <= int(fields["MONOTONIC_USEC"]) <= clock.clock_gettime_ns(clock.CLOCK_MONOTONIC) // 1000
     assert datagrams.index(reloading) < len(datagrams) - 1  # READY=1 comes after it
+
+
+def test_every_long_lived_thread_of_the_daemon_runs_under_its_supervisor(tmp_path, mosquitto, monkeypatch):
+    """The engine loop, paho's network loop, the thermal monitor and the watchdog are supervised workers
+    (an exception restarts them like any other), and they end with the daemon."""
+    import threading
+
+    from fake_sysfs import laptop
+    from notify_socket import notify_socket
+
+    from qwen3tts.appliance.systemd.notify import Notifier
+
+    laptop(tmp_path / "sys")
+    config = tmp_path / "qwen3tts.yaml"
+    write_config(config, mosquitto)
+    sections = json.loads(config.read_text())
+    sections["thermal"] = {"enabled": True, "sysfs_root": str(tmp_path / "sys")}
+    config.write_text(json.dumps(sections))
+    with notify_socket(tmp_path) as server:
+        monkeypatch.setenv("NOTIFY_SOCKET", server.getsockname())
+        monkeypatch.setenv("WATCHDOG_USEC", "2000000")
+        monkeypatch.setenv("WATCHDOG_PID", str(__import__("os").getpid()))
+        before = set(threading.enumerate())
+        svc = Service(load_settings(config), Notifier(), config, runtime=fake_runtime(), sink=RigSink())
+        try:
+            start_subscribed(svc)
+            supervised = {w.thread for w in svc.supervisor.workers}
+            names = {w.name for w in svc.supervisor.workers}
+            assert {"engine", "mqtt", "thermal", "watchdog", "announcer", "intake", "status"} <= names
+            unsupervised = {t.name for t in set(threading.enumerate()) - before - supervised}
+        finally:
+            svc.stop()
+        # what may run beside the workers: paho's own threads none (loop_forever runs in the worker),
+        # the text guard's pool handler threads (multiprocessing), the HTTP servers' loop when enabled
+        assert not {
+            n
+            for n in unsupervised
+            if n.startswith(("qwen3tts-engine", "qwen3tts-thermal", "watchdog", "mqtt"))
+        }
+        assert not any(w.thread.is_alive() for w in svc.supervisor.workers)

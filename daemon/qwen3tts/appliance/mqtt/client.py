@@ -27,6 +27,7 @@ from qwen3tts.appliance.mqtt.connection import stable_client_id, tls_context, to
 from qwen3tts.appliance.mqtt.events import Availability
 from qwen3tts.appliance.mqtt.messages import Inbound, Message, MqttMeta
 from qwen3tts.appliance.mqtt.routing import subscriptions
+from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.settings import MqttSettings, read_mqtt_password
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,13 @@ class MqttClient:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Connect in the background; retries with backoff while the broker is down."""
-        self._thread = threading.Thread(target=self._supervise_network_loop, name="mqtt", daemon=True)
+    def start(self, supervisor: Supervisor | None = None) -> None:
+        """Connect in the background; retries with backoff while the broker is down. The daemon gives
+        its supervisor (the network loop is its worker `mqtt`); tools and tests run it on a thread."""
+        if supervisor is not None:
+            self._thread = supervisor.start("mqtt", self.run).thread
+            return
+        self._thread = threading.Thread(target=self.run, args=(threading.Event(),), name="mqtt", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -93,9 +98,10 @@ class MqttClient:
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
-    def _supervise_network_loop(self) -> None:
-        """paho's loop, restarted should it ever raise (it reconnects by itself otherwise)."""
-        while not self._stopping:
+    def run(self, stop: threading.Event) -> None:
+        """paho's loop, restarted should it ever raise (it reconnects by itself otherwise); it ends
+        with `stop()` (which disconnects: `stop` alone cannot interrupt paho's loop)."""
+        while not (self._stopping or stop.is_set()):
             client = self._client
             try:
                 self._connect(client)

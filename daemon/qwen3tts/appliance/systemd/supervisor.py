@@ -34,6 +34,8 @@ class Worker:
     """Fails the item the worker was handling; returns its id (for the log line) or None."""
     failures: deque[float] = field(default_factory=deque)
     thread: threading.Thread | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set to end this worker; `Supervisor.stop` sets every worker's (or the ones it is given)."""
 
 
 class Supervisor:
@@ -51,37 +53,44 @@ class Supervisor:
         self.window_s = window_s
         self.backoff_s = backoff_s
         self._clock = clock
-        self.stop_event = threading.Event()
         self.workers: list[Worker] = []
+        self._closed = False  # stopped as a whole: a worker started now ends at once
 
     def start(self, name: str, run, on_failure=None) -> Worker:
         worker = Worker(name, run, on_failure or (lambda exc: None))
+        if self._closed:
+            worker.stop.set()
         worker.thread = threading.Thread(target=self._supervise, args=(worker,), name=name, daemon=True)
         self.workers.append(worker)
         worker.thread.start()
         return worker
 
-    def stop(self, timeout: float = 5.0) -> list[str]:
-        """Ask every worker to end; returns the names of those still running after `timeout`."""
-        self.stop_event.set()
+    def stop(self, timeout: float = 5.0, *, keep: tuple[str, ...] = ()) -> list[str]:
+        """Ask every worker but those named in `keep` to end (a composition root stops some parts in
+        an order: the engine after the servers that wait on it); returns the names of those still
+        running after `timeout`."""
+        self._closed = self._closed or not keep
+        stopping = [w for w in self.workers if w.name not in keep]
+        for worker in stopping:
+            worker.stop.set()
         deadline = time.monotonic() + timeout
-        for worker in self.workers:
+        for worker in stopping:
             if worker.thread is not None:
                 worker.thread.join(max(0.0, deadline - time.monotonic()))
-        wedged = [w.name for w in self.workers if w.thread is not None and w.thread.is_alive()]
+        wedged = [w.name for w in stopping if w.thread is not None and w.thread.is_alive()]
         for name in wedged:
             log.error("worker %s did not stop within %.0f s; leaving it behind", name, timeout)
         return wedged
 
     def _supervise(self, worker: Worker) -> None:
-        while not self.stop_event.is_set():
+        while not worker.stop.is_set():
             try:
-                worker.run(self.stop_event)
+                worker.run(worker.stop)
                 return
             except Exception as exc:  # the supervisor boundary: fail the item, restart the loop
                 if not self._recover(worker, exc):
                     return
-            self.stop_event.wait(self.backoff_s)
+            worker.stop.wait(self.backoff_s)
 
     def _recover(self, worker: Worker, exc: Exception) -> bool:
         try:

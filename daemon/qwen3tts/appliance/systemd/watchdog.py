@@ -53,7 +53,7 @@ class Watchdog:
     def start(self) -> None:
         if self.notifier.watchdog_interval is None:
             return
-        self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
+        self._thread = threading.Thread(target=self.run, args=(self._stop,), name="watchdog", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -74,7 +74,8 @@ class Watchdog:
         self.notifier.watchdog()
         return True
 
-    def _run(self) -> None:
+    def run(self, stop: threading.Event) -> None:
+        """Ping until `stop` is set (the daemon runs this under its supervisor)."""
         period = (self.notifier.watchdog_interval or 1.0) / 2
-        while not self._stop.wait(period):
+        while not stop.wait(period):
             self.check_once()

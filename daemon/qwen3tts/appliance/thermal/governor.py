@@ -229,7 +229,8 @@ class ThermalMonitor:
         if self._thread is not None:
             raise RuntimeError("thermal monitor already started")
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="qwen3tts-thermal", daemon=True)
+        self._thread = threading.Thread(target=self.run, args=(self._stop,), name="qwen3tts-thermal",
+                                        daemon=True)  # fmt: skip
         self._thread.start()
 
     def stop(self, timeout: float | None = 5.0) -> None:
@@ -238,9 +239,10 @@ class ThermalMonitor:
             self._thread.join(timeout)
             self._thread = None
 
-    def _run(self) -> None:
+    def run(self, stop: threading.Event) -> None:
+        """Sample until `stop` is set (the daemon runs this under its supervisor; `start` for tests)."""
         failures = 0
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 self.sample_once()
                 failures = 0
@@ -249,5 +251,5 @@ class ThermalMonitor:
                 failures += 1
                 delay = min(self.settings.interval_s * 2**failures, MAX_BACKOFF_S)
                 log.exception("thermal sample failed (%d in a row); retrying in %.1f s", failures, delay)
-            if self._stop.wait(delay):
+            if stop.wait(delay):
                 return
