@@ -31,8 +31,8 @@ from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Event
 from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import Supervisor
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.settings_loader import load_settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions

@@ -29,7 +29,7 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.loudness import LoudnessTarget
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay, Track
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.settings import AudioSettings
 
 RATE = 24000

@@ -80,7 +80,7 @@ def hop(runs: int) -> None:
 
 
 def ttfa(bundle: str, runs: int) -> None:
-    from qwen3tts.engine.sequence import Priority
+    from qwen3tts.appliance.priority import Priority
     from qwen3tts.runtime.loader import load_runtime
     from qwen3tts.settings_loader import load_settings
 
@@ -100,7 +100,7 @@ def ttfa(bundle: str, runs: int) -> None:
                 pieces, _ = read_text(TEXTS["typical (190 chars)"], "english", options)
                 request = sentence_request(
                     f"{mode}-{n}", pieces[0], language="english", voice=speaker, instruct=None,
-                    priority=Priority.NORMAL, max_frames=30,
+                    rank=Priority.NORMAL.rank, max_frames=30,
                 )  # fmt: skip
                 handle = engine.submit(request)
                 next(iter(handle))

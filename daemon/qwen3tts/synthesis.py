@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.engine.sequence import Request
 from qwen3tts.errors import RequestError
 from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Piece, Prepared, prepare
 from qwen3tts.text.checks import checked_text
@@ -139,6 +139,12 @@ def frame_budget(sentence: str, max_frames: int) -> int:
     return min(max_frames, FRAMES_BASE + int(FRAMES_PER_CHAR * weight(sentence)))
 
 
+BACKGROUND_RANK = -1
+"""The engine rank of a network request (HTTP, Wyoming): below every announcement (the appliance's levels
+rank 0 and up), so the box's own speaker never queues behind a network client, and a network request
+is the first to step aside when the KV cache is full."""
+
+
 def sentence_request(
     request_id: str,
     sentence: str,
@@ -146,7 +152,8 @@ def sentence_request(
     language: str,
     voice: str | None,
     instruct: str | None,
-    priority: Priority,
+    rank: int,
+    urgent: bool = False,
     max_frames: int,
     voices: VoiceCatalog | None = None,
     seed: int | None = None,
@@ -168,7 +175,8 @@ def sentence_request(
         language=language,
         speaker=speaker,
         instruct=instruct,
-        priority=priority,
+        rank=rank,
+        urgent=urgent,
         seed=seed,
         max_frames=frame_budget(sentence, max_frames),
         ref_audio=ref_audio,

@@ -33,8 +33,9 @@ from qwen3tts.appliance.announcements.play import Play
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE, Track
 from qwen3tts.appliance.audio.track_reader import TrackReader
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.engine.config import EngineConfig, SamplingParams
-from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
+from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.engine.stats import EngineStats
 from qwen3tts.errors import RequestError
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_text

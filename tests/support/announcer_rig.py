@@ -27,10 +27,11 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.engine.config import EngineConfig, SamplingParams
 from qwen3tts.engine.engine import Engine
-from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.engine.sequence import Request
 from qwen3tts.settings import AnnouncementSettings, AudioSettings, Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, frame_budget, read_text
 from qwen3tts.voices.catalog import VoiceCatalog

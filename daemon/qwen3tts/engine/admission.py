@@ -13,7 +13,7 @@ import numpy as np
 
 from qwen3tts.engine.block_manager import BlockManager
 from qwen3tts.engine.config import EngineConfig, SamplingParams
-from qwen3tts.engine.sequence import Priority, Prompt, Request
+from qwen3tts.engine.sequence import Prompt, Request
 from qwen3tts.errors import RequestError
 
 
@@ -23,9 +23,10 @@ def validate_request(request: Request, config: EngineConfig) -> tuple[SamplingPa
         raise RequestError("request id must be a non-empty string")
     if not isinstance(request.text, str) or not request.text.strip():
         raise RequestError(f"request {request.id!r}: text must be a non-empty string")
-    if request.priority not in tuple(Priority):
-        levels = ", ".join(str(int(p)) for p in Priority)
-        raise RequestError(f"{request.id!r}: priority must be one of {levels}, not {request.priority!r}")
+    if isinstance(request.rank, bool) or not isinstance(request.rank, int):
+        raise RequestError(f"{request.id!r}: rank must be an integer, not {request.rank!r}")
+    if not isinstance(request.urgent, bool):
+        raise RequestError(f"{request.id!r}: urgent must be true or false, not {request.urgent!r}")
     if request.seed is not None and (not isinstance(request.seed, int) or request.seed < 0):
         raise RequestError(f"request {request.id!r}: seed must be a non-negative integer or None")
     max_frames = config.max_frames if request.max_frames is None else request.max_frames

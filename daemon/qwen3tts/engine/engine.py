@@ -88,7 +88,7 @@ class Engine:
             return True
 
     def set_max_batch(self, n: int) -> None:
-        """Live limit on running sequences (clamped to max_num_seqs); emergencies bypass it."""
+        """Live limit on running sequences (clamped to max_num_seqs); urgent requests bypass it."""
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"max batch must be an integer >= 1, got {n!r}")
         with self._lock:

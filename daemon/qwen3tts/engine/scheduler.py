@@ -3,13 +3,13 @@
 One step has a budget of `max_num_batched_tokens` talker positions, filled in this order:
   1. decodes: every running sequence with one pending position (the input of its newest frame);
   2. prefill chunks of running sequences that are still (re)computing their prompt;
-  3. admissions from the waiting queue (highest priority first, then arrival), while a sequence slot,
+  3. admissions from the waiting queue (highest rank first, then arrival), while a sequence slot,
      budget and KV blocks allow. A prompt longer than the remaining budget is prefilled in chunks, so
      a long prompt never stalls running streams for more than one step.
 Blocks are allocated on demand. When the KV cache is full the victim is the running sequence with the
-lowest priority, most recently admitted: its blocks are freed and it waits to be recomputed.
+lowest rank, most recently admitted: its blocks are freed and it waits to be recomputed.
 `max_batch` (set_max_batch, the thermal throttle) limits running sequences below `max_num_seqs`;
-emergency sequences bypass it, are never preempted by it, and may preempt lower priorities to start.
+urgent sequences bypass it, are never preempted by it, and may displace one that is not to start.
 With prefix caching (block_manager.py) an admission first shares the cached blocks of its known prefix
 and prefills only the rest; full blocks are registered in the cache once computed: at the next
 schedule(), and when a sequence is preempted or finishes (except with an error).
@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 
 from qwen3tts.engine.block_manager import BlockManager
-from qwen3tts.engine.sequence import Priority, Sequence, SequenceStatus
+from qwen3tts.engine.sequence import Sequence, SequenceStatus
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
@@ -69,11 +69,11 @@ class SchedulerOutput:
 
 def _running_key(seq: Sequence) -> tuple[int, int]:
     """Service order of running sequences; the maximum is the preemption victim."""
-    return (-seq.priority, seq.admitted_order)
+    return (-seq.rank, seq.admitted_order)
 
 
 def _waiting_key(seq: Sequence) -> tuple[int, int]:
-    return (-seq.priority, seq.arrival_order)
+    return (-seq.rank, seq.arrival_order)
 
 
 class Scheduler:
@@ -128,7 +128,7 @@ class Scheduler:
 
     def _enforce_max_batch(self, out: SchedulerOutput) -> None:
         while len(self.running) > self.max_batch:
-            throttled = [s for s in self.running if s.priority < Priority.EMERGENCY]
+            throttled = [s for s in self.running if not s.urgent]
             if not throttled:
                 return
             self._preempt(max(throttled, key=_running_key), out)
@@ -146,7 +146,7 @@ class Scheduler:
     def _reserve(self, seq: Sequence, num_tokens: int, out: SchedulerOutput) -> int:
         """Allocate blocks for `num_tokens` more positions of a running `seq`, preempting as needed.
 
-        Returns the positions actually reserved: fewer when `seq` is itself the lowest-priority
+        Returns the positions actually reserved: fewer when `seq` is itself the lowest-ranked
         sequence and only part of its prefill chunk fits, 0 when it had to step aside.
         """
         bm = self.block_manager
@@ -172,7 +172,7 @@ class Scheduler:
     def _admit_waiting(self, out: SchedulerOutput) -> None:
         for seq in list(self.waiting):
             if out.budget == 0 or seq in out.preempted:
-                return  # strict priority order: nobody overtakes a sequence that cannot start
+                return  # strict rank order: nobody overtakes a sequence that cannot start
             if not self._make_slot(seq, out):
                 return
             self.block_manager.allocate_cached_prefix(seq)  # shared hits count as computed
@@ -188,11 +188,10 @@ class Scheduler:
             out.chunks.append(ScheduledChunk(seq, seq.num_computed_tokens, num_tokens))
 
     def _make_slot(self, seq: Sequence, out: SchedulerOutput) -> bool:
-        emergency = seq.priority >= Priority.EMERGENCY
-        limit = self.max_num_seqs if emergency else self.max_batch
+        limit = self.max_num_seqs if seq.urgent else self.max_batch
         if len(self.running) < limit:
             return True
-        victim = self._emergency_victim(seq)
+        victim = self._urgent_victim(seq)
         if victim is None:
             return False
         self._preempt(victim, out)
@@ -200,17 +199,17 @@ class Scheduler:
 
     def _make_blocks(self, seq: Sequence, num_tokens: int, out: SchedulerOutput) -> bool:
         while not self.block_manager.can_allocate(seq, seq.num_computed_tokens + num_tokens):
-            victim = self._emergency_victim(seq)
+            victim = self._urgent_victim(seq)
             if victim is None:
                 return False
             self._preempt(victim, out)
         return True
 
-    def _emergency_victim(self, seq: Sequence) -> Sequence | None:
-        """A running non-emergency sequence an emergency `seq` may displace, or None."""
-        if seq.priority < Priority.EMERGENCY:
+    def _urgent_victim(self, seq: Sequence) -> Sequence | None:
+        """A running sequence that is not urgent which an urgent `seq` may displace, or None."""
+        if not seq.urgent:
             return None
-        candidates = [s for s in self.running if s.priority < Priority.EMERGENCY]
+        candidates = [s for s in self.running if not s.urgent]
         return max(candidates, key=_running_key) if candidates else None
 
     def _preempt(self, seq: Sequence, out: SchedulerOutput) -> None:

@@ -22,34 +22,6 @@ from qwen3tts.engine.config import SamplingParams
 NUM_CODE_GROUPS = 16  # codes per frame: code 0 from the talker, codes 1..15 from the code predictor
 
 
-class Priority(enum.IntEnum):
-    """Announcement levels as in PA paging, plus BACKGROUND below them for audio returned to a caller.
-
-    BACKGROUND (network requests: Wyoming, HTTP) waits behind every announcement and is the first
-    preemption victim, so the appliance's own speaker never queues behind a network client.
-    """
-
-    BACKGROUND = -1
-    NORMAL = 0
-    PRIORITY = 1
-    EMERGENCY = 2
-
-    @property
-    def label(self) -> str:
-        """The name a publisher writes (`normal`, `priority`, `emergency`) and the spool stores."""
-        return self.name.lower()
-
-    @classmethod
-    def announcement_level(cls, label: str) -> Priority | None:
-        """The announcement level named `label`, None for any other name (BACKGROUND is not one)."""
-        level = cls.__members__.get(label.upper()) if label.isascii() else None
-        return level if level is not None and level is not cls.BACKGROUND else None
-
-
-ANNOUNCEMENT_LEVELS = (Priority.NORMAL, Priority.PRIORITY, Priority.EMERGENCY)
-"""The levels an announcement may have, lowest first (PA paging: normal, priority, emergency)."""
-
-
 @dataclass(frozen=True)
 class Request:
     """What a caller asks for. Validated at Engine.submit(); the prompt builder reads the text fields."""
@@ -59,7 +31,12 @@ class Request:
     language: str = "auto"
     speaker: str | None = None
     instruct: str | None = None
-    priority: Priority = Priority.NORMAL
+    rank: int = 0
+    """Order among waiting requests: a higher rank is admitted first (the appliance's PA levels, network
+    requests below them); within a rank, first come first served."""
+    urgent: bool = False
+    """May displace running requests of any rank to start at once, and is never held back by a lowered
+    batch limit (the appliance's emergencies)."""
     sampling: Mapping[str, object] = field(default_factory=dict)
     """Overrides of SamplingParams fields, e.g. {"temperature": 0.7}."""
     seed: int | None = None
@@ -122,7 +99,8 @@ class Sequence:
         self.request = request
         self.params = params
         self.max_frames = max_frames
-        self.priority = int(request.priority)
+        self.rank = request.rank
+        self.urgent = request.urgent
         self.rng = np.random.default_rng(request.seed)
         self.trailing_text = prompt.trailing_text
         self.pad_vector = prompt.pad_vector

@@ -30,7 +30,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.auth import is_loopback
 from qwen3tts.servers.http_request import ApiError, read_json_body
@@ -54,8 +53,12 @@ class StatusConsole(VoiceConsole, Protocol):
     def recent_events(self) -> list[dict]:
         """The last announcement events, oldest first, each with `seq`, `time`, `id`, `event`, `reason`."""
 
-    def announce(self, text: str, voice: str | None, priority: Priority) -> str:
-        """Queue an announcement on the appliance's speaker; its id, or RequestError with the reason."""
+    priorities: tuple[str, ...]
+    """The announcement levels a publisher may name, lowest first (the appliance's PA priorities)."""
+
+    def announce(self, text: str, voice: str | None, priority: str) -> str:
+        """Queue an announcement at the level named `priority` (one of `priorities`) on the appliance's
+        speaker; its id, or RequestError with the reason."""
 
 
 class RecentEvents:
@@ -91,14 +94,14 @@ def status_routes(console: StatusConsole, pool, max_body_bytes: int, read_timeou
         return JSONResponse({
             "status": console.console_status(), "events": console.recent_events(),
             "voices": list(offer.voice_names), "default_voice": offer.resolve_voice(None),
-            "priorities": [level.label for level in ANNOUNCEMENT_LEVELS],
+            "priorities": list(console.priorities),
         })  # fmt: skip
 
     async def announce(request: Request) -> Response:
         try:
             _check_same_site(request, token)
             body = await read_json_body(request, max_body_bytes, read_timeout_s)
-            text, voice, priority = _announcement(body, pool)
+            text, voice, priority = _announcement(body, pool, console.priorities)
             return JSONResponse({"id": console.announce(text, voice, priority)})
         except RequestError as exc:
             return ApiError(400, str(exc), None, "rejected").response()
@@ -133,15 +136,13 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
-def _announcement(body: dict, pool) -> tuple[str, str | None, Priority]:
+def _announcement(body: dict, pool, priorities: tuple[str, ...]) -> tuple[str, str | None, str]:
     text, voice, level = body.get("text"), body.get("voice") or None, body.get("priority") or "normal"
     if not isinstance(text, str):
         raise ApiError(400, "text must be a string", "text")
     text = checked_text(text, pool.max_text_chars)
     if voice is not None and not isinstance(voice, str):
         raise ApiError(400, "voice must be a string", "voice")
-    priority = Priority.announcement_level(level) if isinstance(level, str) else None
-    if priority is None:
-        labels = ", ".join(level.label for level in ANNOUNCEMENT_LEVELS)
-        raise ApiError(400, f"priority must be one of: {labels}", "priority")
-    return text, voice, priority
+    if level not in priorities:
+        raise ApiError(400, f"priority must be one of: {', '.join(priorities)}", "priority")
+    return text, voice, level

@@ -3,7 +3,7 @@
 One `SpeechStream` carries one network request from open to close: its validated voice, language and
 instruct, the pieces of text not yet submitted, the engine handle of the piece being synthesised, and
 its figures. Text is validated like an announcement's (length, voice, language), split by the same
-function, and submitted one piece at a time at Priority.BACKGROUND: below every announcement, so an
+function, and submitted one piece at a time at BACKGROUND_RANK: below every announcement, so an
 emergency preempts it and the speaker never queues behind a network client. Audio goes back to the
 caller only. Closing a stream (client gone, error, shutdown) cancels its engine request at once.
 
@@ -24,13 +24,19 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from qwen3tts.engine.runaway import runaway_warning
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.slots import NoSlot, Slots
 from qwen3tts.servers.streamed_text import StreamedText
-from qwen3tts.synthesis import TextOptions, checked_speech, read_pieces, sentence_request, speaks
+from qwen3tts.synthesis import (
+    BACKGROUND_RANK,
+    TextOptions,
+    checked_speech,
+    read_pieces,
+    sentence_request,
+    speaks,
+)
 from qwen3tts.tempo import TimeStretch
 from qwen3tts.text import Piece
 
@@ -225,7 +231,7 @@ class SpeechStream:
             language=piece.language or self.language,
             voice=self.pool.offer.catalog.resolve(piece.voice) if piece.voice else self.voice,
             instruct=self.instruct,
-            priority=Priority.BACKGROUND,
+            rank=BACKGROUND_RANK,
             max_frames=self.pool.max_frames,
             voices=self.pool.offer.catalog,
         )

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import BundleError, RequestError
 from qwen3tts.runtime.voice_maker import VoiceOrder, make_voice
 from qwen3tts.servers.offer import DEFAULT_VOICE, model_label
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 class Console:
     """The servers' `console`: the status (`console_status()`, `recent_events()`), `announce()`, and the
     voices (`voice_list()`, `add_voice()`, `remove_voice()`, `set_default_voice()`)."""
+
+    priorities = tuple(level.label for level in ANNOUNCEMENT_LEVELS)
 
     def __init__(self, service):
         self.service = service
@@ -48,10 +51,12 @@ class Console:
     def recent_events(self) -> list[dict]:
         return self.service.events.list()
 
-    def announce(self, text: str, voice: str | None, priority) -> str:
-        """A text from the page, checked as any `say` is, then queued like one."""
+    def announce(self, text: str, voice: str | None, priority: str) -> str:
+        """A text from the page at the level it names (one of `priorities`, which the page checked),
+        checked as any `say` is, then queued like one."""
         service = self.service
-        ann = service.mqtt.intake.policy.admit(Say(text=text, voice=voice, priority=priority), time.time())
+        level = Priority.announcement_level(priority) or Priority.NORMAL
+        ann = service.mqtt.intake.policy.admit(Say(text=text, voice=voice, priority=level), time.time())
         service.announcer.enqueue(ann)
         return ann.id
 

@@ -17,8 +17,8 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.limiter import true_peak
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.sinks import WavSink
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.zones.outputs import zone_loudness
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.settings import AudioSettings, Settings
 from qwen3tts.settings_loader import build
 

@@ -14,7 +14,7 @@ import pytest
 from front_door import policy_for
 from mqtt_intake_runner import IntakeRunner, spooled
 
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 
 @pytest.fixture

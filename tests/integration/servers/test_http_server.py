@@ -11,8 +11,10 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
+from qwen3tts.appliance.priority import Priority
+from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.servers import ApplianceFigures
+from qwen3tts.synthesis import BACKGROUND_RANK
 
 pytestmark = pytest.mark.slow
 LONG = "This sentence is long enough to keep the tiny model busy for quite a few seconds, really. "
@@ -35,7 +37,7 @@ def test_the_openai_client_streams_pcm_as_it_is_produced(serve):
     assert handle.status in (SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH)
     assert len(pcm) == len(handle.frames) * 1920 * 2  # 16-bit samples, 1920 per 80 ms frame
     assert running.requests[0].speaker == "vivian"
-    assert running.requests[0].priority == Priority.BACKGROUND
+    assert running.requests[0].rank == BACKGROUND_RANK
 
 
 def test_a_wav_reader_reads_the_streamed_wav(serve):
@@ -165,7 +167,7 @@ def test_http_and_announcement_requests_batch_in_one_engine(serve):
         first = next(chunks)  # the network request is running: the announcement joins it
         announcement = running.engine.submit(
             Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
-                    speaker="serena", priority=Priority.NORMAL, max_frames=40)
+                    speaker="serena", rank=Priority.NORMAL.rank, max_frames=40)
         )  # fmt: skip
         pcm = first + b"".join(chunks)
     announcement.result(60)
@@ -182,7 +184,7 @@ def test_an_emergency_preempts_network_synthesis(serve):
         next(chunks)  # the network request runs in the only slot
         emergency = running.engine.submit(
             Request(id="fire", text="Fire alarm.", language="english", speaker="ryan",
-                    priority=Priority.EMERGENCY, max_frames=10)
+                    rank=Priority.EMERGENCY.rank, urgent=True, max_frames=10)
         )  # fmt: skip
         done = threading.Thread(target=lambda: (emergency.wait(60), finished_order.append("emergency")))
         done.start()

@@ -20,7 +20,8 @@ from wyoming.tts import (
 )
 from wyoming_client import error_of, until_eof
 
-from qwen3tts.engine.sequence import Priority, SequenceStatus
+from qwen3tts.engine.sequence import SequenceStatus
+from qwen3tts.synthesis import BACKGROUND_RANK
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +69,7 @@ def test_synthesize_streams_audio_chunks_between_start_and_stop(serve):
     assert handle.status in (SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH)
     frames = len(handle.frames)
     assert sum(chunk.samples for chunk in chunks) == frames * 1920
-    assert running.requests[0].priority == Priority.BACKGROUND  # below every announcement
+    assert running.requests[0].rank == BACKGROUND_RANK  # below every announcement
 
 
 def test_streaming_text_synthesises_each_complete_sentence_then_reports_stopped(serve):

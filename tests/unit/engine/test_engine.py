@@ -13,7 +13,7 @@ from engine_fakes import SAMPLES_PER_FRAME, FakeRunner, fake_prompt_builder
 
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
-from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
+from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.errors import ConfigError, RequestError
 
 TEXTS = {
@@ -176,7 +176,9 @@ def test_a_fault_in_one_request_ends_it_with_a_request_error_and_leaves_the_othe
     [
         (Request("x", "   "), "text"),
         (Request("", "hello"), "id"),
-        (Request("x", "hello", priority=7), "priority"),
+        (Request("x", "hello", rank="high"), "rank"),
+        (Request("x", "hello", rank=True), "rank"),
+        (Request("x", "hello", urgent=1), "urgent"),
         (Request("x", "hello", sampling={"temprature": 0.5}), "unknown sampling"),
         (Request("x", "hello", sampling={"top_p": 0.0}), "top_p"),
         (Request("x", "hello", max_frames=1), "max_frames"),
@@ -248,7 +250,7 @@ def test_an_emergency_starts_beyond_the_throttle():
     engine.set_max_batch(1)
     a = engine.submit(req("a"))
     engine.step()
-    e = engine.submit(req("b", priority=Priority.EMERGENCY))
+    e = engine.submit(req("b", rank=2, urgent=True))
     engine.step()
     assert [member[0] for member in engine.runner.talker_calls[-1]] == [a.seq_id, e.seq_id]
 

@@ -9,17 +9,22 @@ import numpy as np
 from qwen3tts.engine.block_manager import BlockManager
 from qwen3tts.engine.config import SamplingParams
 from qwen3tts.engine.scheduler import Scheduler
-from qwen3tts.engine.sequence import Priority, Prompt, Request, Sequence, SequenceStatus
+from qwen3tts.engine.sequence import Prompt, Request, Sequence, SequenceStatus
 
 H = 2
 VOICE = np.arange(16 * H, dtype=np.float32).reshape(16, H)  # the shared leading rows
 
 
-def make_seq(name: str, num_voice_rows: int, num_own_rows: int, priority=Priority.NORMAL) -> Sequence:
+def make_seq(name: str, num_voice_rows: int, num_own_rows: int, urgent: bool = False) -> Sequence:
     """A prompt of `num_voice_rows` VOICE rows, then rows of its own (distinct per name)."""
     own = np.full((num_own_rows, H), -1.0 - sum(map(ord, name)), np.float32)
     prompt = Prompt(np.concatenate([VOICE[:num_voice_rows], own]), np.zeros((0, H), np.float32), np.zeros(H))
-    return Sequence(Request(name, "text", priority=priority), prompt, SamplingParams(), max_frames=100)
+    return Sequence(
+        Request(name, "text", rank=2 if urgent else 0, urgent=urgent),
+        prompt,
+        SamplingParams(),
+        max_frames=100,
+    )
 
 
 def computed(bm: BlockManager, seq: Sequence, num_tokens: int) -> None:
@@ -144,7 +149,7 @@ def test_a_preempted_sequence_gets_its_own_cached_blocks_back_and_recomputes_onl
     a = make_seq("a", 9, 0)
     s.add(a)
     assert step(s) == [("a", 0, 9)]  # a: [0, 1, 2], 9 computed + 1 pending position
-    e = make_seq("e", 0, 5, Priority.EMERGENCY)
+    e = make_seq("e", 0, 5, urgent=True)
     s.add(e)
     # e needs 2 blocks, only block 3 is free: a is preempted, its full blocks 0 and 1 stay cached.
     assert step(s) == [("e", 0, 5)]

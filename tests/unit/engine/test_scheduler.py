@@ -10,16 +10,16 @@ import pytest
 from qwen3tts.engine.block_manager import BlockManager
 from qwen3tts.engine.config import SamplingParams
 from qwen3tts.engine.scheduler import Scheduler
-from qwen3tts.engine.sequence import Priority, Prompt, Request, Sequence, SequenceStatus
+from qwen3tts.engine.sequence import Prompt, Request, Sequence, SequenceStatus
 
 H = 2
 
 
-def make_seq(name: str, prompt_len: int, priority: Priority = Priority.NORMAL) -> Sequence:
+def make_seq(name: str, prompt_len: int, rank: int = 0, *, urgent: bool = False) -> Sequence:
     prompt = Prompt(
         np.zeros((prompt_len, H), np.float32), np.zeros((0, H), np.float32), np.zeros(H, np.float32)
     )
-    return Sequence(Request(name, "text", priority=priority), prompt, SamplingParams(), max_frames=100)
+    return Sequence(Request(name, "text", rank=rank, urgent=urgent), prompt, SamplingParams(), max_frames=100)
 
 
 def make_scheduler(num_blocks: int, max_num_seqs: int = 4, budget: int = 16) -> Scheduler:
@@ -59,9 +59,9 @@ def test_decodes_go_first_and_a_long_prompt_is_prefilled_in_chunks_of_the_remain
     assert tables(a, b, c) == [[0, 4], [1, 6], [2, 3, 5]]
 
 
-def test_waiting_requests_start_by_priority_then_arrival_up_to_max_num_seqs():
+def test_waiting_requests_start_by_rank_then_arrival_up_to_max_num_seqs():
     s = make_scheduler(num_blocks=16, max_num_seqs=2)
-    n1, n2, p1 = make_seq("n1", 2), make_seq("n2", 2), make_seq("p1", 2, Priority.PRIORITY)
+    n1, n2, p1 = make_seq("n1", 2), make_seq("n2", 2), make_seq("p1", 2, rank=1)
     for seq in (n1, n2, p1):
         s.add(seq)
     assert [seq.request.id for seq in s.waiting] == ["p1", "n1", "n2"]
@@ -72,9 +72,9 @@ def test_waiting_requests_start_by_priority_then_arrival_up_to_max_num_seqs():
     assert step(s)[0] == [("n1", 3, 1), ("n2", 0, 2)]  # the freed slot goes to n2
 
 
-def test_block_exhaustion_preempts_the_lowest_priority_most_recently_admitted_and_recomputes_it():
+def test_block_exhaustion_preempts_the_lowest_rank_most_recently_admitted_and_recomputes_it():
     s = make_scheduler(num_blocks=4, budget=16)
-    a, b, c = make_seq("a", 3), make_seq("b", 3), make_seq("c", 3, Priority.PRIORITY)
+    a, b, c = make_seq("a", 3), make_seq("b", 3), make_seq("c", 3, rank=1)
     for seq in (a, b, c):
         s.add(seq)
     assert step(s)[0] == [("c", 0, 3), ("a", 0, 3), ("b", 0, 3)]  # admitted c, a, b
@@ -97,7 +97,7 @@ def test_block_exhaustion_preempts_the_lowest_priority_most_recently_admitted_an
 
 def test_the_lowest_sequence_shrinks_its_prefill_chunk_to_its_free_blocks_then_steps_aside():
     s = make_scheduler(num_blocks=3, budget=8)
-    a, b = make_seq("a", 3, Priority.PRIORITY), make_seq("b", 12)
+    a, b = make_seq("a", 3, rank=1), make_seq("b", 12)
     s.add(a)
     s.add(b)
     assert step(s)[0] == [("a", 0, 3), ("b", 0, 5)]
@@ -115,7 +115,7 @@ def test_set_max_batch_preempts_newest_normals_but_never_emergencies():
     n1, n2, e1, n3 = (
         make_seq("n1", 2),
         make_seq("n2", 2),
-        make_seq("e1", 2, Priority.EMERGENCY),
+        make_seq("e1", 2, rank=2, urgent=True),
         make_seq("n3", 2),
     )
     for seq in (n1, n2, e1, n3):
@@ -133,7 +133,7 @@ def test_set_max_batch_preempts_newest_normals_but_never_emergencies():
 
 def test_an_emergency_bypasses_the_throttle_and_displaces_a_normal_when_all_slots_are_taken():
     s = make_scheduler(num_blocks=32, max_num_seqs=2)
-    n1, n2, e1 = make_seq("n1", 2), make_seq("n2", 2), make_seq("e1", 2, Priority.EMERGENCY)
+    n1, n2, e1 = make_seq("n1", 2), make_seq("n2", 2), make_seq("e1", 2, rank=2, urgent=True)
     s.add(n1)
     s.add(n2)
     step(s)
@@ -145,7 +145,7 @@ def test_an_emergency_bypasses_the_throttle_and_displaces_a_normal_when_all_slot
     assert out.preempted == [n2]
     assert plan == [("n1", 2, 1), ("e1", 0, 2)]
     s.set_max_batch(2)
-    s.add(make_seq("e2", 2, Priority.EMERGENCY))
+    s.add(make_seq("e2", 2, rank=2, urgent=True))
     plan, out = step(s)
     # Both slots taken (n1, e1): e2 displaces n1, the only non-emergency, even though n1 already had
     # its decode planned this step.
@@ -155,7 +155,7 @@ def test_an_emergency_bypasses_the_throttle_and_displaces_a_normal_when_all_slot
 
 def test_an_emergency_displaces_normals_to_get_kv_blocks():
     s = make_scheduler(num_blocks=2)
-    n1, e1 = make_seq("n1", 7), make_seq("e1", 4, Priority.EMERGENCY)
+    n1, e1 = make_seq("n1", 7), make_seq("e1", 4, rank=2, urgent=True)
     s.add(n1)
     step(s)
     assert n1.block_table == [0, 1]  # 8 positions known (7 prompt + 1 frame): the pool is full

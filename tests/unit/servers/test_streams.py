@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 from engine_fakes import SAMPLES_PER_FRAME, FakeRunner, fake_prompt_builder
 
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
-from qwen3tts.engine.sequence import Priority, SequenceStatus
+from qwen3tts.engine.sequence import SequenceStatus
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.streams import Busy, InvalidField, StreamPool
 from qwen3tts.settings import VoiceSettings
+from qwen3tts.synthesis import BACKGROUND_RANK
 from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
 
 # "nobody" passes the catalog but the fake prompt builder refuses it, like the engine refusing at submit
@@ -65,9 +67,10 @@ def test_pieces_go_to_the_engine_one_at_a_time_below_every_announcement(pool):
     pcm = collect(stream)
     stream.close()
     assert [r.text for r in pool.submitted] == ["First sentence here.", "And the second one."]
-    assert {(r.speaker, r.language, r.priority) for r in pool.submitted} == {
-        ("ryan", "english", Priority.BACKGROUND)
+    assert {(r.speaker, r.language, r.rank, r.urgent) for r in pool.submitted} == {
+        ("ryan", "english", BACKGROUND_RANK, False)
     }
+    assert min(level.rank for level in ANNOUNCEMENT_LEVELS) > BACKGROUND_RANK
     assert pcm.size > 0 and stream.outcome == "ok"
     assert outcome_count(pool, "http", "ok") == 1
 

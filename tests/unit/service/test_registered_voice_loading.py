@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.service import voices as loading
 from qwen3tts.service.voices import load_registered_voices
@@ -87,7 +87,7 @@ def test_without_a_prompt_builder_or_a_bundle_hash_nothing_is_registered(registr
 def test_sentence_request_carries_the_registered_voice_and_the_seed(registry, tmp_path):
     voices = VoiceCatalog()
     load_registered_voices(voices, registry.directory, tmp_path, FakeBuilder())
-    common = dict(language="english", instruct=None, priority=Priority.NORMAL, max_frames=100)
+    common = dict(language="english", instruct=None, rank=Priority.NORMAL.rank, max_frames=100)
     request = sentence_request("a#0", "Hello.", voice="anna", voices=voices, seed=3, **common)
     assert (request.speaker, request.ref_audio, request.seed) == (None, "voice:anna", 3)
     preset = sentence_request("a#1", "Hello.", voice="ryan", voices=voices, **common)

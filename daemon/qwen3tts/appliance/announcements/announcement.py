@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 if TYPE_CHECKING:
     from qwen3tts.text import Piece

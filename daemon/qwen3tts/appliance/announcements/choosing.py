@@ -26,7 +26,7 @@ from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.reporter import Reporter
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.play import PiecePlay, Play
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import isolated
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.runaway import runaway_warning
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import Settings
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_pieces, sentence_request, speaks
@@ -201,7 +201,8 @@ class LookAhead:
             language=piece.language or ann.lang or self.defaults.language,
             voice=voice,
             instruct=ann.instruct or self.defaults.instruct,
-            priority=ann.priority,
+            rank=ann.priority.rank,
+            urgent=ann.priority.urgent,
             max_frames=self.settings.engine.max_frames,
             voices=self.voices,
             seed=ann.seed,

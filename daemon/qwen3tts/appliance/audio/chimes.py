@@ -22,7 +22,7 @@ import soxr
 
 from qwen3tts.appliance.audio.loudness import LoudnessTarget, normalised_sound
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
-from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import AudioError, ConfigError
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from qwen3tts.appliance.audio.loudness import StreamLoudness
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 DEFAULT_ZONE = "default"
 """The zone of a box that configures none: its `audio` section."""

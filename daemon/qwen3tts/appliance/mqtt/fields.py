@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from qwen3tts.appliance.mqtt.payload import check_clean, check_id, quote
-from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.settings import ZONE_NAME_PATTERN
 

@@ -25,7 +25,7 @@ from qwen3tts.appliance.mqtt.fields import (
     zones_of,
 )
 from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, encode_json, quote
-from qwen3tts.engine.sequence import ANNOUNCEMENT_LEVELS, Priority
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import RequestError
 
 EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")

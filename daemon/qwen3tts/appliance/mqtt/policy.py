@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt.messages import CHIME_VALUES, Say
 from qwen3tts.appliance.mqtt.payload import check_clean, quote
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.steady_clock import STEADY, SteadyClock
 from qwen3tts.synthesis import checked_speech  # the same checks, and reasons, as every door

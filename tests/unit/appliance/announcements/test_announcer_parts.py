@@ -16,7 +16,7 @@ from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.play import Play, Plays
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.reporter import Reporter
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
 from qwen3tts.voices.catalog import VoiceCatalog
 

@@ -9,7 +9,7 @@ from announcer_fakes import FOUR, TurnRig, expected_pcm, fake_speech, pieces
 
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.track import HowToPlay
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 
 def test_an_announcement_plays_every_piece_in_order_with_every_event(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.queue import Accepted, AnnouncementQueue
 from qwen3tts.appliance.announcements.spool import quarantined
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 
 

@@ -8,7 +8,7 @@ import logging
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.recent_ids import RecentIds, fingerprint
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 
 def message(ann_id: str = "gen-1", text: str = "No id here.", **kw) -> Announcement:

@@ -8,7 +8,8 @@ from announcer_fakes import TurnRig
 from announcer_rig import fake_engine
 from engine_fakes import FakeRunner
 
-from qwen3tts.engine.sequence import Priority, Request, SequenceStatus
+from qwen3tts.appliance.priority import Priority
+from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.servers.metrics import ServerMetrics
 
 TWO = "Mind the gap. Stand clear of the doors."
@@ -71,10 +72,10 @@ def test_the_engine_counts_a_request_that_ends_at_its_cap_and_not_one_that_ends_
     name = "qwen3tts_sentences_frame_capped_total"
     assert _metric(metrics, name) == 0
     normal = _run(engine, Request(id="eos", text="Hello.", language="english", speaker="ryan",
-                                  priority=Priority.NORMAL, max_frames=500))  # fmt: skip
+                                  rank=Priority.NORMAL.rank, max_frames=500))  # fmt: skip
     assert normal.status is SequenceStatus.FINISHED_STOPPED
     assert _metric(metrics, name) == 0
     capped = _run(engine, Request(id="cap", text="Hello.", language="english", speaker="ryan",
-                                  priority=Priority.NORMAL, max_frames=3))  # fmt: skip
+                                  rank=Priority.NORMAL.rank, max_frames=3))  # fmt: skip
     assert capped.status is SequenceStatus.FINISHED_LENGTH
     assert _metric(metrics, name) == 1

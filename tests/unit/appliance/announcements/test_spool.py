@@ -14,7 +14,7 @@ from announcer_fakes import TurnRig
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.spool import MAX_FILE_BYTES, Spool, quarantined
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 GOOD = Announcement(id="good", text="This one is fine.", seq=1)
 

@@ -14,7 +14,7 @@ from qwen3tts.appliance.audio.chimes import (
     synthesize_chime,
     write_default_chimes,
 )
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import AudioSettings
 

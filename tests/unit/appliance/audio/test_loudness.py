@@ -18,8 +18,8 @@ from qwen3tts.appliance.audio.limiter import true_peak
 from qwen3tts.appliance.audio.loudness import LoudnessTarget, StreamLoudness
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import Track
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.zones.outputs import zone_loudness
-from qwen3tts.engine.sequence import Priority
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import AudioSettings, LoudnessSettings, Settings
 from qwen3tts.settings_loader import build

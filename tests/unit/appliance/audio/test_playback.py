@@ -15,7 +15,7 @@ from audio_fakes import FakeClock, FakeSink
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay, Track
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AudioSettings
 

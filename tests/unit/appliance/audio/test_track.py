@@ -9,7 +9,7 @@ import numpy as np
 
 from qwen3tts.appliance.audio.track import HowToPlay, Track
 from qwen3tts.appliance.audio.track_reader import TrackReader
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 
 
 def ramp(start: int, stop: int) -> np.ndarray:

@@ -34,7 +34,7 @@ from qwen3tts.appliance.mqtt.messages import (
 )
 from qwen3tts.appliance.mqtt.routing import COMMANDS, inbound_type, parse_inbound, subscriptions
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.engine.sequence import Priority
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/kitchen"

@@ -15,12 +15,13 @@ import pytest
 from engine_fakes import FakeRunner, fake_prompt_builder
 from fake_sysfs import laptop
 
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.thermal.accelerators import GpuGt
 from qwen3tts.appliance.thermal.governor import ThermalGovernor, ThermalMonitor, level_names
 from qwen3tts.appliance.thermal.sensors import SensorSnapshot, ThermalZone, TripPoint, read_sensors
 from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
-from qwen3tts.engine.sequence import Priority, Request
+from qwen3tts.engine.sequence import Request
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import ThermalSettings
 
@@ -277,7 +278,9 @@ def test_an_emergency_starts_at_once_even_when_the_governor_has_cut_the_batch_to
     normal = [engine.submit(Request(name, f"normal {name} text", seed=1)) for name in ("a", "b")]
     engine.step()
     assert engine.stats().num_running == 1
-    emergency = engine.submit(Request("fire", "leave the building now", priority=Priority.EMERGENCY, seed=1))
+    emergency = engine.submit(
+        Request("fire", "leave the building now", rank=Priority.EMERGENCY.rank, urgent=True, seed=1)
+    )
     engine.step()
     running = {seq.request.id for seq in engine.scheduler.running}
     assert running == {"a", "fire"} and engine.stats().max_batch == 1
