@@ -92,13 +92,13 @@ def test_streaming_text_synthesises_each_complete_sentence_then_reports_stopped(
     assert {request.speaker for request in running.requests} == {"ryan"}
 
 
-def test_an_unknown_voice_is_one_error_then_eof_within_a_second_as_home_assistant_needs(serve):
+def test_an_unknown_voice_is_one_error_then_eof_at_once_as_home_assistant_needs(serve):
     running = serve()
     bad = Synthesize(text="Hello there.", voice=SynthesizeVoice(name="alloy")).event()
     received, to_eof = asyncio.run(until_eof(running.servers.wyoming_port, [bad, Describe().event()]))
     error = error_of(received)  # the describe after it is never answered: the connection has ended
     assert "unknown voice 'alloy'" in error.text and error.code == "RequestError"
-    assert to_eof < 1.0
+    assert to_eof < 5.0  # ended after the error, not by the idle timeout (30 s), however loaded the machine
     assert running.handles == []
     assert running.outcomes("wyoming")["rejected"] == 1  # counted like an HTTP refusal
 
