@@ -263,6 +263,7 @@ class Announcer:
                         self.endings.synthesis_failed(ann, str(exc))
             if play is not None and ann.id in self.plays.ahead:
                 plan.append(play)
-        for play in self.lookahead.submit_due(plan):
+        speech = [play for play in plan if play.ann.media is None]  # media has nothing to synthesise
+        for play in self.lookahead.submit_due(speech):
             if play.error is not None and play.cut is None:
                 self.endings.synthesis_failed(play.ann, play.error)
