@@ -34,7 +34,8 @@ NOT_FOUND = "no announcement with this id is waiting or playing"
 
 
 class Commands:
-    """Queueing, stop, volume, mute, defaults and shutdown; `accepting` is False once a shutdown began.
+    """Queueing, stop, volume, an announcement's own gain, mute, defaults and shutdown; `accepting` is
+    False once a shutdown began.
 
     `defaults` is what an announcement that names no voice, language or instruct gets (the look-ahead's).
     """

@@ -4,9 +4,9 @@ An announcement with `media` has no text to read and nothing to synthesise: its 
 into segments of `SEGMENT_S`, one `PiecePlay` each, moved into the track from the samples a few seconds
 ahead of playback (the look-ahead's `move_pcm` calls `fill`), so the track never holds a second copy of
 a long file and the announcer's turn never measures the loudness of minutes at once. The segments are
-the media's "sentences": a priority announcement takes over at the next segment boundary, an emergency
-barges in within one block, and the interrupted media waits again from the segment it was in (its
-`cursor` counts segments), as a spoken announcement resumes from its sentence.
+the media's "sentences": an announcement that takes over does so at the next segment boundary, an
+emergency barges in within one block, and the interrupted media waits again from the segment it was in
+(its `cursor` counts segments), as a spoken announcement resumes from its sentence.
 
 Media at `Priority.BACKGROUND` is a stream: every announcement interrupts it (choosing.py). Media is
 never spooled (queue.py): its samples live in memory only and are lost with the process, as a
