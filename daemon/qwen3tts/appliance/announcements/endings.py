@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.lookahead import LookAhead
-from qwen3tts.appliance.announcements.media import NOT_KEPT, resume_point
+from qwen3tts.appliance.announcements.media import NOT_KEPT, interrupted_reason
 from qwen3tts.appliance.announcements.play import Play, Plays
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.reporter import Reporter
@@ -119,7 +119,7 @@ class Endings:
             return
         cursor = play.first + from_piece
         self.reporter.spool_write("keep the interrupted announcement", self.queue.requeue, play.ann, cursor)
-        reason = f"{cut.value}; {resume_point(play.ann, cursor)}"
+        reason = interrupted_reason(play.ann, cut, cursor)
         self.reporter.emit(play.ann, "queued", reason, zones=play.zones)
 
     def _cancelled(self, play: Play, why: str) -> None:

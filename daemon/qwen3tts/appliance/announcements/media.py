@@ -22,6 +22,7 @@ from qwen3tts.appliance.announcements.media_audio import SEGMENT, SEGMENT_S
 from qwen3tts.appliance.announcements.play import PiecePlay, Play
 from qwen3tts.appliance.audio.sinks import MODEL_RATE
 from qwen3tts.appliance.audio.track import Track
+from qwen3tts.engine.sequence import Priority
 from qwen3tts.text import Piece
 
 if TYPE_CHECKING:
@@ -58,8 +59,11 @@ def fill(play: Play) -> None:
         track.close()
 
 
-def resume_point(ann: Announcement, cursor: int) -> str:
-    """Where an interrupted announcement resumes, for the `queued` event's reason."""
+def interrupted_reason(ann: Announcement, cut: Cut, cursor: int) -> str:
+    """The `queued` event's reason when `ann` was interrupted and resumes from `cursor`."""
+    why = cut.value
+    if cut is Cut.TAKEOVER and ann.priority is Priority.BACKGROUND:
+        why = "an announcement took over"  # a stream: any announcement takes over, not only a priority one
     if ann.media is not None:
-        return f"resumes at {cursor * SEGMENT_S:.0f} s"
-    return f"resumes from sentence {cursor + 1}"
+        return f"{why}; resumes at {cursor * SEGMENT_S:.0f} s"
+    return f"{why}; resumes from sentence {cursor + 1}"

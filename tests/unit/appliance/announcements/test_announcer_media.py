@@ -89,6 +89,7 @@ def test_a_normal_announcement_that_may_not_interrupt_still_takes_over_a_stream_
     rig.say("notice", "The shop closes in ten minutes.")  # normal: interrupt is False
     rig.run_until_event("song", "finished")
     assert stream.cut_at == 1 and rig.playback.order() == ["song@0", "notice@0", "song@1"]
+    assert rig.events("song")[3] == ("queued", "an announcement took over; resumes at 1 s")
     first, resumed = rig.playback.speech("song", 0), rig.playback.speech("song", 1)
     np.testing.assert_array_equal(first, pcm[:SEGMENT])  # ended at the boundary ...
     np.testing.assert_array_equal(
