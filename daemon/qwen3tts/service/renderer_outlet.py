@@ -1,48 +1,91 @@
 """Where the UPnP renderer's media goes (servers/renderer/outlet.py MediaOutlet): the one adapter
-between the renderer and the announcement queue, and the only place that changes when the queue
-takes audio.
+between the renderer and the announcement queue.
 
-Today the queue takes text only: an announcement is text (or SSML) that the look-ahead synthesises
-piece by piece, and its spool record is that text. Media decoded by the renderer has no way in, so
-every play is refused with the reason (a UPnP error for the controller, one log line here) and
-nothing else of the box is touched. The renderer is complete on its side; what this adapter needs
-from the queue's door to play media as an announcement, with the events an MQTT `say` gets:
-
-- enqueue pre-rendered audio: float32 mono PCM at 24 kHz (up to `servers.renderer.max_media_s`), a
-  title, a priority (an announcement level when the media comes from an announce source, else a
-  normal, duckable stream that announcements interrupt and that resumes), all zones, a gain; the
-  Play fills its track from the PCM instead of engine handles (no synthesis, no look-ahead);
-- an id per accepted request and its lifecycle events (started, finished, cancelled, error) to a
-  callback, which this adapter maps onto the renderer's `on_event`;
-- stop by id (as MQTT `stop` with scope `id`), and a gain change for the one that plays;
-- a decision on the spool: the PCM kept as a file beside the record (replayed after a crash) or
-  media requests not spooled (lost with the process, as a controller expects of a renderer).
+A play becomes an announcement with pre-rendered audio (appliance/announcements/media.py): its
+title as text, its samples, all zones, no chime, the renderer's gain as its own volume (the master
+volume and mute still apply; the renderer never changes them). Media from `announce_sources` is a
+`normal` announcement; any other is a stream at BACKGROUND that every announcement interrupts and that
+resumes from the segment it was in. It gets the events an MQTT `say` gets, on the MQTT event topic with
+its id, and the same events reach the renderer through the announcement's listener, mapped onto the
+outlet's four. Stop and gain go to the announcer's inbox by id, as MQTT `stop` does. Media is never
+spooled: a restart loses it, as a controller expects of a renderer.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import secrets
 from collections.abc import Callable
 
+from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.media_audio import MediaAudio, media_pcm
+from qwen3tts.appliance.priority import Priority
 from qwen3tts.servers.renderer.outlet import Media, OutletRefused
+from qwen3tts.steady_clock import STEADY
 
 log = logging.getLogger(__name__)
 
-REASON = "the announcement queue does not take pre-rendered audio yet"
+OUTLET_EVENT = {
+    "started": "started",
+    "finished": "finished",
+    "cancelled": "cancelled",
+    "expired": "cancelled",
+    "error": "error",
+    "rejected": "error",
+}
+"""The announcement's events the renderer hears of, as the outlet's (`queued` and `first_audio` are
+steps on the way; a `queued` after an interruption means it resumes later)."""
 
 
 class QueueOutlet:
-    """The renderer's MediaOutlet for the running box (see the module docstring for what it waits on)."""
+    """The renderer's MediaOutlet for the running box: media into the announcer's queue."""
 
     def __init__(self, announcer):
         self.announcer = announcer
+        self._prefix = f"upnp-{secrets.token_hex(3)}"  # ids unique across restarts (the duplicate memory)
+        self._numbers = itertools.count(1)
 
     def play(self, media: Media, on_event: Callable[[str, str], None]) -> str:
-        log.warning("renderer: %r (%.1f s) not played: %s", media.title, media.seconds, REASON)
-        raise OutletRefused(REASON)
+        """Queue the media as an announcement; its id. OutletRefused when the queue is full now."""
+        queue = self.announcer.queue
+        if len(queue) >= queue.max_queue:
+            raise OutletRefused(f"queue full ({queue.max_queue} announcements waiting)")
+        ann_id = f"{self._prefix}-{next(self._numbers)}"
+        priority = Priority.NORMAL if media.announce else Priority.BACKGROUND
+        ann = Announcement(
+            id=ann_id,
+            text=media.title,
+            priority=priority,
+            volume=media.gain,
+            chime="none",
+            t_queued=STEADY(),
+            media=MediaAudio(media_pcm(media.pcm), _listener(ann_id, on_event)),
+        )
+        kind = "announcement" if media.announce else "stream"
+        log.info("%s: renderer media %r, %.1f s, as %s", ann_id, media.title, media.seconds, kind)
+        self.announcer.enqueue(ann)
+        return ann_id
 
     def stop(self, play_id: str) -> None:
-        """Nothing was taken, so nothing plays."""
+        self.announcer.stop("id", play_id, _no_answer)
 
     def set_gain(self, play_id: str, gain: float) -> None:
-        """Nothing was taken, so nothing plays."""
+        self.announcer.set_gain(play_id, gain)
+
+
+def _listener(ann_id: str, on_event: Callable[[str, str], None]) -> Callable[[str, str], None]:
+    def hear(event: str, reason: str) -> None:  # the announcer's thread
+        outlet_event = OUTLET_EVENT.get(event)
+        if outlet_event is None:
+            return
+        try:
+            on_event(outlet_event, reason)
+        except RuntimeError as exc:  # the servers' loop is closed (they stopped first): nobody listens
+            log.info("%s: the renderer no longer listens (%s)", ann_id, exc)
+
+    return hear
+
+
+def _no_answer(event: str, **fields) -> None:
+    """The renderer's Stop needs no answer: the play's own `cancelled` event follows."""

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from qwen3tts.appliance.announcements.media_audio import MediaAudio
 from qwen3tts.appliance.priority import Priority
 
 if TYPE_CHECKING:
@@ -86,10 +87,18 @@ class Announcement:
     """What the text front end could not read well; said in `started`."""
     unreadable: str | None = field(default=None, metadata={"runtime": True})
     """Why its text could not be read (the front end's reason); it fails with it when it would play."""
+    media: MediaAudio | None = field(default=None, repr=False, metadata={"runtime": True})
+    """Pre-rendered audio it plays instead of speaking `text` (then its title), with who hears of its
+    steps (media.py); None for text. Never spooled: it is lost with the process."""
 
     def rank(self) -> tuple[int, int]:
         """Sort key: most urgent first, then first come first served."""
         return (-int(self.priority), self.seq)
+
+    @property
+    def spooled(self) -> bool:
+        """Whether the spool keeps it: text does, media lives in memory only (media.py)."""
+        return self.media is None
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at

@@ -155,6 +155,10 @@ class Announcer:
     def set_muted(self, muted: bool) -> None:
         self._post(self.commands.set_muted, muted)
 
+    def set_gain(self, ann_id: str, gain: float) -> None:
+        """The own volume of one announcement, waiting or playing (a renderer's volume and mute)."""
+        self._post(self.commands.set_gain, ann_id, gain)
+
     def set_voice(self, voice: str, answer: Answer | None = None) -> None:
         """The default voice (a name the intake checked against the voice catalog)."""
         self._post(self.commands.set_defaults, {"voice": voice}, answer)
@@ -259,6 +263,7 @@ class Announcer:
                         self.endings.synthesis_failed(ann, str(exc))
             if play is not None and ann.id in self.plays.ahead:
                 plan.append(play)
-        for play in self.lookahead.submit_due(plan):
+        speech = [play for play in plan if play.ann.media is None]  # media has nothing to synthesise
+        for play in self.lookahead.submit_due(speech):
             if play.error is not None and play.cut is None:
                 self.endings.synthesis_failed(play.ann, play.error)

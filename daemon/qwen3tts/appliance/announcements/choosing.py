@@ -6,8 +6,9 @@ first served), one that cannot start yet reserves its zones, so a later one cann
 whose zones are all free and unreserved starts, so several may play at once in disjoint zones. A waiting
 announcement that may interrupt, whose zones are reserved by nobody before it and held only by lower
 priorities, interrupts exactly those: an emergency barges in on each (cut within one audio block), a
-priority one takes each over at its next sentence boundary. An emergency on the concourse never cuts a
-normal announcement on platform 3.
+priority one takes each over at its next sentence boundary. A stream (a renderer's media at BACKGROUND,
+media.py) is interrupted by every announcement, `"interrupt": false` or not, and resumes after it. An
+emergency on the concourse never cuts a normal announcement on platform 3.
 
 `Choosing` runs on the announcer's thread (announcer.py); it also holds the master volume and mute, which
 it puts on each track it starts.
@@ -30,6 +31,14 @@ from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
+
+
+def interrupts(ann: Announcement, playing: Announcement) -> bool:
+    """Whether waiting `ann` may interrupt `playing`: a higher priority that may interrupt; and a stream
+    (media at BACKGROUND, below every announcement) is interrupted by every announcement."""
+    if playing.priority >= ann.priority:
+        return False
+    return ann.interrupt or playing.priority is Priority.BACKGROUND
 
 
 class Choosing:
@@ -89,8 +98,8 @@ class Choosing:
             reserved.update(zones)
 
     def _interrupt(self, ann: Announcement, blockers: list[Play]) -> None:
-        """`ann` waits for `blockers` (playing in its zones): interrupt them if all are of lower priority."""
-        if not ann.interrupt or any(b.ann.priority >= ann.priority for b in blockers):
+        """`ann` waits for `blockers` (playing in its zones): interrupt them if it may interrupt each."""
+        if not all(interrupts(ann, blocker.ann) for blocker in blockers):
             return
         for blocker in blockers:
             if blocker.cut not in (None, Cut.TAKEOVER):
@@ -122,7 +131,8 @@ class Choosing:
         play.track.set_start_threshold(self.lookahead.start_threshold(play))
         self.plays.playing.append(play)
         where = f" in {', '.join(zones)}" if len(self.playbacks) > 1 else ""
-        log.info("%s: playing%s (%s, %d sentences)", ann.id, where, ann.priority.label, len(play.pieces))
+        parts = "segments of media" if ann.media is not None else "sentences"
+        log.info("%s: playing%s (%s, %d %s)", ann.id, where, ann.priority.label, len(play.pieces), parts)
         for zone in zones:
             self.playbacks[zone].play_next(play.track)
         self.reporter.on_change()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.choosing import Choosing
 from qwen3tts.appliance.announcements.endings import Endings
+from qwen3tts.appliance.announcements.media import NOT_KEPT
 from qwen3tts.appliance.announcements.play import Plays
 from qwen3tts.appliance.announcements.queue import Accepted, AnnouncementQueue
 from qwen3tts.appliance.announcements.reporter import Reporter
@@ -32,7 +34,8 @@ NOT_FOUND = "no announcement with this id is waiting or playing"
 
 
 class Commands:
-    """Queueing, stop, volume, mute, defaults and shutdown; `accepting` is False once a shutdown began.
+    """Queueing, stop, volume, an announcement's own gain, mute, defaults and shutdown; `accepting` is
+    False once a shutdown began.
 
     `defaults` is what an announcement that names no voice, language or instruct gets (the look-ahead's).
     """
@@ -54,6 +57,9 @@ class Commands:
         """Spool and queue an accepted announcement, then acknowledge its MQTT message (`ack`)."""
         now = self.clock()
         try:
+            if not self.accepting and not ann.spooled:  # nothing brings it back: say so
+                self.reporter.emit(ann, "cancelled", NOT_KEPT)
+                return
             if not self.accepting:
                 log.info("%s: not queued while stopping; the broker delivers it again", ann.id)
                 return  # not acknowledged either: it comes back after the restart
@@ -111,6 +117,20 @@ class Commands:
         if answer is not None:
             answer("volume_set", volume=volume)
 
+    def set_gain(self, ann_id: str, gain: float) -> None:
+        """An announcement's own volume (a renderer's gain), waiting or playing: the track that plays it
+        follows at once; the master volume stays as it is."""
+        waiting, playing = self.queue.find(ann_id), self.plays.playing_one(ann_id)
+        if waiting is not None:
+            self.queue.change(waiting, volume=gain)
+        if playing is not None:
+            playing.ann = replace(playing.ann, volume=gain)  # a resume after a cut plays at it too
+            playing.track.set_gain(self.choosing.gain(playing.ann))
+        if waiting is None and playing is None:
+            log.info("gain: no announcement %s is waiting or playing", ann_id)
+            return
+        log.info("%s: own volume set to %.2f", ann_id, gain)
+
     def set_muted(self, muted: bool) -> None:
         self.choosing.muted = muted
         log.info("muted" if muted else "unmuted")
@@ -130,3 +150,5 @@ class Commands:
             self.endings.cut(play, Cut.SHUTDOWN)
         for ann in self.queue.waiting():
             self.plays.drop_ahead(ann)  # never popped: they stay spooled as they were
+            if not ann.spooled:  # media is not: it ends here, with an event
+                self.endings.cancel_waiting(ann, NOT_KEPT)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.lookahead import LookAhead
+from qwen3tts.appliance.announcements.media import NOT_KEPT, interrupted_reason
 from qwen3tts.appliance.announcements.play import Play, Plays
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.reporter import Reporter
@@ -83,7 +84,9 @@ class Endings:
             self.plays.playing.remove(play)
 
     def _report_end(self, play: Play, track: Track) -> None:
-        if play.cut is Cut.SHUTDOWN:
+        if play.cut is Cut.SHUTDOWN and not play.ann.spooled:
+            self._cancelled(play, NOT_KEPT)
+        elif play.cut is Cut.SHUTDOWN:
             log.info("%s: cut by the shutdown; it stays spooled", play.id)
             play.drop()
             self.reporter.spool_write("keep the cut announcement", self.queue.release, play.ann)
@@ -116,7 +119,7 @@ class Endings:
             return
         cursor = play.first + from_piece
         self.reporter.spool_write("keep the interrupted announcement", self.queue.requeue, play.ann, cursor)
-        reason = f"{cut.value}; resumes from sentence {cursor + 1}"
+        reason = interrupted_reason(play.ann, cut, cursor)
         self.reporter.emit(play.ann, "queued", reason, zones=play.zones)
 
     def _cancelled(self, play: Play, why: str) -> None:

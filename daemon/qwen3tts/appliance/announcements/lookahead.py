@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
+from qwen3tts.appliance.announcements.media import fill, media_play
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
 from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.play import PiecePlay, Play
@@ -81,8 +82,8 @@ class LookAhead:
         it cannot be read. Any thread: the announcer calls it where an announcement is handed over
         (`Announcer.enqueue`, the spool's replay), so its own loop never waits on the text front end (a
         worker process when guarded, text/guard.py)."""
-        if ann.pieces or ann.unreadable is not None:
-            return ann
+        if ann.pieces or ann.unreadable is not None or ann.media is not None:
+            return ann  # read already, or nothing to read (media)
         language = ann.lang or self.defaults.language
         chimes = self.sounds.chime_names()
         try:
@@ -94,7 +95,10 @@ class LookAhead:
     def prepare(self, ann: Announcement, use_cache: bool = False) -> Play:
         """A new play of `ann` from its `cursor`, over the pieces its text was read as (RequestError when
         it could not be read; one never handed over, as a test may queue it, is read here). With
-        `use_cache`, a whole play found in the phrase cache is one complete piece, all in its track."""
+        `use_cache`, a whole play found in the phrase cache is one complete piece, all in its track.
+        Media plays from its samples (media.py)."""
+        if ann.media is not None:
+            return media_play(ann)
         ann = self.read(ann)
         if ann.unreadable is not None:
             raise RequestError(ann.unreadable)
@@ -107,10 +111,8 @@ class LookAhead:
         return play
 
     def start_threshold(self, play: Play) -> int:
-        """Samples to hold back before speech starts so the piece playing first does not run dry.
-
-        Revised every turn until speech starts: one stream slows down as the batch grows.
-        """
+        """Samples to hold back before speech starts so the piece playing first does not run dry
+        (revised every turn until speech starts: one stream slows down as the batch grows)."""
         jitter_ms = self.settings.audio.jitter_buffer_ms
         if not play.pieces or play.done:
             return jitter_threshold(jitter_ms, None, None)
@@ -134,9 +136,8 @@ class LookAhead:
     @staticmethod
     def _arrived_s(play: Play, index: int) -> float:
         """Seconds of piece `index` already in the track (only the arriving piece has any)."""
-        if index != play.done:
-            return 0.0
-        return (play.track.received - (play.pieces[index - 1].end if index else 0)) / MODEL_RATE
+        start = play.pieces[index - 1].end if index else 0
+        return (play.track.received - start) / MODEL_RATE if index == play.done else 0.0
 
     @staticmethod
     def piece_playing(play: Play) -> int:
@@ -222,6 +223,8 @@ class LookAhead:
         track = play.track
         if track.closed or (play.cut is not None and play.cut is not Cut.TAKEOVER):
             return  # a cut play takes no more PCM: what its cancelled requests left is not the piece
+        if play.ann.media is not None:
+            return fill(play)  # from its samples, a few seconds ahead
         while play.done < play.playing_end:
             index = play.done
             piece = play.pieces[index]

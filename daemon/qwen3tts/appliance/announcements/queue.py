@@ -12,6 +12,9 @@ Poison: each time an announcement becomes the current one its `attempts` count i
 end (finished, interrupted, repeat, shutdown) resets it. An entry found at start-up with `max_attempts`
 unfinished attempts killed the process that many times: it moves to the quarantine and is never replayed.
 
+An announcement with pre-rendered media (media.py) is queued and ordered like any other but never
+spooled: its samples live in memory only.
+
 One owner, no lock: the announcer's thread is the only caller, except `len()` and `ids()` (read-only
 copies, for the status and the servers' /metrics).
 """
@@ -82,7 +85,7 @@ class AnnouncementQueue:
                 self.spool.quarantine(ann, f"the process ended {ann.attempts} times while it played")
                 self.quarantined.append(ann)
             elif ann.expired(now):
-                self.spool.remove(ann)
+                self._remove(ann)
                 expired.append(ann)
             else:
                 ann = read(ann)
@@ -105,7 +108,7 @@ class AnnouncementQueue:
         if len(self._waiting) >= self.max_queue:
             raise RequestError(f"queue full ({self.max_queue} announcements waiting)")
         ann = replace(ann, seq=self._next_seq)
-        self.spool.write(ann)
+        self._write(ann)
         self._next_seq += 1
         self._waiting.append(ann)
         self.recent.add(ann.id, ann, message_id=ann.message_id)
@@ -121,7 +124,7 @@ class AnnouncementQueue:
         that dies now counts against it. OSError if that cannot be written (it is then no longer waiting)."""
         self._waiting.remove(ann)
         ann = replace(ann, attempts=ann.attempts + 1)
-        self.spool.write(ann)
+        self._write(ann)
         return ann
 
     def done(self, ann: Announcement, now: float) -> Announcement | None:
@@ -130,9 +133,9 @@ class AnnouncementQueue:
         if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
             ann = replace(ann, not_before=now + ann.repeat_interval)
             self._waiting.append(ann)
-            self.spool.write(ann)
+            self._write(ann)
             return ann
-        self.spool.remove(ann)
+        self._remove(ann)
         return None
 
     def requeue(self, ann: Announcement, cursor: int) -> Announcement:
@@ -140,17 +143,24 @@ class AnnouncementQueue:
         does too)."""
         ann = replace(ann, cursor=cursor, attempts=0)  # it was interrupted in order, not by a crash
         self._waiting.append(ann)
-        self.spool.write(ann)
+        self._write(ann)
         return ann
 
     def release(self, ann: Announcement) -> None:
         """The current announcement stopped in order without ending (shutdown): it stays spooled."""
-        self.spool.write(replace(ann, attempts=0))
+        self._write(replace(ann, attempts=0))
 
     def discard(self, ann: Announcement) -> None:
         """`ann` is gone (cancelled, failed, expired): out of the queue if it waited, out of the spool."""
         self._waiting = [waiting for waiting in self._waiting if waiting.seq != ann.seq]
-        self.spool.remove(ann)
+        self._remove(ann)
+
+    def change(self, ann: Announcement, **changes) -> Announcement:
+        """A waiting announcement changed (a renderer's gain): the queue holds, and spools, the new copy."""
+        changed = replace(ann, **changes)
+        self._waiting = [changed if waiting is ann else waiting for waiting in self._waiting]
+        self._write(changed)
+        return changed
 
     def find(self, ann_id: str) -> Announcement | None:
         return next((a for a in self._waiting if a.id == ann_id), None)
@@ -158,3 +168,11 @@ class AnnouncementQueue:
     def expired(self, now: float) -> list[Announcement]:
         """Waiting announcements whose time is up (still queued: the caller discards them)."""
         return [a for a in self._waiting if a.expired(now)]
+
+    def _write(self, ann: Announcement) -> None:
+        if ann.spooled:  # media is not: lost with the process, as a controller expects of a renderer
+            self.spool.write(ann)
+
+    def _remove(self, ann: Announcement) -> None:
+        if ann.spooled:
+            self.spool.remove(ann)

@@ -40,10 +40,13 @@ class Reporter:
     ) -> None:  # fmt: skip
         """One event; `play` (the play it is part of), `zones=` (the zones it concerns) and `zone=` (the
         one that failed) go along."""
-        detail = reason or (f"{ann.priority.label}, {len(ann.text)} characters" if event == "queued" else "")
+        size = f"{ann.media.seconds:.1f} s of media" if ann.media else f"{len(ann.text)} characters"
+        detail = reason or (f"{ann.priority.label}, {size}" if event == "queued" else "")
         where = f" in {', '.join(zones['zones'])}" if zones.get("zones") and self.zone_count > 1 else ""
         log.info("%s: %s%s%s", ann.id, event, where, f" ({detail})" if detail else "")
         self.on_event(ann, event, reason, warnings, play=play, **zones)
+        if ann.media is not None and ann.media.listener is not None and zones.get("zone") is None:
+            ann.media.listener(event, reason)  # the requester's own account (a zone's error is not an end)
         self.on_change()
 
     def spool_write(self, what: str, change: Callable, *args) -> tuple[bool, object]:

@@ -200,7 +200,9 @@ class Playback:
                 since_fade_in = 0
                 self._wait_until_buffered(track, least, start=True)
                 continue
-            shaped = self._shape(leveller, block, since_fade_in, gain, last)
+            wanted = track.how.gain  # changed while it plays (Track.set_gain): ramped over this block
+            shaped = self._shape(leveller, block, since_fade_in, gain, last, wanted)
+            gain = wanted
             if last and self._fade:
                 shaped[-self._fade :] *= fade_out(min(self._fade, len(shaped)))
             if len(shaped):
@@ -211,9 +213,10 @@ class Playback:
                 return
 
     def _shape(self, leveller: ZoneLeveller, block: Samples, since_fade_in: int, gain: float,
-               ends: bool) -> np.ndarray:  # fmt: skip
+               ends: bool, to_gain: float | None = None) -> np.ndarray:  # fmt: skip
         """The fade-in ramp where the block overlaps the first `fade` samples of speech, the zone's
-        loudness (with `ends`, also what its limiter held back: silence or a fade-out follows), the gain."""
+        loudness (with `ends`, also what its limiter held back: silence or a fade-out follows), the gain
+        (a ramp from `gain` to `to_gain` over the block when it changed: no click)."""
         out = block.pcm.copy()
         ramp_left = self._fade - since_fade_in
         if ramp_left > 0:
@@ -222,7 +225,9 @@ class Playback:
         out = leveller.process(out, block.levels)
         if ends:
             out = np.concatenate([out, leveller.flush()])
-        return out * np.float32(gain)
+        if to_gain is None or to_gain == gain:
+            return out * np.float32(gain)
+        return out * np.linspace(gain, to_gain, len(out), dtype=np.float32)
 
     def _wait_until_buffered(self, track: TrackReader, least: int, start: bool = False) -> None:
         """Hold speech back until `least` samples (with `start`: also the track's start threshold, which

@@ -35,7 +35,8 @@ class HowToPlay:
     chime: str | None = None
     """None/'default' = the priority's chime, 'none' = no chime, or a priority name to borrow its chime."""
     gain: float = 1.0
-    """Linear gain of chime and speech (the master volume and the announcement's own, already combined)."""
+    """Linear gain of chime and speech (the master volume and the announcement's own, already combined);
+    `Track.set_gain` may change it while the track plays."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,11 @@ class Track:
             self._closed = True
             self._cond.notify_all()
             return True
+
+    def set_gain(self, gain: float) -> None:
+        """A new gain while it plays (a renderer's volume): each zone ramps to it over its next block."""
+        with self._cond:
+            self.how = replace(self.how, gain=gain)
 
     def set_start_threshold(self, samples: int) -> None:
         """Samples to hold back before speech starts (revised until it starts; see jitter_threshold())."""

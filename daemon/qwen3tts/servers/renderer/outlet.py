@@ -42,7 +42,7 @@ class Media:
 
 
 class OutletRefused(Exception):
-    """The outlet cannot take the media (the queue is full, or cannot take audio); the reason is shown."""
+    """The outlet cannot take the media (the queue is full); the reason is shown."""
 
 
 class MediaOutlet(Protocol):

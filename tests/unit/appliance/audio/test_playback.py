@@ -94,6 +94,25 @@ def test_the_gain_on_the_track_scales_chime_and_speech_and_zero_is_silence_of_th
     assert len(sink.played("m")) == len(out) and not sink.played("m").any()
 
 
+def test_a_gain_set_while_the_track_plays_reaches_the_next_block_ramped_over_it_without_a_step():
+    block = 10 * MS
+    t = track("g", 9600, value=0.5, gain=1.0)
+    changed_at = []
+
+    def turn_down(sink, write):  # the announcer sets a renderer's new volume while speech plays
+        if write.samples.any() and not changed_at:
+            changed_at.append(len(sink.writes))
+            t.set_gain(0.25)
+
+    playback, sink = make(sink=FakeSink(on_write=turn_down), chimes=ChimeSet.silent())
+    playback.play(t)
+    ramp = sink.writes[changed_at[0]].samples  # the block after the change: from 1.0 down to 0.25
+    np.testing.assert_allclose(ramp, 0.5 * np.linspace(1.0, 0.25, block), rtol=1e-5)
+    later = sink.writes[changed_at[0] + 1].samples
+    np.testing.assert_allclose(later, 0.5 * 0.25, rtol=1e-6)  # then at the new gain
+    assert t.how.gain == 0.25 and t.played_out
+
+
 def test_a_cut_fades_out_within_one_block_and_skips_the_tail():
     block = 10 * MS
     cut = track("long", 48000, value=0.5, close=False)  # far more than will play; never closed
