@@ -178,3 +178,14 @@ def test_a_talker_graph_the_native_step_cannot_read_falls_back_to_the_paged_grap
     assert got is None and plan.fused == {} and plan.placements == {}
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.getMessage().startswith("talker: the plugin's paged graph, the native step cannot run: ")
+
+
+def test_a_chosen_graph_without_int8_matmuls_is_not_reported_on_the_native_op(library, caplog):
+    # an f16 or INT4 bundle under native_kernels=always: the status must not say "plugin+op"
+    plan, model = DevicePlan(), f32_graph()
+    with caplog.at_level(logging.INFO, logger=LOG):
+        rewrite, _ = native_kernels(compiler(native_kernels="always"), ON_CPU, plan)
+        rewrite("talker", model)
+    assert "MatMul" in op_types(model) and OP_TYPE not in op_types(model)
+    assert plan.native == {} and plan.decode_path("talker") == "plugin"
+    assert "talker: no INT8 MatMul for the native kernels, the plugin's graph" in caplog.messages
