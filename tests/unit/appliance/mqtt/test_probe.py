@@ -52,8 +52,9 @@ def test_a_broker_that_accepts_the_credentials_probes_clean(locked_broker, tmp_p
 
 @pytest.mark.parametrize("password", [None, "wrong"])
 def test_a_broker_that_refuses_the_credentials_says_why(locked_broker, tmp_path, password):
-    answer = probe_broker(settings_for(locked_broker, tmp_path, password), timeout=30)
-    assert answer is not None and answer.startswith("refused: ") and "authori" in answer.lower()
+    assert (
+        probe_broker(settings_for(locked_broker, tmp_path, password), timeout=30) == "refused: Not authorized"
+    )
 
 
 def test_an_unreachable_broker_is_named_by_its_error(closed_port):
@@ -84,7 +85,7 @@ def test_no_retained_message_is_an_empty_read(mosquitto, tmp_path):
 
 
 def test_a_refused_read_is_a_broker_error(locked_broker, tmp_path):
-    with pytest.raises(BrokerError, match="the broker refused us: "):
+    with pytest.raises(BrokerError, match=r"^the broker refused us: Not authorized$"):
         read_retained(settings_for(locked_broker, tmp_path, "wrong"), ["#"], timeout=30)
 
 
