@@ -36,8 +36,11 @@ def native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
     def rewrite(component: str, model):
         if component in choice.components:
             replaced = replace_int8_matmuls(model, library)
-            plan.native[component] = library.isa
-            log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
+            if replaced:  # a graph without INT8_SYM weights (f16, INT4) stays the plugin's: say so
+                plan.native[component] = library.isa
+                log.info("%s: %d INT8 MatMuls on the native %s kernels", component, replaced, library.isa)
+            else:
+                log.info("%s: no INT8 MatMul for the native kernels, the plugin's graph", component)
         return model
 
     return rewrite, library

@@ -1,5 +1,6 @@
 """Streaming text (Wyoming synthesize-chunk) into a SpeechStream: sentences leave once complete, words stay
-whole, and the stream's voice fields are those validated at open."""
+whole, and the stream's voice fields are those validated at open; StreamedText alone: what it counts and
+what `flush` leaves."""
 
 from types import SimpleNamespace
 
@@ -8,6 +9,7 @@ import pytest
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
+from qwen3tts.servers.streamed_text import StreamedText
 from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import VoiceSettings
 
@@ -76,3 +78,30 @@ def test_streamed_text_knows_when_it_ends_in_sentence_punctuation(pool, text, en
     stream = pool().open_stream("wyoming", "ryan", "en")
     assert stream.feed(text) == []
     assert stream.ends_sentence() is ends
+
+
+def test_every_character_added_counts_towards_the_limit_even_once_returned():
+    text = StreamedText("english")
+    text.add("The first sentence is done. ")
+    assert text.add("The second one is long enough.") == ["The first sentence is done."]
+    assert text.chars == len("The first sentence is done. ") + len("The second one is long enough.")
+
+
+def test_whitespace_alone_is_no_sentence():
+    text = StreamedText("english")
+    assert text.add("   ") == [] and text.add("\n") == []
+    assert text.flush() == []
+
+
+def test_flush_returns_the_rest_once_stripped_and_empties_the_buffer():
+    text = StreamedText("english")
+    text.add("  Platform four ")
+    assert text.flush() == ["Platform four"]
+    assert text.flush() == []
+    assert not text.ends_sentence()
+
+
+def test_sentences_in_another_language_split_by_its_punctuation():
+    text = StreamedText("chinese")
+    assert text.add("各位旅客请注意，列车即将进站。请站在黄线以外") == ["各位旅客请注意，列车即将进站。"]
+    assert text.flush() == ["请站在黄线以外"]
