@@ -145,7 +145,7 @@ CONFINED: dict[str, tuple[str, ...]] = {
     "nncf": ("model", "service/embedded.py"),
     "paho": ("appliance/mqtt/client.py", "appliance/mqtt/probe.py", "appliance/mqtt/pool_link.py",
              "appliance/mqtt/pool_rescue.py"),
-    "sounddevice": ("appliance/audio/alsa.py",),
+    "sounddevice": ("appliance/audio/alsa_devices.py",),
     "sdnotify": ("appliance/systemd/notify.py",),
     "wyoming": ("servers",),
     "zeroconf": ("servers",),

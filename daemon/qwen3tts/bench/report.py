@@ -21,57 +21,9 @@ def _paths(paths: dict[str, str]) -> str:
 
 
 def markdown(report: dict) -> str:
-    m, b, w = report["machine"], report["bundle"], report["workload"]
-    lines = [
-        f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
-        f"KV {b['kv_cache_precision']}; decode {_paths(b.get('decode_paths', {}))}",
-        "",
-        f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
-        + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
-        + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
-        f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
-        f"median of {w['repeats']} runs"
-        + (" (PROFILED: per-op counters slow inference)" if w["profiled"] else "")
-        + ".",
-        "ms/frame are means over the steady decode steps of the median run: talker + code predictor + "
-        "codec + host = total (the codec's chunk calls spread over the frames generated meanwhile; host "
-        "is the engine's Python and numpy between the calls). The roofline table and the plot show the "
-        "same figures.",
-        "",
-        "| batch | talker ms/frame | code pred. ms/frame | codec ms/frame | host ms/frame | total ms/frame "
-        "| RTF per stream | frames/s | x real time | host share |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for batch, s in report["batches"].items():
-        if not s.get("decode_steps"):
-            lines.append(f"| {batch} | (too few frames for a steady decode step) |||||||||")
-            continue
-        f = s["per_frame_ms"]
-        lines.append(
-            f"| {batch} | {f['talker']:.1f} | {f['code_predictor']:.1f} | {f['codec']:.1f} | {f['host']:.1f} "
-            f"| {f['total']:.1f} | {s['rtf_per_stream']:.2f} | {s['frames_per_s']:.1f} "
-            f"| {s['x_real_time']:.2f} | {100 * s['host_share']:.0f} % |"
-        )
-    lines += [
-        "",
-        "Share of each stage's physical limit. Share of read limit: bytes read per second over the stage's "
-        "read limit above (bytes are the weights and, for the talker, the KV cache read). Share: of the "
-        "roofline, max(bytes / read limit, FLOPs / peak), whose denominator the last column names:",
-        "",
-        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | share of read limit | bound "
-        "| limit ms/frame | measured ms/frame | share | of |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for batch, s in report["batches"].items():
-        for stage, lim in s.get("limits", {}).items():
-            lines.append(
-                f"| {batch} | {stage} | {lim['weight_bytes_per_frame'] / 1e6:.1f} "
-                f"| {lim['flops_per_frame'] / 1e9:.2f} | {lim['weight_gb_per_s']:.1f} "
-                f"| {_percent(lim['share_of_read_limit'])} | {lim['bound'] or '-'} "
-                f"| {_number(lim['limit_ms_per_frame'], '.1f')} "
-                f"| {lim['measured_ms_per_frame']:.1f} | {_percent(lim['share_of_limit'])} "
-                f"| {lim['denominator']} |"
-            )
+    lines = _header_lines(report["machine"], report["bundle"], report["workload"])
+    lines += _stage_lines(report["batches"])
+    lines += _limit_lines(report["batches"])
     lines += ["", "| concurrent requests | time to first audio p50 | p95 |", "|---|---|---|"]
     for concurrency, t in report["ttfa"].items():
         lines.append(f"| {concurrency} | {1e3 * t['p50_s']:.0f} ms | {1e3 * t['p95_s']:.0f} ms |")
@@ -85,6 +37,72 @@ def markdown(report: dict) -> str:
     lines += _reference_lines(report.get("reference"))
     lines += _profile_lines(report.get("profile") or {})
     return "\n".join(lines) + "\n"
+
+
+def _header_lines(m: dict, b: dict, w: dict) -> list[str]:
+    """What was measured, on what machine, under which load."""
+    return [
+        f"## qwen3tts bench: {b['spec_size']} {b['variant']}, weights {_precisions(b['precision'])}, "
+        f"KV {b['kv_cache_precision']}; decode {_paths(b.get('decode_paths', {}))}",
+        "",
+        f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
+        + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
+        + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
+        f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
+        f"median of {w['repeats']} runs"
+        + (" (PROFILED: per-op counters slow inference)" if w["profiled"] else "")
+        + ".",
+    ]
+
+
+def _stage_lines(batches: dict) -> list[str]:
+    """Per batch size: each stage's time per frame, the real-time factor and the throughput."""
+    lines = [
+        "ms/frame are means over the steady decode steps of the median run: talker + code predictor + "
+        "codec + host = total (the codec's chunk calls spread over the frames generated meanwhile; host "
+        "is the engine's Python and numpy between the calls). The roofline table and the plot show the "
+        "same figures.",
+        "",
+        "| batch | talker ms/frame | code pred. ms/frame | codec ms/frame | host ms/frame | total ms/frame "
+        "| RTF per stream | frames/s | x real time | host share |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for batch, s in batches.items():
+        if not s.get("decode_steps"):
+            lines.append(f"| {batch} | (too few frames for a steady decode step) |||||||||")
+            continue
+        f = s["per_frame_ms"]
+        lines.append(
+            f"| {batch} | {f['talker']:.1f} | {f['code_predictor']:.1f} | {f['codec']:.1f} | {f['host']:.1f} "
+            f"| {f['total']:.1f} | {s['rtf_per_stream']:.2f} | {s['frames_per_s']:.1f} "
+            f"| {s['x_real_time']:.2f} | {100 * s['host_share']:.0f} % |"
+        )
+    return lines
+
+
+def _limit_lines(batches: dict) -> list[str]:
+    """Per batch size and stage: the share of its physical limit (the roofline)."""
+    lines = [
+        "",
+        "Share of each stage's physical limit. Share of read limit: bytes read per second over the stage's "
+        "read limit above (bytes are the weights and, for the talker, the KV cache read). Share: of the "
+        "roofline, max(bytes / read limit, FLOPs / peak), whose denominator the last column names:",
+        "",
+        "| batch | stage | weight MB/frame | GFLOP/frame | weight GB/s | share of read limit | bound "
+        "| limit ms/frame | measured ms/frame | share | of |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for batch, s in batches.items():
+        for stage, lim in s.get("limits", {}).items():
+            lines.append(
+                f"| {batch} | {stage} | {lim['weight_bytes_per_frame'] / 1e6:.1f} "
+                f"| {lim['flops_per_frame'] / 1e9:.2f} | {lim['weight_gb_per_s']:.1f} "
+                f"| {_percent(lim['share_of_read_limit'])} | {lim['bound'] or '-'} "
+                f"| {_number(lim['limit_ms_per_frame'], '.1f')} "
+                f"| {lim['measured_ms_per_frame']:.1f} | {_percent(lim['share_of_limit'])} "
+                f"| {lim['denominator']} |"
+            )
+    return lines
 
 
 def _memory_lines(section: dict) -> list[str]:

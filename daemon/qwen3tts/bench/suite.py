@@ -1,13 +1,11 @@
 """One `qwen3tts bench` invocation: prepare the bundle, load it, time the workloads, measure the
-machine, and return the whole report as one JSON-ready dict (report.py renders it).
+machine, and return the whole report as one JSON-ready dict (results.py assembles it, report.py renders it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ from pathlib import Path
 
 from qwen3tts.bench import analysis, machine, memory, workload
 from qwen3tts.bench.profiling import RecordingCompiler, top_operations
+from qwen3tts.bench.results import suite_results
 from qwen3tts.bench.timing_runner import TimingRunner
 from qwen3tts.errors import BundleError
 from qwen3tts.model import bundle as layout
@@ -106,20 +105,12 @@ def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str,
         if reference is not None:
             reference.close()
     peak_rss = machine.peak_rss_bytes()  # before the read limit's buffers, which are not the model's
-    after_runs = memory.status_bytes()
-    used = {
-        **loaded_memory,
-        "after_runs": after_runs,
-        "resident_by_component": memory.resident_by_component(loaded_memory),
-        "components": memory.components(
-            baseline_rss or {}, ledger, loaded_memory["process"]["VmRSS"], after_runs["VmRSS"]
-        ),
-    }
+    used = _memory_used(loaded_memory, ledger, baseline_rss)
     profile = top_operations(compiler) if options.profile else {}
     kinds = _peak_kinds(compiler, runtime.manifest.precision)
     costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
     limits = machine.measure(threads, costs.footprints(), settings.devices.native_library)
-    return _report(
+    return suite_results(
         runtime,
         compiler,
         work,
@@ -141,6 +132,19 @@ def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str,
             "bundle": str(bundle),
         },
     )
+
+
+def _memory_used(loaded_memory: dict, ledger, baseline_rss: dict[str, int] | None) -> dict:
+    """The breakdown at load, what is resident after the runs, and each component's share."""
+    after_runs = memory.status_bytes()
+    return {
+        **loaded_memory,
+        "after_runs": after_runs,
+        "resident_by_component": memory.resident_by_component(loaded_memory),
+        "components": memory.components(
+            baseline_rss or {}, ledger, loaded_memory["process"]["VmRSS"], after_runs["VmRSS"]
+        ),
+    }
 
 
 def _workload(runtime, settings: Settings, options: BenchOptions) -> workload.Workload:
@@ -221,86 +225,3 @@ def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[
 def _kv_bytes_per_token(runtime) -> float:
     runner = runtime.runner
     return runner.kv_cache_bytes / runner.num_kv_blocks / runner.block_size
-
-
-def _report(runtime, compiler, work, options, limits, costs, runs, pairs, ttfa, reference, facts) -> dict:
-    kv_per_token, kinds = costs.kv_bytes_per_token, costs.peak_kind
-    for kind in set(kinds.values()) - set(limits.peak_flops):
-        limits.peak_flops[kind] = machine.matmul_peak(kind, limits.threads)
-    summaries = [analysis.summarize_run(run, costs, limits) for run in runs]
-    by_batch = {
-        b: analysis.median_summary([s for s in summaries if s["batch"] == b]) for b in options.batch_sizes
-    }
-    return {
-        "machine": {
-            "cpu": machine.cpu_model(),
-            "platform": platform.platform(),
-            **dataclasses.asdict(limits),
-            "loadavg_before": facts["loadavg_before"],
-            "loadavg_after": facts["loadavg_after"],
-        },
-        "bundle": {
-            "path": facts["bundle"],
-            "spec_size": runtime.spec.size,
-            "variant": runtime.spec.variant,
-            "precision": runtime.manifest.precision,
-            "codec_chunks": runtime.manifest.codec_chunks,
-            "codec_variant": runtime.plan.codec_variant,
-            "inference_precision": {p.component: p.inference_precision for p in compiler.parts},
-            "decode_paths": runtime.plan.decode_paths(),  # a fused stage has no compiled graph above
-            "kv_cache_precision": compiler.kv_cache_precision(),
-            "peak_kind": kinds,
-            "graph_costs": {
-                "talker": dataclasses.asdict(costs.talker),
-                "code_predictor": dataclasses.asdict(costs.code_predictor),
-                "codec": {n: dataclasses.asdict(c) for n, c in costs.codec.items()},
-            },
-        },
-        "workload": {
-            "frames": work.frames,
-            "prompt_tokens": work.prompt_tokens,
-            "text": work.text,
-            "repeats": options.repeats,
-            "batch_sizes": list(options.batch_sizes),
-            "threads": facts["threads"],
-            "profiled": options.profile,
-        },
-        "load_s": facts["load_s"],
-        "peak_rss_bytes": facts["peak_rss_bytes"],
-        "memory": facts["memory"],  # per-component breakdown (bench/memory.py)
-        "kv_bytes_per_token": kv_per_token,
-        "kv_bytes_per_audio_second": kv_per_token / workload.FRAME_SECONDS,
-        "batches": by_batch,
-        "runs": summaries,
-        "ttfa": {
-            c: {
-                "p50_s": workload.percentile(v, 50),
-                "p95_s": workload.percentile(v, 95),
-                "samples": v,
-                "sentence": workload.TTFA_SENTENCE,
-            }
-            for c, v in ttfa.items()
-        },
-        "reference": _reference_section(reference, pairs),
-        "profile": {graph: [dataclasses.asdict(op) for op in ops] for graph, ops in facts["profile"].items()},
-    }
-
-
-def _reference_section(reference, pairs: list[dict]) -> dict | None:
-    if reference is None:
-        return None
-    batches = sorted({p["batch"] for p in pairs})
-    return {
-        "facts": reference.facts,
-        "pairs": pairs,
-        "by_batch": {
-            b: {
-                "speedup_median": statistics.median(p["speedup"] for p in pairs if p["batch"] == b),
-                "reference_e2e_s_median": statistics.median(p["e2e_s"] for p in pairs if p["batch"] == b),
-                "product_e2e_s_median": statistics.median(
-                    p["product_e2e_s"] for p in pairs if p["batch"] == b
-                ),
-            }
-            for b in batches
-        },
-    }

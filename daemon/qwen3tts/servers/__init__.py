@@ -6,8 +6,9 @@ returns a `Servers` whose `.stop()` cancels every network request and closes the
 servers disabled (the default) there is no loop and no thread.
 
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
-    streams.py  StreamPool (validation) and SpeechStream (one request: pieces -> engine handles);
-                streamed_text.py turns Wyoming's text chunks into sentences
+    streams.py  StreamPool (validation, slots); refusals.py Busy and InvalidField; speech_stream.py
+                SpeechStream (one request: pieces -> engine handles); streamed_text.py turns Wyoming's
+                text chunks into sentences
     slots.py    the synthesis slots and the short queue Wyoming requests wait in for one
     limits.py   connection caps, timeouts, file-handle reserve and the accept loop both servers share
     wyoming.py  the Wyoming server (Home Assistant; wyoming_connection/_events/_endings/_info/_zeroconf.py)

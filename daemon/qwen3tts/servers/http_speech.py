@@ -30,7 +30,9 @@ from qwen3tts.errors import ConfigError, RequestError
 from qwen3tts.servers.encoding import DEFAULT_FORMAT, FORMATS, AudioFormat, Encoder, EncoderError
 from qwen3tts.servers.http_request import ApiError
 from qwen3tts.servers.offer import Offer
-from qwen3tts.servers.streams import Busy, InvalidField, SpeechStream, StreamPool
+from qwen3tts.servers.refusals import Busy, InvalidField
+from qwen3tts.servers.speech_stream import SpeechStream
+from qwen3tts.servers.streams import StreamPool
 from qwen3tts.tempo import MAX_SPEED, MIN_SPEED, TimeStretch
 from qwen3tts.text.checks import quote
 

@@ -67,25 +67,45 @@ class VoiceConsole(Protocol):
 def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, read_timeout_s: float,
                  check_host) -> list:  # fmt: skip
     """The routes over `console`; `check_host(request, token)` raises ApiError for a Host to refuse."""
-    adding = threading.Lock()  # one voice at a time: each compiles encoders and reads up to 16 MiB
+    handlers = VoiceHandlers(console, token, max_body_bytes, read_timeout_s, check_host)
+    return [
+        Route("/status/voices", handlers.listing),
+        Route("/status/voices/{name}", handlers.add, methods=["PUT"]),
+        Route("/status/voices/{name}", handlers.remove, methods=["DELETE"]),
+        Route("/status/default-voice", handlers.default, methods=["PUT"]),
+    ]
 
-    async def listing(request: Request) -> Response:
-        return JSONResponse(await asyncio.to_thread(console.voice_list) | {"limits": LIMITS})  # reads files
 
-    async def add(request: Request) -> Response:
+class VoiceHandlers:
+    """The four voice routes' handlers over one console; each refusal is an ApiError's response."""
+
+    def __init__(self, console: VoiceConsole, token: str | None, max_body_bytes: int, read_timeout_s: float,
+                 check_host):  # fmt: skip
+        self.console = console
+        self.token = token
+        self.max_body_bytes = max_body_bytes
+        self.read_timeout_s = read_timeout_s
+        self.check_host = check_host
+        self.adding = threading.Lock()  # one voice at a time: each compiles encoders and reads up to 16 MiB
+
+    async def listing(self, request: Request) -> Response:
+        voices = await asyncio.to_thread(self.console.voice_list)  # reads files: off the event loop
+        return JSONResponse(voices | {"limits": LIMITS})
+
+    async def add(self, request: Request) -> Response:
         try:
-            check_host(request, token)
+            self.check_host(request, self.token)
             name, transcript, x_vector_only = _clone_request(request)
-            if not adding.acquire(blocking=False):
+            if not self.adding.acquire(blocking=False):
                 raise ApiError(429, "another voice is being added; try again when it is done", None, "busy")
             try:
                 data = await read_body(request, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT_S)
                 if not data:
                     raise ApiError(400, "the request has no recording: send the audio file as its body")
-                entry = await asyncio.to_thread(_add_from_bytes, console, name, data, transcript,
+                entry = await asyncio.to_thread(_add_from_bytes, self.console, name, data, transcript,
                                                 x_vector_only)  # fmt: skip
             finally:
-                adding.release()
+                self.adding.release()
             return JSONResponse(entry, status_code=201)
         except (RequestError, AudioError) as exc:
             return ApiError(400, str(exc), None, "rejected").response()
@@ -95,10 +115,10 @@ def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, 
         except ApiError as exc:
             return exc.response()
 
-    async def remove(request: Request) -> Response:
+    async def remove(self, request: Request) -> Response:
         try:
-            check_host(request, token)
-            await asyncio.to_thread(console.remove_voice, request.path_params["name"])
+            self.check_host(request, self.token)
+            await asyncio.to_thread(self.console.remove_voice, request.path_params["name"])
             return JSONResponse({"removed": request.path_params["name"]})
         except VoiceError as exc:  # no registered voice of that name
             return ApiError(404, str(exc), None, "not_found").response()
@@ -107,16 +127,16 @@ def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, 
         except ApiError as exc:
             return exc.response()
 
-    async def default(request: Request) -> Response:
+    async def default(self, request: Request) -> Response:
         try:
-            check_host(request, token)
+            self.check_host(request, self.token)
             if _media_type(request) != "application/json":
                 raise ApiError(415, "send the default voice as application/json", None,
                                "unsupported_media_type")  # fmt: skip
-            voice = (await read_json_body(request, max_body_bytes, read_timeout_s)).get("voice")
+            voice = (await read_json_body(request, self.max_body_bytes, self.read_timeout_s)).get("voice")
             if not isinstance(voice, str) or not voice.strip():
                 raise ApiError(400, "voice must be a voice name", "voice")
-            chosen = await asyncio.to_thread(console.set_default_voice, voice.strip(), DEFAULT_WAIT_S)
+            chosen = await asyncio.to_thread(self.console.set_default_voice, voice.strip(), DEFAULT_WAIT_S)
             return JSONResponse({"default": chosen})
         except RequestError as exc:
             return ApiError(400, str(exc), "voice", "rejected").response()
@@ -124,13 +144,6 @@ def voice_routes(console: VoiceConsole, token: str | None, max_body_bytes: int, 
             return ApiError(503, "the announcer did not take the new default in time; try again").response()
         except ApiError as exc:
             return exc.response()
-
-    return [
-        Route("/status/voices", listing),
-        Route("/status/voices/{name}", add, methods=["PUT"]),
-        Route("/status/voices/{name}", remove, methods=["DELETE"]),
-        Route("/status/default-voice", default, methods=["PUT"]),
-    ]
 
 
 LIMITS = {"max_bytes": MAX_UPLOAD_BYTES, "min_seconds": MIN_SECONDS, "max_seconds": MAX_SECONDS,

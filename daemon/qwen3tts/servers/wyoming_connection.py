@@ -1,22 +1,21 @@
 """One Wyoming client connection: events in on a reader task, audio out in order on a worker task.
 
 Every error ends the connection: one `error` event with its code, then EOF (wyoming_endings.py has the
-codes). Home Assistant's client reads until audio-stop or EOF and passes over error events, so a socket
-left open would hang it; wyoming-piper closes too. An event the server does not take at that point is
-such an error too. A client that reads nothing for the write timeout is dropped without one. Events
-are read while audio is written: a client that leaves cancels its engine requests at once; every slot is
-released. A request that finds every slot taken waits for one in the pool's short queue (slots.py).
+codes and the close). Home Assistant's client reads until audio-stop or EOF and passes over error
+events, so a socket left open would hang it; wyoming-piper closes too. An event the server does not
+take at that point is such an error too. A client that reads nothing for the write timeout is dropped
+without one. Events are read while audio is written: a client that leaves cancels its engine requests
+at once; every slot is released. A request that finds every slot taken waits for one in the pool's
+short queue (slots.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.error import Error
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
@@ -24,14 +23,16 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts.errors import RequestError
-from qwen3tts.servers.limits import ThrottledLog
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
-from qwen3tts.servers.streams import InvalidField, SpeechStream, StreamPool
+from qwen3tts.servers.refusals import InvalidField
+from qwen3tts.servers.speech_stream import SpeechStream
+from qwen3tts.servers.streams import StreamPool
 from qwen3tts.servers.wyoming_endings import (
     GONE,
     STALLED,
     ClientStalled,
     Ending,
+    close_connection,
     error_code,
     failed,
     unexpected,
@@ -48,13 +49,8 @@ from qwen3tts.servers.wyoming_events import (
 from qwen3tts.settings import ServersSettings
 
 log = logging.getLogger(__name__)
-ENDINGS = ThrottledLog(log, interval_s=10.0, level=logging.INFO)
-"""A connection's error, one line per error code in 10 s: a client that floods bad events cannot flood
-the journal."""
 
 Work = Callable[[], Awaitable[None]]
-LINGER_S = 1.0
-"""After the error event and our FIN, how long the client's last bytes are read and dropped."""
 
 
 class WyomingHandler(AsyncEventHandler):
@@ -97,7 +93,7 @@ class WyomingHandler(AsyncEventHandler):
             for stream, timer in self._open.items():  # every slot the connection held is released
                 timer.cancel()
                 stream.close(ending.outcome)
-            await self._close(ending)
+            await close_connection(self.reader, self.writer, ending, self.client, self.limits.write_timeout_s)
 
     def _broken(self, tasks: list[asyncio.Task]) -> Ending:
         """A task that ended without an ending: a bug, logged with its traceback and answered."""
@@ -107,31 +103,6 @@ class WyomingHandler(AsyncEventHandler):
                 log.error("wyoming: connection of %s failed", self.client, exc_info=exc)
                 return failed(f"internal error: {type(exc).__name__}", type(exc).__name__)
         return STALLED
-
-    async def _close(self, ending: Ending) -> None:
-        if not ending.abort:
-            try:
-                await asyncio.wait_for(self._goodbye(ending.error), self.limits.write_timeout_s)
-            except (TimeoutError, OSError):
-                ending = STALLED
-        if ending.abort:
-            self.writer.transport.abort()
-        else:
-            self.writer.close()
-
-    async def _goodbye(self, error: Error | None) -> None:
-        """The error event if there is one, our FIN, then the client's last bytes read and dropped for up
-        to LINGER_S, so closing does not reset the connection before the client has read the error."""
-        if error is not None:
-            ENDINGS.log(error.code, "wyoming %s: %s: %r; closing", self.client, error.code, error.text)
-            await async_write_event(error.event(), self.writer)
-        self.writer.write_eof()
-        with contextlib.suppress(TimeoutError, OSError):
-            await asyncio.wait_for(self._drop_input(), LINGER_S)
-
-    async def _drop_input(self) -> None:
-        while await self.reader.read(1 << 16):
-            pass
 
     # ---- events in ----
 

@@ -1,4 +1,4 @@
-"""Why a Wyoming connection ends, and the `error` event it is told first.
+"""Why a Wyoming connection ends, the `error` event it is told first, and the close.
 
 Codes: `busy` (every slot taken and the short queue full, or no slot within `servers.max_request_s`),
 `RequestError` (a refused text, voice or language), `bad_event` (malformed: not JSON, a field of the
@@ -9,12 +9,22 @@ start, a second start), `too_large`, `timeout` (idle, a slow event, a request pa
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass
 
 from wyoming.error import Error
+from wyoming.event import async_write_event
 
 from qwen3tts.errors import RequestError
-from qwen3tts.servers.streams import Busy, InvalidField
+from qwen3tts.servers.limits import LINGER_S, ThrottledLog
+from qwen3tts.servers.refusals import Busy, InvalidField
+
+log = logging.getLogger(__name__)
+ENDINGS = ThrottledLog(log, interval_s=10.0, level=logging.INFO)
+"""A connection's error, one line per error code in 10 s: a client that floods bad events cannot flood
+the journal."""
 
 
 @dataclass(frozen=True)
@@ -55,3 +65,33 @@ def unexpected(kind: str) -> str:
         return f"{kind} without synthesize-start"
     return (f"unexpected event {kind!r}: this server takes describe, ping, synthesize, synthesize-start, "
             f"-chunk and -stop")  # fmt: skip
+
+
+async def close_connection(reader, writer, ending: Ending, client: str, write_timeout_s: float) -> None:
+    """Tell the client why (unless the ending aborts), then close; a client that does not take the
+    goodbye within the write timeout is dropped."""
+    if not ending.abort:
+        try:
+            await asyncio.wait_for(_goodbye(reader, writer, ending.error, client), write_timeout_s)
+        except (TimeoutError, OSError):
+            ending = STALLED
+    if ending.abort:
+        writer.transport.abort()
+    else:
+        writer.close()
+
+
+async def _goodbye(reader, writer, error: Error | None, client: str) -> None:
+    """The error event if there is one, our FIN, then the client's last bytes read and dropped for up
+    to LINGER_S, so closing does not reset the connection before the client has read the error."""
+    if error is not None:
+        ENDINGS.log(error.code, "wyoming %s: %s: %r; closing", client, error.code, error.text)
+        await async_write_event(error.event(), writer)
+    writer.write_eof()
+    with contextlib.suppress(TimeoutError, OSError):
+        await asyncio.wait_for(_drop_input(reader), LINGER_S)
+
+
+async def _drop_input(reader) -> None:
+    while await reader.read(1 << 16):
+        pass

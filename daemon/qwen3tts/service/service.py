@@ -20,14 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcer import Announcer
-from qwen3tts.appliance.announcements.lookahead import LookAhead
-from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
-from qwen3tts.appliance.announcements.piece_audio import PieceAudio
-from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
-from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.mqtt.events import Status
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
@@ -36,18 +31,18 @@ from qwen3tts.appliance.thermal.governor import ThermalMonitor
 from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
 from qwen3tts.model.bundle import weights_kind
 from qwen3tts.servers import Offer, RecentEvents, start_servers
+from qwen3tts.service.announcer_factory import make_announcer
 from qwen3tts.service.console import Console
 from qwen3tts.service.front_end import text_front_end
 from qwen3tts.service.memory_trim import MemoryTrim
 from qwen3tts.service.mqtt_door import MqttDoor
+from qwen3tts.service.outbox import Outbox
 from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.renderer_outlet import QueueOutlet
 from qwen3tts.service.status import appliance_figures, build_status
 from qwen3tts.service.voices import load_registered_voices
 from qwen3tts.settings import Settings
-from qwen3tts.steady_clock import STEADY
-from qwen3tts.synthesis import SpeechDefaults
 from qwen3tts.text.guard import GuardedFrontEnd
 from qwen3tts.voices import voices_dir
 from qwen3tts.voices.catalog import VoiceCatalog
@@ -78,7 +73,7 @@ class Service:
         self._stopped = threading.Event()
         self._status_dirty = threading.Event()
         self.outputs = OutputStates(self._status_dirty.set)
-        self._counts = {"rejected": 0, "error": 0}  # for /metrics; read by the servers' thread
+        self.outbox = Outbox(lambda: self.mqtt)  # every message out; counts what /metrics reports
         self.events = RecentEvents()  # for the status page; read by the servers' thread
         self.runtime = runtime
         self.sinks: dict[str, object] = {} if sink is None else {"default": sink}
@@ -98,14 +93,18 @@ class Service:
         self._load_runtime()
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
-            self.sinks = open_sinks(settings, self.outputs, self._publish, self.satellites, self._beat)
+            self.sinks = open_sinks(settings, self.outputs, self.outbox.publish, self.satellites, self._beat)
         self.text, self.front_end = text_front_end(settings.text, spec.languages)
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
         wake = lambda: self.announcer.wake()  # noqa: E731 (the announcer is made next)
-        self.playbacks = zone_playbacks(settings, chimes, self.sinks, self._beat, wake, self._publish_duck)
-        self.announcer = self._announcer(engine, chimes)
+        self.playbacks = zone_playbacks(
+            settings, chimes, self.sinks, self._beat, wake, self.outbox.publish_duck
+        )
+        self.announcer = make_announcer(settings, engine, spec.speakers, chimes, self.text, self.catalog,
+                                        self.playbacks, self._on_event, heartbeat=self._beat("announcer"),
+                                        on_change=self._status_dirty.set)  # fmt: skip
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
@@ -148,20 +147,6 @@ class Service:
                 self.settings.model.bundle, self.settings, heartbeat=self._beat("engine")
             )
 
-    def _announcer(self, engine, chimes: ChimeSet) -> Announcer:
-        settings, spec = self.settings, self.runtime.spec
-        queue = AnnouncementQueue(
-            settings.announcements.spool_dir,
-            max_queue=settings.announcements.max_queue,
-            max_attempts=settings.announcements.max_attempts,
-            dedup_window=settings.announcements.dedup_window,
-        )
-        defaults = SpeechDefaults.from_settings(settings.voice, spec.speakers)
-        replay = PhraseReplay.from_settings(settings, engine, self.catalog)
-        lookahead = LookAhead(engine, settings, defaults, self.text, self.catalog, replay, PieceAudio(chimes))
-        return Announcer(settings, queue, lookahead, self.playbacks, self._on_event, clock=STEADY,
-                         heartbeat=self._beat("announcer"), on_change=self._status_dirty.set)  # fmt: skip
-
     def _load_voices(self, settings: Settings) -> bool:
         builder = getattr(self.runtime, "prompt_builder", None)  # None: a runtime test double
         return load_registered_voices(self.catalog, voices_dir(settings), settings.model.bundle, builder)
@@ -172,7 +157,7 @@ class Service:
             self.mqtt.announce_voices()
 
     def _mqtt_door(self) -> MqttDoor:
-        return MqttDoor(self.settings, self.announcer, self.catalog, self._publish, self._beat("mqtt"),
+        return MqttDoor(self.settings, self.announcer, self.catalog, self.outbox.publish, self._beat("mqtt"),
                         supports_instruct=self.runtime.spec.supports_instruct,
                         play_finished=self.satellites.play_finished)  # fmt: skip
 
@@ -194,7 +179,7 @@ class Service:
         """The announcer's lifecycle events, as MQTT messages (the event, its reply, Hermes answers)."""
         self.events.add(ann.id, event, reason)
         for message in announcement_events(ann, event, reason, time.time(), warnings, **zones):
-            self._publish(message)
+            self.outbox.publish(message)
         if self.mqtt is not None:
             self.mqtt.on_queue(self.announcer.queue)
 
@@ -221,7 +206,7 @@ class Service:
 
     def _publish_status(self) -> None:
         status = self.status()
-        self._publish(status)
+        self.outbox.publish(status)
         thermal = self.thermal.decision.notify_status() if self.thermal and self.thermal.decision else ""
         self.notifier.status(f"{status.state}; queue={status.queue_depth}; {thermal}".rstrip("; "))
 
@@ -229,7 +214,7 @@ class Service:
         """/metrics and /healthz: called on the servers' thread, reads only."""
         return appliance_figures(queue_depth=len(self.announcer.queue), playback=self.playback,
                                  thermal=self.thermal, sink_state=self.outputs.first_problem(),
-                                 counts=self._counts)  # fmt: skip
+                                 counts=self.outbox.counts)  # fmt: skip
 
     # ---- reload and stop ----
 
@@ -300,24 +285,6 @@ class Service:
         threading.Thread(target=self.stop, name="fatal-stop").start()
 
     # ---- helpers ----
-
-    def _publish_duck(self, **fields) -> bool:
-        """A zone's duck / unduck message (audio thread); False while there is no MQTT client yet."""
-        door = self.mqtt
-        return door is not None and door.client.publish(DuckMessage(**fields)) is not None
-
-    def _publish(self, message) -> None:
-        """Publish one outbound message; one that cannot be sent (a payload MQTT cannot carry, a
-        response topic with a wildcard) is dropped with a log line: it must not fail the worker."""
-        kind = getattr(message, "event", None)
-        if kind in ("rejected", "error"):
-            self._counts[kind] += 1
-        if self.mqtt is None:
-            return
-        try:
-            self.mqtt.publish(message)
-        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
-            log.warning("dropped an outbound %s: %s: %s", type(message).__name__, type(exc).__name__, exc)
 
     def _beat(self, name: str):
         self.heartbeats.register(name)

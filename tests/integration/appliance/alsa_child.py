@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qwen3tts.appliance.audio.alsa import AlsaSink, list_output_devices, open_sink
+from qwen3tts.appliance.audio.alsa import AlsaSink, open_sink
+from qwen3tts.appliance.audio.alsa_devices import list_output_devices
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import Track

@@ -23,7 +23,7 @@ def capped(running) -> float:
 def test_an_http_request_stopped_by_the_frame_cap_counts_in_metrics_and_is_logged(serve, caplog):
     running = serve("engine.max_frames=4")
     assert capped(running) == 0
-    with caplog.at_level(logging.WARNING, logger="qwen3tts.servers.streams"):
+    with caplog.at_level(logging.WARNING, logger="qwen3tts.servers.speech_stream"):
         response = httpx.post(
             f"{running.http_url}/v1/audio/speech",
             json={"input": "Mind the gap.", "voice": "ryan", "response_format": "pcm"},

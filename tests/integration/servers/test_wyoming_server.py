@@ -152,7 +152,7 @@ def test_a_client_that_hangs_up_ends_every_request_it_opened_not_only_the_one_pl
 
 
 def test_an_unexpected_failure_is_answered_logged_and_closes_only_that_connection(serve, monkeypatch, caplog):
-    from qwen3tts.servers.streams import SpeechStream
+    from qwen3tts.servers.speech_stream import SpeechStream
 
     running = serve()
 

@@ -14,7 +14,8 @@ from qwen3tts.engine.sequence import SequenceStatus
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
-from qwen3tts.servers.streams import Busy, InvalidField, StreamPool
+from qwen3tts.servers.refusals import Busy, InvalidField
+from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import VoiceSettings
 from qwen3tts.synthesis import BACKGROUND_RANK
 from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice

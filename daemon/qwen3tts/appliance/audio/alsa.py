@@ -1,11 +1,11 @@
 """The sound card: the ALSA sink through sounddevice (PortAudio), and the choice of sink.
 
-The only module that imports sounddevice, and only lazily: a machine without libportaudio2 still
-runs with the WAV or null sink. One long-lived OutputStream, opened at the device's own default
-rate (24 kHz -> device rate is resampled here with soxr, not by alsa-lib), fed by blocking writes
-from the one audio thread; `end()` stops the stream, which drains it, so "finished" really means
-played. Every call into the stream runs on the stream's own DeviceThread (device_thread.py) with a
-deadline (`audio.stall_timeout_s`): a device that stops taking samples fails the play with
+sounddevice is loaded, and the device found by name, by alsa_devices.py (lazily: a machine without
+libportaudio2 still runs with the WAV or null sink). One long-lived OutputStream, opened at the
+device's own default rate (24 kHz -> device rate is resampled here with soxr, not by alsa-lib), fed
+by blocking writes from the one audio thread; `end()` stops the stream, which drains it, so "finished"
+really means played. Every call into the stream runs on the stream's own DeviceThread (device_thread.py)
+with a deadline (`audio.stall_timeout_s`): a device that stops taking samples fails the play with
 DeviceStalled instead of blocking the audio thread. A failed or stalled call marks the device lost;
 `begin()`/`recover()` then re-initialise PortAudio (its device list is frozen at start), find the
 device by name again and reopen, with backoff. A stream stuck in the driver is left to its thread;
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from qwen3tts.appliance.audio.alsa_devices import load_backend, resolve_output_device
 from qwen3tts.appliance.audio.device_thread import DeviceStalled, DeviceThread
 from qwen3tts.appliance.audio.sinks import MODEL_RATE, NullSink, Resampler, Sink, WavSink
 from qwen3tts.errors import AudioError
@@ -40,46 +41,6 @@ MAX_STUCK = 2
 
 StateCallback = Callable[[str, str], None]
 """on_state(state, detail): state is 'ok' or 'lost'; detail says why, for logs and MQTT status."""
-
-
-def load_backend() -> Any:
-    """The sounddevice module; AudioError (not OSError) when PortAudio itself is missing."""
-    try:
-        import sounddevice
-    except OSError as exc:  # sounddevice raises OSError('PortAudio library not found')
-        raise AudioError(f"PortAudio is not available ({exc}); install libportaudio2") from exc
-    return sounddevice
-
-
-def list_output_devices(backend: Any = None) -> list[dict[str, Any]]:
-    """Every output device PortAudio sees: name, index, host API, channels, default rate."""
-    sd = backend or load_backend()
-    hostapis = sd.query_hostapis()
-    return [
-        {
-            "index": dev["index"],
-            "name": dev["name"],
-            "hostapi": hostapis[dev["hostapi"]]["name"],
-            "channels": dev["max_output_channels"],
-            "default_samplerate": dev["default_samplerate"],
-        }
-        for dev in sd.query_devices()
-        if dev["max_output_channels"] > 0
-    ]
-
-
-def resolve_output_device(sd: Any, name: str) -> dict[str, Any]:
-    """The output device whose '<name>, <host API>' contains the words of `name` in order ('' = default).
-
-    Stored settings name a device, never an index: indices change when devices come and go.
-    """
-    try:
-        if name:
-            return dict(sd.query_devices(name, kind="output"))
-        return dict(sd.query_devices(kind="output"))
-    except (ValueError, sd.PortAudioError) as exc:
-        which = f"matching {name!r}" if name else "(no default output)"
-        raise AudioError(f"no usable output device {which}: {exc}") from exc
 
 
 class AlsaSink:
@@ -306,11 +267,4 @@ def open_sink(settings: AudioSettings, *, on_state: StateCallback | None = None)
     raise AudioError(f"unknown audio sink {sink!r} (alsa, wav, null or auto)")
 
 
-__all__ = [
-    "MODEL_RATE",
-    "AlsaSink",
-    "list_output_devices",
-    "load_backend",
-    "open_sink",
-    "resolve_output_device",
-]
+__all__ = ["MODEL_RATE", "AlsaSink", "open_sink"]

@@ -1,8 +1,8 @@
 """Where played samples go, minus the sound card: the `Sink` contract, the WAV and null sinks, resampling.
 
 Every sink takes 24 kHz float32 mono blocks (the model's rate) and converts to its own rate itself,
-so the playback pipeline never knows the device rate. The ALSA sink lives in `audio.py`, the only
-module that imports sounddevice.
+so the playback pipeline never knows the device rate. The ALSA sink lives in `alsa.py`; only
+`alsa_devices.py` imports sounddevice.
 
 Lifecycle, driven by the audio thread: `begin(id)` -> `write(block)`... -> `end()` per announcement,
 `recover()` while idle, `close()` once.

@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Status, Voices
-from qwen3tts.appliance.mqtt.messages import Message, Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import Message, Say
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.voices.catalog import VoiceCatalog
 

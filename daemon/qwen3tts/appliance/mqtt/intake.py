@@ -7,8 +7,9 @@ announcement: the announcer spools, deduplicates, acknowledges and answers (`que
 
 The intake answers itself only what never reaches the announcer: anything invalid gets `rejected` with the
 caller's id when it can be read; retained commands are refused; Hermes requests for another siteId are
-dropped (logged); Home Assistant's birth message gets the discovery configs again (throttled). Each answer
-also goes to the request's MQTT 5 response topic when `topics.refusal` allows it, with its correlation data.
+dropped (logged; hermes_sites.py says which sites are ours); Home Assistant's birth message gets the
+discovery configs again (throttled). Each answer also goes to the request's MQTT 5 response topic when
+`topics.refusal` allows it, with its correlation data.
 """
 
 from __future__ import annotations
@@ -25,16 +26,15 @@ from typing import Protocol
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.events import Event
-from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay, HermesVoices
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay
+from qwen3tts.appliance.mqtt.hermes_sites import HermesSites
 from qwen3tts.appliance.mqtt.messages import (
     HomeAssistantStatus,
     Inbound,
     Message,
     Say,
-    SetVoice,
-    SetVolume,
-    Stop,
 )
 from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
@@ -84,11 +84,9 @@ class Intake:
         self.policy = policy
         self.topics = topics
         self.publish = publish
-        self.hermes_site_id = hermes_site_id
-        self.hermes_chime = hermes_chime
-        """Play the announcement chime before Hermes dialogue replies (default off)."""
-        self._play_finished = play_finished
-        """A satellite's playFinished(siteId, id) for the satellite zones (zones/hermes_satellite.py)."""
+        self.hermes = HermesSites(
+            hermes_site_id, topics, publish, chime=hermes_chime, play_finished=play_finished
+        )
         self._discovery = discovery
         self._last_discovery: float | None = None
         self._beat = heartbeat
@@ -144,7 +142,7 @@ class Intake:
             self._home_assistant(inbound, now)
             return False
         if kind is HermesPlayFinished:
-            self._satellite_played(inbound)
+            self.hermes.satellite_played(inbound)
             return False
         caller = self._caller(inbound)
         if inbound.retain:
@@ -156,7 +154,7 @@ class Intake:
         if isinstance(message, Say | HermesSay):
             return self._say(message, inbound, caller, now)
         if isinstance(message, HermesGetVoices):
-            self._voices(message)
+            self.hermes.voices(message, self.policy.catalog)
             return False
         answer = self._answerer(caller)
         if isinstance(message, Stop):
@@ -198,7 +196,7 @@ class Intake:
     # ---- say ----
 
     def _say(self, message: Say | HermesSay, inbound: Inbound, caller: Caller, now: float) -> bool:
-        if isinstance(message, HermesSay) and not self._speaks_for(message.site_id):
+        if isinstance(message, HermesSay) and not self.hermes.speaks_for(message.site_id):
             log.info("ignoring a Hermes say for another siteId")
             return False
         try:
@@ -215,47 +213,9 @@ class Intake:
     def _admit(self, message: Say | HermesSay, inbound: Inbound, now: float) -> Announcement:
         if isinstance(message, Say):
             return self.policy.admit(message, now)
-        say = Say(
-            text=message.text,
-            id=message.id,
-            lang=message.lang,
-            volume=message.volume,
-            chime=None if self.hermes_chime else "none",
-            message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
-            zones=self._hermes_zones(message.site_id),
-        )
+        say = self.hermes.as_say(message, inbound, self.policy.zones)
         return replace(self.policy.admit(say, now), hermes_site_id=message.site_id,
                        session_id=message.session_id)  # fmt: skip
-
-    # ---- Hermes sites: ours, and the satellites we speak for ----
-
-    def _speaks_for(self, site_id: str) -> bool:
-        return site_id == self.hermes_site_id or site_id in self.topics.hermes_satellites
-
-    def _hermes_zones(self, site_id: str) -> tuple[str, ...]:
-        """A satellite's say plays in its zone only; our own siteId's in every zone but the satellites."""
-        satellites = self.topics.hermes_satellites
-        if site_id in satellites:
-            return (site_id,)
-        return tuple(zone for zone in self.policy.zones if zone not in satellites) if satellites else ()
-
-    def _satellite_played(self, inbound: Inbound) -> None:
-        """A satellite's playFinished: the end of the play waiting for it. Not a request: a bad one is
-        logged and dropped, never answered."""
-        if inbound.retain:
-            return  # an old playFinished says nothing about a play now
-        try:
-            done = parse_inbound(self.topics, inbound)
-        except RequestError as exc:
-            log.warning("ignoring a bad Hermes playFinished: %s", exc)
-            return
-        if self._play_finished is None or not self._play_finished(done.site_id, done.id):
-            log.info("playFinished %s from satellite %s: no play waits for it", done.id, done.site_id)
-
-    def _voices(self, ask: HermesGetVoices) -> None:
-        if self._speaks_for(ask.site_id):  # another site's TTS answers for that site
-            catalog = self.policy.catalog
-            self.publish(HermesVoices.answering(ask, catalog.names, set(catalog.registered_names)))
 
     # ---- Home Assistant, refusals ----
 
@@ -290,7 +250,7 @@ class Intake:
         if kind is HermesSay:
             raw = salvage(inbound.payload)
             site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
-            if not self._speaks_for(site):
+            if not self.hermes.speaks_for(site):
                 log.info("ignoring an invalid Hermes say for another siteId")
                 return False
             session = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")

@@ -1,13 +1,14 @@
 """Which topic carries which message: what the appliance subscribes to and how an inbound topic is parsed.
 
-The one table between topics (topics.py) and typed messages (messages.py, hermes.py), so neither of those
-needs the other.
+The one table between topics (topics.py) and typed messages (messages.py, controls.py, hermes.py), so
+neither of those needs the other.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.hermes import (
     GET_VOICES_TOPICS,
     HermesGetVoices,
@@ -20,9 +21,6 @@ from qwen3tts.appliance.mqtt.messages import (
     Inbound,
     Message,
     Say,
-    SetVoice,
-    SetVolume,
-    Stop,
 )
 from qwen3tts.appliance.mqtt.payload import quote
 from qwen3tts.appliance.mqtt.topics import Topics

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 
 from num2words import num2words
 
@@ -68,51 +68,21 @@ def _digits(number: str, words: Words) -> str:
 @cache
 def _rules(language: str) -> tuple[Rule, ...]:
     words = WORDS[language]
-    # As scanner.NUMBER (never from inside a digit run, at most five thousands groups), with the
-    # separators of a decimal-comma language; there a point before anything but a thousands group
-    # (0.555, 12.5) is a decimal point too, as people write it.
-    number = (
-        r"(?<!\d)(?:[1-9]\d{0,2}(?:\.\d{3}){1,5}(?![\d.])(?:,\d+)?|\d+(?:[,.]\d+)?)"
-        if words.decimal_comma
-        else NUMBER
-    )
+    number = _number_pattern(words)
     units = "|".join(re.escape(u) for u in sorted(words.units, key=len, reverse=True))
     j = words.joiner
-
-    def time(m: re.Match[str]) -> str | None:
-        hour, minute = int(m["h"]), int(m["m"])
-        if hour > 24:
-            return None
-        if words.time is None or words.time_full_hour is None:
-            return m.group(0)
-        h = num2words(hour, lang=words.code)
-        if minute == 0:
-            return words.time_full_hour.format(h=h)
-        zero = f"{words.minute_zero} " if words.minute_zero and minute < 10 else ""
-        return words.time.format(h=h, m=zero + num2words(minute, lang=words.code))
-
-    def money(amount: str) -> str:
-        value = Decimal(_cardinal_source(amount, words))
-        whole, hundredths = int(value), int((value - int(value)) * 100)
-        w = _cardinal(str(whole), words)
-        if not hundredths:
-            return words.one_euro if whole == 1 else words.euros_whole.format(w=w)
-        return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))
-
-    def power(m: re.Match[str]) -> str:
-        minus = f"{words.minus}{j}" if m["sign"] in ("-", "−") else ""
-        return words.scientific.format(
-            m=_cardinal(m["mantissa"], words), e=minus + _cardinal(m["exponent"], words)
-        )
-
     return (
         rule("url", URL, keep),
-        rule("scientific", scientific(number), power),
-        rule("time", r"(?<!\d)(?P<h>\d{1,2})(?::|\s?h\s?)(?P<m>[0-5]\d)(?!\d)(?:\s?Uhr\b)?", time),
+        rule("scientific", scientific(number), partial(_power, words)),
+        rule(
+            "time",
+            r"(?<!\d)(?P<h>\d{1,2})(?::|\s?h\s?)(?P<m>[0-5]\d)(?!\d)(?:\s?Uhr\b)?",
+            partial(_time, words),
+        ),
         rule(
             "money",
             rf"(?:€\s?(?P<amount>{number})|(?P<a2>{number})\s?(?:€|EUR\b|[Ee]uros?\b))",
-            lambda m: money(m["amount"] or m["a2"]),
+            lambda m: _money(words, m["amount"] or m["a2"]),
         ),
         rule("percent", rf"(?P<n>{number})\s?%", lambda m: f"{_cardinal(m['n'], words)}{j}{words.percent}"),
         rule(
@@ -126,6 +96,44 @@ def _rules(language: str) -> tuple[Rule, ...]:
             lambda m: f"{m['letters'] or m['spaced']} {_digits(m['num'], words)}",
         ),
         rule("number", rf"(?<![A-Za-z0-9.,])(?:{number})(?![\d])", lambda m: _cardinal(m.group(0), words)),
+    )
+
+
+def _number_pattern(words: Words) -> str:
+    """As scanner.NUMBER (never from inside a digit run, at most five thousands groups), with the
+    separators of a decimal-comma language; there a point before anything but a thousands group
+    (0.555, 12.5) is a decimal point too, as people write it."""
+    if not words.decimal_comma:
+        return NUMBER
+    return r"(?<!\d)(?:[1-9]\d{0,2}(?:\.\d{3}){1,5}(?![\d.])(?:,\d+)?|\d+(?:[,.]\d+)?)"
+
+
+def _time(words: Words, m: re.Match[str]) -> str | None:
+    hour, minute = int(m["h"]), int(m["m"])
+    if hour > 24:
+        return None
+    if words.time is None or words.time_full_hour is None:
+        return m.group(0)
+    h = num2words(hour, lang=words.code)
+    if minute == 0:
+        return words.time_full_hour.format(h=h)
+    zero = f"{words.minute_zero} " if words.minute_zero and minute < 10 else ""
+    return words.time.format(h=h, m=zero + num2words(minute, lang=words.code))
+
+
+def _money(words: Words, amount: str) -> str:
+    value = Decimal(_cardinal_source(amount, words))
+    whole, hundredths = int(value), int((value - int(value)) * 100)
+    w = _cardinal(str(whole), words)
+    if not hundredths:
+        return words.one_euro if whole == 1 else words.euros_whole.format(w=w)
+    return words.euros.format(w=w, c=num2words(hundredths, lang=words.code))
+
+
+def _power(words: Words, m: re.Match[str]) -> str:
+    minus = f"{words.minus}{words.joiner}" if m["sign"] in ("-", "−") else ""
+    return words.scientific.format(
+        m=_cardinal(m["mantissa"], words), e=minus + _cardinal(m["exponent"], words)
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.discovery import discovery_configs, node_id_for, voice_messages
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Status, Voices
-from qwen3tts.appliance.mqtt.messages import Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
 

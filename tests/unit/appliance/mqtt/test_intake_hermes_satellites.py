@@ -21,7 +21,7 @@ def door(tmp_path, finished: list | None = None) -> FrontDoor:
                     zones=ZONES)  # fmt: skip
     front = FrontDoor(tmp_path, topics=topics, policy=policy_for(zones=ZONES), zones=ZONES)
     if finished is not None:
-        front.intake._play_finished = lambda site, request: finished.append((site, request)) or True
+        front.intake.hermes.play_finished = lambda site, request: finished.append((site, request)) or True
     return front
 
 

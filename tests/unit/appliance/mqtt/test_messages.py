@@ -11,6 +11,7 @@ import pkgutil
 import pytest
 
 import qwen3tts.appliance.mqtt as mqtt_package
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.duck import DuckMessage
 from qwen3tts.appliance.mqtt.events import Availability, DiscoveryConfig, Event, Reply, Status, Voices
 from qwen3tts.appliance.mqtt.hermes import (
@@ -28,9 +29,6 @@ from qwen3tts.appliance.mqtt.messages import (
     Message,
     MqttMeta,
     Say,
-    SetVoice,
-    SetVolume,
-    Stop,
 )
 from qwen3tts.appliance.mqtt.routing import COMMANDS, inbound_type, parse_inbound, subscriptions
 from qwen3tts.appliance.mqtt.topics import Topics

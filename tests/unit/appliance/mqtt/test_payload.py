@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound, Say, SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
+from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound, Say
 from qwen3tts.appliance.mqtt.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
 from qwen3tts.appliance.mqtt.routing import parse_inbound
 from qwen3tts.appliance.mqtt.topics import Topics

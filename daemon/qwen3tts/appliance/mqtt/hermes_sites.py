@@ -1,0 +1,81 @@
+"""The Hermes sites this box answers for: its own siteId and the satellites it speaks for
+(`mqtt.hermes_satellites`, zones/hermes_satellite.py).
+
+A Hermes say for one of them becomes a `Say` with that site's zones, for the policy like any other; a
+satellite's playFinished ends the play waiting for it; getVoices is answered for our sites only. What
+names any other site is another box's: the intake drops it (logged), never answers it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesSay, HermesVoices
+from qwen3tts.appliance.mqtt.messages import Inbound, Message, Say
+from qwen3tts.appliance.mqtt.routing import parse_inbound
+from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.errors import RequestError
+from qwen3tts.voices.catalog import VoiceCatalog
+
+log = logging.getLogger(__name__)
+
+
+class HermesSites:
+    """Our siteId and our satellites': whose Hermes requests the intake takes, and in which zones."""
+
+    def __init__(
+        self,
+        site_id: str,
+        topics: Topics,
+        publish: Callable[[Message], object],
+        *,
+        chime: bool = False,
+        play_finished: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self.site_id = site_id
+        self.topics = topics
+        self.publish = publish
+        self.chime = chime
+        """Play the announcement chime before Hermes dialogue replies (default off)."""
+        self.play_finished = play_finished
+        """A satellite's playFinished(siteId, id) for the satellite zones (zones/hermes_satellite.py)."""
+
+    def speaks_for(self, site_id: str) -> bool:
+        return site_id == self.site_id or site_id in self.topics.hermes_satellites
+
+    def zones(self, site_id: str, box_zones: tuple[str, ...]) -> tuple[str, ...]:
+        """A satellite's say plays in its zone only; our own siteId's in every zone but the satellites."""
+        satellites = self.topics.hermes_satellites
+        if site_id in satellites:
+            return (site_id,)
+        return tuple(zone for zone in box_zones if zone not in satellites) if satellites else ()
+
+    def as_say(self, message: HermesSay, inbound: Inbound, box_zones: tuple[str, ...]) -> Say:
+        """The Hermes say as the `Say` the policy admits."""
+        return Say(
+            text=message.text,
+            id=message.id,
+            lang=message.lang,
+            volume=message.volume,
+            chime=None if self.chime else "none",
+            message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
+            zones=self.zones(message.site_id, box_zones),
+        )
+
+    def satellite_played(self, inbound: Inbound) -> None:
+        """A satellite's playFinished: the end of the play waiting for it. Not a request: a bad one is
+        logged and dropped, never answered."""
+        if inbound.retain:
+            return  # an old playFinished says nothing about a play now
+        try:
+            done = parse_inbound(self.topics, inbound)
+        except RequestError as exc:
+            log.warning("ignoring a bad Hermes playFinished: %s", exc)
+            return
+        if self.play_finished is None or not self.play_finished(done.site_id, done.id):
+            log.info("playFinished %s from satellite %s: no play waits for it", done.id, done.site_id)
+
+    def voices(self, ask: HermesGetVoices, catalog: VoiceCatalog) -> None:
+        if self.speaks_for(ask.site_id):  # another site's TTS answers for that site
+            self.publish(HermesVoices.answering(ask, catalog.names, set(catalog.registered_names)))
