@@ -37,7 +37,7 @@ from qwen3tts.appliance.announcements.commands import Answer, Commands
 from qwen3tts.appliance.announcements.endings import Endings
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.play import Play, Plays
-from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue, SpooledCheck
 from qwen3tts.appliance.announcements.reporter import OnEvent, Reporter
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
@@ -223,20 +223,18 @@ class Announcer:
         if not self.commands.accepting and not self.plays.playing:
             self._drained.set()
 
-    def replay(self) -> None:
+    def replay(self, check: SpooledCheck | None = None) -> None:
         """Load the spool of the previous process, once: what was waiting waits again, its text read on
-        this thread (the service calls it before the announcer's thread starts); the rest is reported."""
+        this thread (the service calls it before the announcer's thread starts); the rest is reported.
+        `check` is the door's validation of a spooled entry (queue.py `replay`)."""
         if self._replayed:
             return
         self._replayed = True
-        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read)
+        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read, check=check)
         for ann in expired:
             self.reporter.emit(ann, "expired", "expired while the appliance was down")
-        attempts = self.queue.max_attempts
-        for ann in self.queue.quarantined:
-            self.reporter.emit(
-                ann, "error", f"quarantined: the daemon stopped {attempts} times while it played"
-            )
+        for ann, why in self.queue.quarantined:
+            self.reporter.emit(ann, "error", f"quarantined: {why}")
 
     # ---- synthesis ----
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.recent_ids import FILE_NAME, RecentIds
@@ -30,6 +31,14 @@ from qwen3tts.appliance.announcements.spool import Spool
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
+
+
+class SpooledCheck(Protocol):
+    """The door's validation of a spooled entry (appliance/mqtt/spooled.py), handed in by the service."""
+
+    def __call__(self, ann: Announcement, now: float) -> None: ...
+
+    def readable_id(self, value: object) -> str | None: ...
 
 
 class Accepted(Enum):
@@ -52,8 +61,8 @@ class AnnouncementQueue:
         self.recent = RecentIds(dedup_window, self.spool.directory / FILE_NAME)
         self._waiting: list[Announcement] = []
         self._next_seq = 1
-        self.quarantined: list[Announcement] = []
-        """Announcements this process moved to the quarantine at start (the announcer reports them)."""
+        self.quarantined: list[tuple[Announcement, str]] = []
+        """Announcements this process set aside at start, with why (the announcer reports them)."""
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -67,20 +76,27 @@ class AnnouncementQueue:
         return sorted(self._waiting, key=Announcement.rank)
 
     def replay(
-        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann
-    ) -> tuple[list[Announcement], list[Announcement]]:
+        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann,
+        check: SpooledCheck | None = None,
+    ) -> tuple[list[Announcement], list[Announcement]]:  # fmt: skip
         """Load the spool after a start: (replayed and waiting again, expired and removed); `read` gives
         each one that waits again its text as read (LookAhead.read).
 
-        Entries that reached `max_attempts` are quarantined instead and returned with neither.
+        `check(ann, now)` is the door's own validation of a spooled entry (RequestError says why it
+        would not take it). Entries it refuses, entries that reached `max_attempts` and files that were
+        not announcements at all are quarantined instead, returned with neither and listed with their
+        reason in `quarantined`.
         """
-        replayed, expired = [], []
+        replayed, expired, ids = [], [], set()
         for ann in self.spool.load():
             self._next_seq = max(self._next_seq, ann.seq + 1)
             self.recent.add(ann.id, ann, message_id=ann.message_id, persist=False)  # the spool remembers them
-            if ann.attempts >= self.max_attempts:
-                self.spool.quarantine(ann, f"the process ended {ann.attempts} times while it played")
-                self.quarantined.append(ann)
+            why = (
+                "another spooled announcement has its id" if ann.id in ids else self._refusal(ann, now, check)
+            )
+            ids.add(ann.id)
+            if why is not None:
+                self._set_aside(ann, why)
             elif ann.expired(now):
                 self.spool.remove(ann)
                 expired.append(ann)
@@ -88,9 +104,34 @@ class AnnouncementQueue:
                 ann = read(ann)
                 self._waiting.append(ann)
                 replayed.append(ann)
+        for entry in self.spool.take_unreadable():
+            claimed = check.readable_id(entry.claimed_id) if check is not None else None
+            claimed = None if claimed in ids else claimed  # not an event for another, readable one
+            ann = Announcement(id=claimed or "", text="")
+            self.quarantined.append((ann, f"unreadable spool file {entry.name}: {entry.reason}"))
         if replayed:
             log.info("replayed %d spooled announcements: %s", len(replayed), [a.id for a in replayed])
         return replayed, expired
+
+    def _refusal(self, ann: Announcement, now: float, check: SpooledCheck | None) -> str | None:
+        if ann.attempts >= self.max_attempts:
+            return f"the daemon stopped {self.max_attempts} times while it played"
+        if check is None:
+            return None
+        try:
+            check(ann, now)
+        except RequestError as exc:  # SSMLError is one too
+            return f"the door would refuse it: {exc}"
+        return None
+
+    def _set_aside(self, ann: Announcement, why: str) -> None:
+        """Quarantine `ann` for good; when the spool cannot move it, it stays where it is (it is not
+        replayed now, and is set aside again at the next start)."""
+        try:
+            self.spool.quarantine(ann, why)
+        except OSError as exc:
+            log.error("%s: cannot move it to the quarantine (%s): %s", ann.id, why, exc.strerror or exc)
+        self.quarantined.append((ann, why))
 
     def put(self, ann: Announcement, redelivered: bool = False) -> Accepted:
         """Spool `ann` (fsynced) and queue it with its `seq`, unless it is a duplicate.

@@ -4,7 +4,8 @@ Each file is written to a temp name, fsynced and renamed (and the directory fsyn
 message is acknowledged, so a crash at any moment either keeps the announcement or leaves it
 unacknowledged at the broker, which redelivers it. A file is as hostile as any other input: every file is
 validated as a whole when read (announcement.py `from_json`), and anything malformed moves to
-`quarantine/` with a log line; it never stops the daemon from starting.
+`quarantine/` with a log line and is listed in `unreadable` (the announcer sends its `error` event); it
+never stops the daemon from starting. What the door would refuse is checked by the queue's replay.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcement import Announcement
@@ -25,6 +27,15 @@ MAX_FILE_BYTES = 1 << 20
 
 
 QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A spool file that was not an announcement: its name, the id it claims (unchecked) and why."""
+
+    name: str
+    claimed_id: object
+    reason: str
 
 
 def quarantined(spool_dir: Path) -> list[Path]:
@@ -41,6 +52,8 @@ class Spool:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.unreadable: list[Unreadable] = []
+        """Files `load()` quarantined since the owner last took them (`take_unreadable`)."""
 
     def path_of(self, ann: Announcement) -> Path:
         return self.directory / f"{ann.seq:012d}.json"
@@ -98,7 +111,13 @@ class Spool:
         log.error("%s: quarantined to %s (%s)", ann.id, target, why)
         return target
 
+    def take_unreadable(self) -> list[Unreadable]:
+        taken, self.unreadable = self.unreadable, []
+        return taken
+
     def _quarantine(self, path: Path, exc: Exception) -> None:
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.unreadable.append(Unreadable(path.name, _claimed_id(path), reason))
         target = self._quarantine_path(path)
         log.warning("spool entry %s is corrupt (%s: %s); moved to %s", path.name, type(exc).__name__,
                     str(exc)[:200], target)  # fmt: skip
@@ -118,3 +137,15 @@ class Spool:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _claimed_id(path: Path) -> object:
+    """The `id` a corrupt file holds, if it is JSON at all (the caller checks it is a valid id)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    inner = doc.get("announcement") if isinstance(doc, dict) else None
+    return inner.get("id") if isinstance(inner, dict) else None
