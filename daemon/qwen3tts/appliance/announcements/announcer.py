@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 BUSY_TICK_S = 0.02  # while anything is synthesised or played: how often PCM and progress are read
 IDLE_TICK_S = 0.25
+SPOOL_RETRY_S = 1.0
+"""How often a spool removal that failed (a read-only or full disk) is tried again."""
 INBOX_PER_TURN = 32  # commands applied per turn, so a flood of messages never stalls the audio
 INBOX_LIMIT = 32  # a poster waits while this many commands wait: back-pressure on the intake, not a drop
 INBOX_WAIT_S = 5.0  # ... at most this long (a wedged announcer must not wedge its posters too)
@@ -93,6 +95,7 @@ class Announcer:
         self._wake = threading.Event()
         self._drained = threading.Event()
         self._replayed = False
+        self._retry_at = 0.0
 
     # ---- read by other threads (status, metrics) and by tests ----
 
@@ -198,6 +201,7 @@ class Announcer:
             self.turn()
             busy = bool(self.plays.playing) or bool(self._inbox)
             self._wake.wait(BUSY_TICK_S if busy else IDLE_TICK_S)
+        self.queue.spool.retry()  # a last try before the restart: the disk may have healed meanwhile
 
     def turn(self) -> None:
         self._beat()
@@ -208,6 +212,9 @@ class Announcer:
         with self._inbox_room:
             self._inbox_room.notify_all()
         now = self._clock()
+        if self.queue.spool.pending and now >= self._retry_at:  # ended ones whose file is still there
+            self._retry_at = now + SPOOL_RETRY_S
+            self.queue.spool.retry()
         for ann in self.queue.expired(now):
             with self.endings.isolated(ann, "expiring"):
                 self.endings.expire(ann)

@@ -98,7 +98,7 @@ class AnnouncementQueue:
             if why is not None:
                 self._set_aside(ann, why)
             elif ann.expired(now):
-                self.spool.remove(ann)
+                self._remove_ended(ann)
                 expired.append(ann)
             else:
                 ann = read(ann)
@@ -124,6 +124,12 @@ class AnnouncementQueue:
             return f"the door would refuse it: {exc}"
         return None
 
+    def _remove_ended(self, ann: Announcement) -> None:
+        try:
+            self.spool.remove(ann)
+        except OSError as exc:  # pending in the spool: removed once the disk heals
+            log.warning("%s: its spool file stays until the disk heals: %s", ann.id, exc.strerror or exc)
+
     def _set_aside(self, ann: Announcement, why: str) -> None:
         """Quarantine `ann` for good; when the spool cannot move it, it stays where it is (it is not
         replayed now, and is set aside again at the next start)."""
@@ -136,7 +142,8 @@ class AnnouncementQueue:
     def put(self, ann: Announcement, redelivered: bool = False) -> Accepted:
         """Spool `ann` (fsynced) and queue it with its `seq`, unless it is a duplicate.
 
-        RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued).
+        RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued,
+        and nothing of it replays).
         `redelivered` is the MQTT DUP flag it came with (`ann.message_id` its packet id).
         """
         if self.recent.seen(ann.id):
@@ -146,8 +153,8 @@ class AnnouncementQueue:
         if len(self._waiting) >= self.max_queue:
             raise RequestError(f"queue full ({self.max_queue} announcements waiting)")
         ann = replace(ann, seq=self._next_seq)
-        self.spool.write(ann)
-        self._next_seq += 1
+        self._next_seq += 1  # even when the write fails: a removal still pending must not hit a newer file
+        self._written_or_gone(ann)
         self._waiting.append(ann)
         self.recent.add(ann.id, ann, message_id=ann.message_id)
         return Accepted.QUEUED
@@ -159,11 +166,21 @@ class AnnouncementQueue:
 
     def pop(self, ann: Announcement) -> Announcement:
         """`ann` (waiting) becomes the current one; its attempt is spooled before it plays, so a process
-        that dies now counts against it. OSError if that cannot be written (it is then no longer waiting)."""
+        that dies now counts against it. OSError if that cannot be written (it is then no longer waiting,
+        and gone from the spool: it ends with `error`)."""
         self._waiting.remove(ann)
         ann = replace(ann, attempts=ann.attempts + 1)
-        self.spool.write(ann)
+        self._written_or_gone(ann)
         return ann
+
+    def _written_or_gone(self, ann: Announcement) -> None:
+        """Spool `ann`; when that fails it ends with `error`, so its file must not replay: removed now,
+        or pending in the spool until the disk heals (spool.py `retry`). Raises the write's OSError."""
+        try:
+            self.spool.write(ann)
+        except OSError:
+            self._remove_ended(ann)
+            raise
 
     def done(self, ann: Announcement, now: float) -> Announcement | None:
         """The current announcement finished playing; the copy that waits again for a repeat, or None."""

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +48,22 @@ def quarantined(spool_dir: Path) -> list[Path]:
 
 
 class Spool:
-    """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`."""
+    """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`.
 
-    def __init__(self, directory: Path) -> None:
+    `disk` is where its file calls go (`os`; a test's stand-in fails one of them). A removal or a move
+    to the quarantine that fails is kept in `pending` and tried again by `retry()`: an announcement that
+    ended is never replayed once the disk heals before the next start (docs/announcer.md, "Exactly
+    once").
+    """
+
+    def __init__(self, directory: Path, disk=os) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.disk = disk
         self.unreadable: list[Unreadable] = []
         """Files `load()` quarantined since the owner last took them (`take_unreadable`)."""
+        self.pending: dict[str, Callable[[], None]] = {}
+        """File name -> the removal or move that failed, to try again (`retry`)."""
 
     def path_of(self, ann: Announcement) -> Path:
         return self.directory / f"{ann.seq:012d}.json"
@@ -63,21 +73,30 @@ class Spool:
         final = self.path_of(ann)
         tmp = final.with_suffix(".json.tmp")
         data = json.dumps({"version": SPOOL_VERSION, "announcement": ann.to_json()}).encode("utf-8")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = self.disk.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
+            self.disk.write(fd, data)
+            self.disk.fsync(fd)
         finally:
-            os.close(fd)
-        os.replace(tmp, final)
+            self.disk.close(fd)
+        self.disk.replace(tmp, final)
         self._fsync_directory()
 
     def remove(self, ann: Announcement) -> None:
-        try:
-            self.path_of(ann).unlink()
-        except FileNotFoundError:
-            return
-        self._fsync_directory()
+        """Remove `ann`'s file for good; OSError when it cannot (it is then `pending`, retried)."""
+        path = self.path_of(ann)
+        self._deferred(path.name, ann.id, lambda: self._unlink(path))
+
+    def retry(self) -> int:
+        """Try the pending removals and moves again; how many still fail (never raises)."""
+        for name, action in list(self.pending.items()):
+            try:
+                action()
+            except OSError:
+                continue
+            del self.pending[name]
+            log.info("spool: %s done after the disk healed", name)
+        return len(self.pending)
 
     def load(self) -> list[Announcement]:
         """Every stored announcement in spool order; corrupt entries are quarantined, not fatal."""
@@ -103,13 +122,11 @@ class Spool:
             raise ValueError(f"sequence {ann.seq} does not match the file name")
         return ann
 
-    def quarantine(self, ann: Announcement, why: str) -> Path:
-        """Move a spooled announcement out of the way for good; returns where it went."""
-        target = self._quarantine_path(self.path_of(ann))
-        os.replace(self.path_of(ann), target)
-        self._fsync_directory()
-        log.error("%s: quarantined to %s (%s)", ann.id, target, why)
-        return target
+    def quarantine(self, ann: Announcement, why: str) -> None:
+        """Move a spooled announcement out of the way for good; OSError when it cannot (then `pending`)."""
+        path = self.path_of(ann)
+        self._deferred(path.name, ann.id, lambda: self._move_to_quarantine(path))
+        log.error("%s: quarantined (%s)", ann.id, why)
 
     def take_unreadable(self) -> list[Unreadable]:
         taken, self.unreadable = self.unreadable, []
@@ -118,25 +135,44 @@ class Spool:
     def _quarantine(self, path: Path, exc: Exception) -> None:
         reason = f"{type(exc).__name__}: {str(exc)[:200]}"
         self.unreadable.append(Unreadable(path.name, _claimed_id(path), reason))
-        target = self._quarantine_path(path)
-        log.warning("spool entry %s is corrupt (%s: %s); moved to %s", path.name, type(exc).__name__,
-                    str(exc)[:200], target)  # fmt: skip
+        log.warning("spool entry %s is corrupt (%s); moved to %s/", path.name, reason, QUARANTINE)
         try:
-            os.replace(path, target)
-        except OSError as move_error:  # a read-only spool: leave it, it is skipped at every start
+            self._deferred(path.name, path.name, lambda: self._move_to_quarantine(path))
+        except OSError as move_error:  # a read-only spool: it is skipped now, moved once the disk heals
             log.error("cannot move %s to the quarantine: %s", path.name, move_error.strerror)
 
-    def _quarantine_path(self, path: Path) -> Path:
+    def _deferred(self, name: str, what: str, action: Callable[[], None]) -> None:
+        """Do `action` now; when it fails keep it for `retry` and raise."""
+        try:
+            action()
+        except OSError:
+            self.pending[name] = action
+            raise
+        self.pending.pop(name, None)
+
+    def _unlink(self, path: Path) -> None:
+        try:
+            self.disk.unlink(path)
+        except FileNotFoundError:
+            if path.name not in self.pending:
+                return  # never written (a put that failed early) or removed before
+            # an earlier try unlinked it but could not fsync the directory: that is what is left
+        self._fsync_directory()
+
+    def _move_to_quarantine(self, path: Path) -> None:
+        if not path.exists():
+            return
         target_dir = self.directory / QUARANTINE
         target_dir.mkdir(exist_ok=True)
-        return target_dir / f"{path.name}.{int(time.time())}"
+        self.disk.replace(path, target_dir / f"{path.name}.{int(time.time())}")
+        self._fsync_directory()
 
     def _fsync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
+        fd = self.disk.open(self.directory, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            self.disk.fsync(fd)
         finally:
-            os.close(fd)
+            self.disk.close(fd)
 
 
 def _claimed_id(path: Path) -> object:

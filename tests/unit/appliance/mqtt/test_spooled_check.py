@@ -71,7 +71,7 @@ def test_an_entry_the_door_would_refuse_is_quarantined_with_its_reason_and_one_e
     [(ann_id, event, said)] = terminal(rig)
     assert (ann_id, event) == ("bad-7", "error") and said.startswith("quarantined: the door would refuse it")
     assert reason in said, said
-    assert "bad-7: quarantined to" in caplog.text  # the log line, with its id
+    assert "bad-7: quarantined (" in caplog.text  # the log line, with its id
     [moved] = quarantined(spool_dir)
     assert moved.name.startswith("000000000007.json.")
     rig.run_until_event("good", "finished")
