@@ -10,10 +10,9 @@ import errno
 import json
 import logging
 import subprocess
-from types import SimpleNamespace
 
 import pytest
-from announcer_rig import GatedSink, fake_engine
+from announcer_rig import GatedSink, fake_runtime
 
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
@@ -43,16 +42,6 @@ def events(recorder, ann_id) -> list[tuple[str, str]]:
 
 def ended(recorder, ann_id) -> bool:
     return any(kind in ("finished", "error", "cancelled") for kind, _ in events(recorder, ann_id))
-
-
-def runtime_double() -> SimpleNamespace:
-    return SimpleNamespace(
-        engine=fake_engine(),
-        spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b",
-                             variant="custom_voice", supports_instruct=False),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
-        manifest=SimpleNamespace(random_weights=True),
-    )  # fmt: skip
 
 
 def fill(state) -> None:
@@ -89,7 +78,7 @@ def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_
     config.write_text(json.dumps(sections))
     sink = GatedSink(item="playing@0", after=2400)  # holds the audio thread inside "playing"
     recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
-    service = Service(load_settings(config), config_path=config, runtime=runtime_double(), sink=sink)
+    service = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=sink)
     with caplog.at_level(logging.INFO):
         service.start()
         try:
@@ -122,7 +111,9 @@ def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_
     spool_lines = [line for line in said if line.startswith("spool: cannot")]
     assert len(spool_lines) == 1, said  # said once, not once per write
     assert sorted(p.name for p in (state / "spool").glob("*.json")) == []  # what ended is gone
-    again = Service(load_settings(config), config_path=config, runtime=runtime_double(), sink=GatedSink())
+    again = Service(
+        load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=GatedSink()
+    )
     again.start()  # the restart replays the spool before it returns
     try:
         assert again.announcer.queue.ids() == [] and again.announcer.queue.quarantined == []
