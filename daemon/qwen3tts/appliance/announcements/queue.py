@@ -188,7 +188,12 @@ class AnnouncementQueue:
         if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
             ann = replace(ann, not_before=now + ann.repeat_interval)
             self._waiting.append(ann)
-            self.spool.write(ann)
+            try:
+                self.spool.write(ann)
+            except OSError as exc:  # it repeats all the same; the spool writes it once the disk heals
+                log.warning(
+                    "%s: its next round is spooled once the disk heals: %s", ann.id, exc.strerror or exc
+                )
             return ann
         self.spool.remove(ann)
         return None

@@ -51,9 +51,9 @@ class Spool:
     """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`.
 
     `disk` is where its file calls go (`os`; a test's stand-in fails one of them). A removal or a move
-    to the quarantine that fails is kept in `pending` and tried again by `retry()`: an announcement that
-    ended is never replayed once the disk heals before the next start (docs/announcer.md, "Exactly
-    once").
+    to the quarantine, or a write, that fails is kept in `pending` (the last change per file) and tried
+    again by `retry()`: an announcement that ended is never replayed, nor a repeat or a resume point
+    lost, once the disk heals before the next start (docs/announcer.md, "Exactly once").
     """
 
     def __init__(self, directory: Path, disk=os) -> None:
@@ -63,16 +63,21 @@ class Spool:
         self.unreadable: list[Unreadable] = []
         """Files `load()` quarantined since the owner last took them (`take_unreadable`)."""
         self.pending: dict[str, Callable[[], None]] = {}
-        """File name -> the removal or move that failed, to try again (`retry`)."""
+        """File name -> the write, removal or move that failed last, to try again (`retry`)."""
 
     def path_of(self, ann: Announcement) -> Path:
         return self.directory / f"{ann.seq:012d}.json"
 
     def write(self, ann: Announcement) -> None:
-        """Store `ann` durably; when this returns the announcement survives a power cut."""
-        final = self.path_of(ann)
-        tmp = final.with_suffix(".json.tmp")
+        """Store `ann` durably; when this returns the announcement survives a power cut. OSError when it
+        cannot: this copy is then `pending` (written once the disk heals, unless a later change to the
+        same file replaces it)."""
         data = json.dumps({"version": SPOOL_VERSION, "announcement": ann.to_json()}).encode("utf-8")
+        final = self.path_of(ann)
+        self._deferred(final.name, ann.id, lambda: self._write_file(final, data))
+
+    def _write_file(self, final: Path, data: bytes) -> None:
+        tmp = final.with_suffix(".json.tmp")
         fd = self.disk.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             self.disk.write(fd, data)

@@ -58,13 +58,18 @@ def first_life(rig: TurnRig, disk: FaultyDisk) -> None:
     rig.queue.spool.disk = disk
     rig.announcer.replay()
     for ann_id, text in SAID.items():
-        rig.say(ann_id, text)
+        rig.say(ann_id, text, repeat=2 if ann_id == "third" else 1)  # its second round: a spool write
     rig.run(lambda: all(ended(rig, ann_id) for ann_id in SAID), limit=5000)
     disk.heal()
 
 
+def ends(rig: TurnRig, ann_id: str) -> list[str]:
+    """Its terminal events (a `finished` that `repeats later` is not one)."""
+    return [kind for kind, reason in rig.events(ann_id) if kind in TERMINAL and reason != "repeats later"]
+
+
 def ended(rig: TurnRig, ann_id: str) -> bool:
-    return any(kind in TERMINAL for kind in rig.kinds(ann_id))
+    return bool(ends(rig, ann_id))
 
 
 def restart(tmp_path) -> TurnRig:
@@ -77,8 +82,7 @@ def restart(tmp_path) -> TurnRig:
 
 def check_exactly_once(before: TurnRig, after: TurnRig) -> None:
     for ann_id in SAID:
-        ends = [kind for kind in before.kinds(ann_id) + after.kinds(ann_id) if kind in TERMINAL]
-        assert len(ends) == 1, (ann_id, before.events(ann_id), after.events(ann_id))
+        assert len(ends(before, ann_id) + ends(after, ann_id)) == 1, (ann_id, before.events(ann_id))
         assert after.events(ann_id) == [], (ann_id, "spoken or answered again after the restart")
     assert after.spooled() == [] and after.queue.spool.pending == {}
 
