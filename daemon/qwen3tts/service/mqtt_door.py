@@ -17,6 +17,7 @@ from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.pool import PoolTopics
 from qwen3tts.appliance.mqtt.pool_member import PoolMember
+from qwen3tts.appliance.mqtt.spooled import SpooledCheck
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.errors import ConfigError
 from qwen3tts.settings import Settings
@@ -41,6 +42,8 @@ class MqttDoor:
             chimes=announcer.lookahead.sounds.chime_names(),
         )
         topics = self.client.topics
+        self.spooled_check = SpooledCheck(policy, topics)
+        """The door's validation of what the spool holds, for the announcer's replay (spooled.py)."""
         self.intake = Intake(
             announcer, policy, topics, publish,
             hermes_site_id=settings.mqtt.hermes_site_id,

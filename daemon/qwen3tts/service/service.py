@@ -125,7 +125,7 @@ class Service:
                  ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
-        self.announcer.replay()  # its texts read here, never on the announcer's thread
+        self.announcer.replay(check=self.mqtt.spooled_check)  # checked as the door does; texts read here
         self.supervisor.start("announcer", self.announcer.run)
         self.mqtt.start(self.supervisor)
         self._status_dirty.set()

@@ -1,17 +1,18 @@
-"""A state directory that turns read-only while the daemon runs (issue 27 item 8): a real tmpfs, remounted
-read-only under the running Service. Every announcement still ends with an event — the one playing
-finishes (it was heard), the one waiting and the one arriving get `error` naming the spool — and the log
-says once what could not be written."""
+"""A state directory that turns read-only or full while the daemon runs (issue 27 item 8, issue 37 item 2):
+a real tmpfs, remounted read-only (or filled up) under the running Service. Every announcement still ends
+with an event — the one playing finishes (it was heard), the one waiting and the one arriving get `error`
+naming the spool — and the log says once what could not be written. Then the disk heals, the daemon stops
+in order and starts again: nothing it answered is replayed (exactly one terminal event each)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import subprocess
-from types import SimpleNamespace
 
 import pytest
-from announcer_rig import GatedSink, fake_engine
+from announcer_rig import GatedSink, fake_runtime
 
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
@@ -43,9 +44,29 @@ def ended(recorder, ann_id) -> bool:
     return any(kind in ("finished", "error", "cancelled") for kind, _ in events(recorder, ann_id))
 
 
-def test_a_state_directory_that_turns_read_only_still_ends_every_announcement_with_an_event(
-    tmp_path, state, mosquitto, recorder_factory, caplog
+def fill(state) -> None:
+    """Take every free block of the tmpfs (a file the heal deletes)."""
+    with open(state / "filler", "wb") as filler:
+        try:
+            while True:
+                filler.write(b"\0" * (1 << 20))
+                filler.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+
+
+FAULTS = {
+    "read-only": (lambda state: mount("-o", "remount,ro", str(state)),
+                  lambda state: mount("-o", "remount,rw", str(state)), "Read-only file system"),
+    "full": (fill, lambda state: (state / "filler").unlink(), "No space left on device"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=FAULTS.keys())
+def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_once_across_a_restart(
+    tmp_path, state, mosquitto, recorder_factory, caplog, fault
 ):
+    break_disk, heal, trouble = FAULTS[fault]
     config = tmp_path / "qwen3tts.yaml"
     sections = {
         "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
@@ -55,16 +76,9 @@ def test_a_state_directory_that_turns_read_only_still_ends_every_announcement_wi
         "cache": {"enabled": False},
     }
     config.write_text(json.dumps(sections))
-    runtime = SimpleNamespace(
-        engine=fake_engine(),
-        spec=SimpleNamespace(speakers=("ryan",), languages=("english",), size="0.6b",
-                             variant="custom_voice", supports_instruct=False),
-        plan=SimpleNamespace(summary=lambda: {"talker": "CPU"}, decode_paths=lambda: {"talker": "plugin"}),
-        manifest=SimpleNamespace(random_weights=True),
-    )  # fmt: skip
     sink = GatedSink(item="playing@0", after=2400)  # holds the audio thread inside "playing"
     recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
-    service = Service(load_settings(config), config_path=config, runtime=runtime, sink=sink)
+    service = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=sink)
     with caplog.at_level(logging.INFO):
         service.start()
         try:
@@ -76,20 +90,35 @@ def test_a_state_directory_that_turns_read_only_still_ends_every_announcement_wi
             say("waiting")
             assert sink.reached.wait(90), "the first announcement never played"
             recorder.wait_for(lambda _: ("queued", "") in events(recorder, "waiting"), 10)
-            mount("-o", "remount,ro", str(state))  # the disk turns read-only under the daemon
+            break_disk(state)  # the disk turns read-only (or fills up) under the daemon
             say("arriving")
             recorder.wait_for(lambda _: ended(recorder, "arriving"), 10)
             sink.release.set()
             recorder.wait_for(lambda _: ended(recorder, "playing") and ended(recorder, "waiting"), 30)
+            heal(state)  # before the orderly stop, whose last act retries what could not be removed
         finally:
             sink.release.set()
             service.stop()
     assert events(recorder, "playing")[-1] == ("finished", "")  # it was heard to the end
-    for ann_id in ("waiting", "arriving"):
-        kind, reason = events(recorder, ann_id)[-1]
-        assert kind == "error" and "spool write failed: Read-only file system" in reason, events(
-            recorder, ann_id
-        )
-    said = [r.getMessage() for r in caplog.records if "Read-only file system" in r.getMessage()]
+    kind, reason = events(recorder, "arriving")[-1]
+    assert kind == "error" and f"spool write failed: {trouble}" in reason, events(recorder, "arriving")
+    kind, reason = events(recorder, "waiting")[-1]
+    if fault == "full" and kind == "finished":
+        pass  # the finished one's file was removed first, and that freed the room its attempt needed
+    else:
+        assert kind == "error" and f"spool write failed: {trouble}" in reason, events(recorder, "waiting")
+    said = [r.getMessage() for r in caplog.records if trouble in r.getMessage()]
     spool_lines = [line for line in said if line.startswith("spool: cannot")]
     assert len(spool_lines) == 1, said  # said once, not once per write
+    assert sorted(p.name for p in (state / "spool").glob("*.json")) == []  # what ended is gone
+    again = Service(
+        load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=GatedSink()
+    )
+    again.start()  # the restart replays the spool before it returns
+    try:
+        assert again.announcer.queue.ids() == [] and again.announcer.queue.quarantined == []
+    finally:
+        again.stop()
+    for ann_id in ("playing", "waiting", "arriving"):
+        ends = [kind for kind, _ in events(recorder, ann_id) if kind in ("finished", "error", "cancelled")]
+        assert len(ends) == 1, events(recorder, ann_id)

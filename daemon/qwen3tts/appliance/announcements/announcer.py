@@ -37,7 +37,7 @@ from qwen3tts.appliance.announcements.commands import Answer, Commands
 from qwen3tts.appliance.announcements.endings import Endings
 from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.play import Play, Plays
-from qwen3tts.appliance.announcements.queue import AnnouncementQueue
+from qwen3tts.appliance.announcements.queue import AnnouncementQueue, SpooledCheck
 from qwen3tts.appliance.announcements.reporter import OnEvent, Reporter
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import DEFAULT_ZONE
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 BUSY_TICK_S = 0.02  # while anything is synthesised or played: how often PCM and progress are read
 IDLE_TICK_S = 0.25
+SPOOL_RETRY_S = 1.0
+"""How often a spool removal that failed (a read-only or full disk) is tried again."""
 INBOX_PER_TURN = 32  # commands applied per turn, so a flood of messages never stalls the audio
 INBOX_LIMIT = 32  # a poster waits while this many commands wait: back-pressure on the intake, not a drop
 INBOX_WAIT_S = 5.0  # ... at most this long (a wedged announcer must not wedge its posters too)
@@ -93,6 +95,7 @@ class Announcer:
         self._wake = threading.Event()
         self._drained = threading.Event()
         self._replayed = False
+        self._retry_at = 0.0
 
     # ---- read by other threads (status, metrics) and by tests ----
 
@@ -202,6 +205,7 @@ class Announcer:
             self.turn()
             busy = bool(self.plays.playing) or bool(self._inbox)
             self._wake.wait(BUSY_TICK_S if busy else IDLE_TICK_S)
+        self.queue.spool.retry()  # a last try before the restart: the disk may have healed meanwhile
 
     def turn(self) -> None:
         self._beat()
@@ -212,6 +216,9 @@ class Announcer:
         with self._inbox_room:
             self._inbox_room.notify_all()
         now = self._clock()
+        if self.queue.spool.pending and now >= self._retry_at:  # ended ones whose file is still there
+            self._retry_at = now + SPOOL_RETRY_S
+            self.queue.spool.retry()
         for ann in self.queue.expired(now):
             with self.endings.isolated(ann, "expiring"):
                 self.endings.expire(ann)
@@ -227,20 +234,18 @@ class Announcer:
         if not self.commands.accepting and not self.plays.playing:
             self._drained.set()
 
-    def replay(self) -> None:
+    def replay(self, check: SpooledCheck | None = None) -> None:
         """Load the spool of the previous process, once: what was waiting waits again, its text read on
-        this thread (the service calls it before the announcer's thread starts); the rest is reported."""
+        this thread (the service calls it before the announcer's thread starts); the rest is reported.
+        `check` is the door's validation of a spooled entry (queue.py `replay`)."""
         if self._replayed:
             return
         self._replayed = True
-        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read)
+        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read, check=check)
         for ann in expired:
             self.reporter.emit(ann, "expired", "expired while the appliance was down")
-        attempts = self.queue.max_attempts
-        for ann in self.queue.quarantined:
-            self.reporter.emit(
-                ann, "error", f"quarantined: the daemon stopped {attempts} times while it played"
-            )
+        for ann, why in self.queue.quarantined:
+            self.reporter.emit(ann, "error", f"quarantined: {why}")
 
     # ---- synthesis ----
 

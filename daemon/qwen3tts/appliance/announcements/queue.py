@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.recent_ids import FILE_NAME, RecentIds
@@ -33,6 +34,14 @@ from qwen3tts.appliance.announcements.spool import Spool
 from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
+
+
+class SpooledCheck(Protocol):
+    """The door's validation of a spooled entry (appliance/mqtt/spooled.py), handed in by the service."""
+
+    def __call__(self, ann: Announcement, now: float) -> None: ...
+
+    def readable_id(self, value: object) -> str | None: ...
 
 
 class Accepted(Enum):
@@ -55,8 +64,8 @@ class AnnouncementQueue:
         self.recent = RecentIds(dedup_window, self.spool.directory / FILE_NAME)
         self._waiting: list[Announcement] = []
         self._next_seq = 1
-        self.quarantined: list[Announcement] = []
-        """Announcements this process moved to the quarantine at start (the announcer reports them)."""
+        self.quarantined: list[tuple[Announcement, str]] = []
+        """Announcements this process set aside at start, with why (the announcer reports them)."""
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -70,35 +79,74 @@ class AnnouncementQueue:
         return sorted(self._waiting, key=Announcement.rank)
 
     def replay(
-        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann
-    ) -> tuple[list[Announcement], list[Announcement]]:
+        self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann,
+        check: SpooledCheck | None = None,
+    ) -> tuple[list[Announcement], list[Announcement]]:  # fmt: skip
         """Load the spool after a start: (replayed and waiting again, expired and removed); `read` gives
         each one that waits again its text as read (LookAhead.read).
 
-        Entries that reached `max_attempts` are quarantined instead and returned with neither.
+        `check(ann, now)` is the door's own validation of a spooled entry (RequestError says why it
+        would not take it). Entries it refuses, entries that reached `max_attempts` and files that were
+        not announcements at all are quarantined instead, returned with neither and listed with their
+        reason in `quarantined`.
         """
-        replayed, expired = [], []
+        replayed, expired, ids = [], [], set()
         for ann in self.spool.load():
             self._next_seq = max(self._next_seq, ann.seq + 1)
             self.recent.add(ann.id, ann, message_id=ann.message_id, persist=False)  # the spool remembers them
-            if ann.attempts >= self.max_attempts:
-                self.spool.quarantine(ann, f"the process ended {ann.attempts} times while it played")
-                self.quarantined.append(ann)
+            why = (
+                "another spooled announcement has its id" if ann.id in ids else self._refusal(ann, now, check)
+            )
+            ids.add(ann.id)
+            if why is not None:
+                self._set_aside(ann, why)
             elif ann.expired(now):
-                self._remove(ann)
+                self._remove_ended(ann)
                 expired.append(ann)
             else:
                 ann = read(ann)
                 self._waiting.append(ann)
                 replayed.append(ann)
+        for entry in self.spool.take_unreadable():
+            claimed = check.readable_id(entry.claimed_id) if check is not None else None
+            claimed = None if claimed in ids else claimed  # not an event for another, readable one
+            ann = Announcement(id=claimed or "", text="")
+            self.quarantined.append((ann, f"unreadable spool file {entry.name}: {entry.reason}"))
         if replayed:
             log.info("replayed %d spooled announcements: %s", len(replayed), [a.id for a in replayed])
         return replayed, expired
 
+    def _refusal(self, ann: Announcement, now: float, check: SpooledCheck | None) -> str | None:
+        if ann.attempts >= self.max_attempts:
+            return f"the daemon stopped {self.max_attempts} times while it played"
+        if check is None:
+            return None
+        try:
+            check(ann, now)
+        except RequestError as exc:  # SSMLError is one too
+            return f"the door would refuse it: {exc}"
+        return None
+
+    def _remove_ended(self, ann: Announcement) -> None:
+        try:
+            self._remove(ann)
+        except OSError as exc:  # pending in the spool: removed once the disk heals
+            log.warning("%s: its spool file stays until the disk heals: %s", ann.id, exc.strerror or exc)
+
+    def _set_aside(self, ann: Announcement, why: str) -> None:
+        """Quarantine `ann` for good; when the spool cannot move it, it stays where it is (it is not
+        replayed now, and is set aside again at the next start)."""
+        try:
+            self.spool.quarantine(ann, why)
+        except OSError as exc:
+            log.error("%s: cannot move it to the quarantine (%s): %s", ann.id, why, exc.strerror or exc)
+        self.quarantined.append((ann, why))
+
     def put(self, ann: Announcement, redelivered: bool = False) -> Accepted:
         """Spool `ann` (fsynced) and queue it with its `seq`, unless it is a duplicate.
 
-        RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued).
+        RequestError when the queue is full; OSError when the spool cannot be written (nothing is queued,
+        and nothing of it replays).
         `redelivered` is the MQTT DUP flag it came with (`ann.message_id` its packet id).
         """
         if self.recent.seen(ann.id):
@@ -108,8 +156,8 @@ class AnnouncementQueue:
         if len(self._waiting) >= self.max_queue:
             raise RequestError(f"queue full ({self.max_queue} announcements waiting)")
         ann = replace(ann, seq=self._next_seq)
-        self._write(ann)
-        self._next_seq += 1
+        self._next_seq += 1  # even when the write fails: a removal still pending must not hit a newer file
+        self._written_or_gone(ann)
         self._waiting.append(ann)
         self.recent.add(ann.id, ann, message_id=ann.message_id)
         return Accepted.QUEUED
@@ -121,11 +169,21 @@ class AnnouncementQueue:
 
     def pop(self, ann: Announcement) -> Announcement:
         """`ann` (waiting) becomes the current one; its attempt is spooled before it plays, so a process
-        that dies now counts against it. OSError if that cannot be written (it is then no longer waiting)."""
+        that dies now counts against it. OSError if that cannot be written (it is then no longer waiting,
+        and gone from the spool: it ends with `error`)."""
         self._waiting.remove(ann)
         ann = replace(ann, attempts=ann.attempts + 1)
-        self._write(ann)
+        self._written_or_gone(ann)
         return ann
+
+    def _written_or_gone(self, ann: Announcement) -> None:
+        """Spool `ann`; when that fails it ends with `error`, so its file must not replay: removed now,
+        or pending in the spool until the disk heals (spool.py `retry`). Raises the write's OSError."""
+        try:
+            self._write(ann)
+        except OSError:
+            self._remove_ended(ann)
+            raise
 
     def done(self, ann: Announcement, now: float) -> Announcement | None:
         """The current announcement finished playing; the copy that waits again for a repeat, or None."""
@@ -133,7 +191,12 @@ class AnnouncementQueue:
         if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
             ann = replace(ann, not_before=now + ann.repeat_interval)
             self._waiting.append(ann)
-            self._write(ann)
+            try:
+                self._write(ann)
+            except OSError as exc:  # it repeats all the same; the spool writes it once the disk heals
+                log.warning(
+                    "%s: its next round is spooled once the disk heals: %s", ann.id, exc.strerror or exc
+                )
             return ann
         self._remove(ann)
         return None

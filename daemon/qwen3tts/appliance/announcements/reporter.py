@@ -57,7 +57,11 @@ class Reporter:
         except OSError as exc:
             trouble = exc.strerror or str(exc)
             if trouble != self.trouble:
-                log.error("spool: cannot %s: %s (what is not written replays after a restart)", what, trouble)
+                log.error(
+                    "spool: cannot %s: %s (the daemon goes on; what ended is removed once the disk heals)",
+                    what,
+                    trouble,
+                )
             self.trouble = trouble
             return False, None
         self.trouble = None

@@ -4,7 +4,8 @@ Each file is written to a temp name, fsynced and renamed (and the directory fsyn
 message is acknowledged, so a crash at any moment either keeps the announcement or leaves it
 unacknowledged at the broker, which redelivers it. A file is as hostile as any other input: every file is
 validated as a whole when read (announcement.py `from_json`), and anything malformed moves to
-`quarantine/` with a log line; it never stops the daemon from starting.
+`quarantine/` with a log line and is listed in `unreadable` (the announcer sends its `error` event); it
+never stops the daemon from starting. What the door would refuse is checked by the queue's replay.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcement import Announcement
@@ -27,6 +30,15 @@ MAX_FILE_BYTES = 1 << 20
 QUARANTINE = "quarantine"
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A spool file that was not an announcement: its name, the id it claims (unchecked) and why."""
+
+    name: str
+    claimed_id: object
+    reason: str
+
+
 def quarantined(spool_dir: Path) -> list[Path]:
     """Files in the quarantine beside the spool, oldest first (for `qwen3tts doctor`)."""
     directory = Path(spool_dir) / QUARANTINE
@@ -36,35 +48,60 @@ def quarantined(spool_dir: Path) -> list[Path]:
 
 
 class Spool:
-    """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`."""
+    """One fsynced file per announcement: `<seq>.json`; unreadable ones go to `quarantine/`.
 
-    def __init__(self, directory: Path) -> None:
+    `disk` is where its file calls go (`os`; a test's stand-in fails one of them). A removal or a move
+    to the quarantine, or a write, that fails is kept in `pending` (the last change per file) and tried
+    again by `retry()`: an announcement that ended is never replayed, nor a repeat or a resume point
+    lost, once the disk heals before the next start (docs/announcer.md, "Exactly once").
+    """
+
+    def __init__(self, directory: Path, disk=os) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.disk = disk
+        self.unreadable: list[Unreadable] = []
+        """Files `load()` quarantined since the owner last took them (`take_unreadable`)."""
+        self.pending: dict[str, Callable[[], None]] = {}
+        """File name -> the write, removal or move that failed last, to try again (`retry`)."""
 
     def path_of(self, ann: Announcement) -> Path:
         return self.directory / f"{ann.seq:012d}.json"
 
     def write(self, ann: Announcement) -> None:
-        """Store `ann` durably; when this returns the announcement survives a power cut."""
-        final = self.path_of(ann)
-        tmp = final.with_suffix(".json.tmp")
+        """Store `ann` durably; when this returns the announcement survives a power cut. OSError when it
+        cannot: this copy is then `pending` (written once the disk heals, unless a later change to the
+        same file replaces it)."""
         data = json.dumps({"version": SPOOL_VERSION, "announcement": ann.to_json()}).encode("utf-8")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        final = self.path_of(ann)
+        self._deferred(final.name, ann.id, lambda: self._write_file(final, data))
+
+    def _write_file(self, final: Path, data: bytes) -> None:
+        tmp = final.with_suffix(".json.tmp")
+        fd = self.disk.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
+            self.disk.write(fd, data)
+            self.disk.fsync(fd)
         finally:
-            os.close(fd)
-        os.replace(tmp, final)
+            self.disk.close(fd)
+        self.disk.replace(tmp, final)
         self._fsync_directory()
 
     def remove(self, ann: Announcement) -> None:
-        try:
-            self.path_of(ann).unlink()
-        except FileNotFoundError:
-            return
-        self._fsync_directory()
+        """Remove `ann`'s file for good; OSError when it cannot (it is then `pending`, retried)."""
+        path = self.path_of(ann)
+        self._deferred(path.name, ann.id, lambda: self._unlink(path))
+
+    def retry(self) -> int:
+        """Try the pending removals and moves again; how many still fail (never raises)."""
+        for name, action in list(self.pending.items()):
+            try:
+                action()
+            except OSError:
+                continue
+            del self.pending[name]
+            log.info("spool: %s done after the disk healed", name)
+        return len(self.pending)
 
     def load(self) -> list[Announcement]:
         """Every stored announcement in spool order; corrupt entries are quarantined, not fatal."""
@@ -90,31 +127,66 @@ class Spool:
             raise ValueError(f"sequence {ann.seq} does not match the file name")
         return ann
 
-    def quarantine(self, ann: Announcement, why: str) -> Path:
-        """Move a spooled announcement out of the way for good; returns where it went."""
-        target = self._quarantine_path(self.path_of(ann))
-        os.replace(self.path_of(ann), target)
-        self._fsync_directory()
-        log.error("%s: quarantined to %s (%s)", ann.id, target, why)
-        return target
+    def quarantine(self, ann: Announcement, why: str) -> None:
+        """Move a spooled announcement out of the way for good; OSError when it cannot (then `pending`)."""
+        path = self.path_of(ann)
+        self._deferred(path.name, ann.id, lambda: self._move_to_quarantine(path))
+        log.error("%s: quarantined (%s)", ann.id, why)
+
+    def take_unreadable(self) -> list[Unreadable]:
+        taken, self.unreadable = self.unreadable, []
+        return taken
 
     def _quarantine(self, path: Path, exc: Exception) -> None:
-        target = self._quarantine_path(path)
-        log.warning("spool entry %s is corrupt (%s: %s); moved to %s", path.name, type(exc).__name__,
-                    str(exc)[:200], target)  # fmt: skip
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.unreadable.append(Unreadable(path.name, _claimed_id(path), reason))
+        log.warning("spool entry %s is corrupt (%s); moved to %s/", path.name, reason, QUARANTINE)
         try:
-            os.replace(path, target)
-        except OSError as move_error:  # a read-only spool: leave it, it is skipped at every start
+            self._deferred(path.name, path.name, lambda: self._move_to_quarantine(path))
+        except OSError as move_error:  # a read-only spool: it is skipped now, moved once the disk heals
             log.error("cannot move %s to the quarantine: %s", path.name, move_error.strerror)
 
-    def _quarantine_path(self, path: Path) -> Path:
+    def _deferred(self, name: str, what: str, action: Callable[[], None]) -> None:
+        """Do `action` now; when it fails keep it for `retry` and raise."""
+        try:
+            action()
+        except OSError:
+            self.pending[name] = action
+            raise
+        self.pending.pop(name, None)
+
+    def _unlink(self, path: Path) -> None:
+        try:
+            self.disk.unlink(path)
+        except FileNotFoundError:
+            if path.name not in self.pending:
+                return  # never written (a put that failed early) or removed before
+            # an earlier try unlinked it but could not fsync the directory: that is what is left
+        self._fsync_directory()
+
+    def _move_to_quarantine(self, path: Path) -> None:
+        if not path.exists():
+            return
         target_dir = self.directory / QUARANTINE
         target_dir.mkdir(exist_ok=True)
-        return target_dir / f"{path.name}.{int(time.time())}"
+        self.disk.replace(path, target_dir / f"{path.name}.{int(time.time())}")
+        self._fsync_directory()
 
     def _fsync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
+        fd = self.disk.open(self.directory, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            self.disk.fsync(fd)
         finally:
-            os.close(fd)
+            self.disk.close(fd)
+
+
+def _claimed_id(path: Path) -> object:
+    """The `id` a corrupt file holds, if it is JSON at all (the caller checks it is a valid id)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    inner = doc.get("announcement") if isinstance(doc, dict) else None
+    return inner.get("id") if isinstance(inner, dict) else None

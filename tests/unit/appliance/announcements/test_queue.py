@@ -147,7 +147,9 @@ def test_one_the_process_died_on_twice_is_quarantined_and_never_replayed(tmp_pat
     survivor = AnnouncementQueue(tmp_path, max_attempts=2)
     replayed, expired = survivor.replay(now=0)
     assert [a.id for a in replayed] == ["fine"] and expired == []
-    assert [a.id for a in survivor.quarantined] == ["poison"]
+    assert [(a.id, why) for a, why in survivor.quarantined] == [
+        ("poison", "the daemon stopped 2 times while it played")
+    ]
     [path] = quarantined(tmp_path)
     assert json.loads(path.read_text())["announcement"]["id"] == "poison"
     assert spooled(survivor) == [("fine", 0)]

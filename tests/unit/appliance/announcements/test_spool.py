@@ -14,6 +14,9 @@ from announcer_fakes import TurnRig
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.spool import MAX_FILE_BYTES, Spool, quarantined
+from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.spooled import SpooledCheck
+from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.appliance.priority import Priority
 
 GOOD = Announcement(id="good", text="This one is fine.", seq=1)
@@ -87,13 +90,19 @@ def test_the_announcer_starts_over_a_spool_of_every_hostile_file_and_plays_the_g
     for n, (content, _) in enumerate(HOSTILE.values(), start=100):
         (spool_dir / f"{n:012d}.json").write_bytes(content)
     rig = TurnRig(tmp_path)
+    rig.announcer.replay(check=SpooledCheck(AnnouncementPolicy(catalog=rig.catalog), Topics("qwen3tts/t")))
     stopped = threading.Event()
     stopped.set()
     rig.announcer.run(stopped)  # the replay at start: no exception
     rig.run_until_event("good", "finished")
-    assert [(e.id, e.event) for e in rig.recorder.emitted] == [("good", "started"), ("good", "first_audio"),
-                                                               ("good", "finished")]  # fmt: skip
+    assert [(e.id, e.event) for e in rig.recorder.emitted if e.id == "good"] == [
+        ("good", "started"), ("good", "first_audio"), ("good", "finished")
+    ]  # fmt: skip
     assert len(quarantined(spool_dir)) == len(HOSTILE)
+    errors = [e for e in rig.recorder.emitted if e.id != "good"]  # one event each, at start
+    assert len(errors) == len(HOSTILE) and {e.event for e in errors} == {"error"}
+    assert all(e.reason.startswith("quarantined: unreadable spool file 0000000001") for e in errors)
+    assert {e.id for e in errors} == {"", "bad"}  # the id it claims, when it is a valid one
 
 
 def test_a_quarantine_that_cannot_be_written_leaves_the_file_and_still_starts(tmp_path, caplog, monkeypatch):
