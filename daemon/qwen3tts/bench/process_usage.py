@@ -2,7 +2,9 @@
 
 For the soak (scripts/soak.py) and its short form in the suite: resident memory, open files and threads
 of the daemon, the number of its descendant processes (the text front end's forkserver and workers)
-and their resident memory, and the least-squares slope of RSS against requests answered.
+and their resident memory, and the slope of RSS against requests answered: least squares (the soak's
+figure over hundreds of samples) or the median of pairwise slopes (the suite's short form, whose few
+points a single allocator step would tilt).
 """
 
 from __future__ import annotations
@@ -65,6 +67,23 @@ def slope_per_1000(points: list[tuple[int, float]]) -> float:
     if spread == 0:
         return 0.0
     slope_kib = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return slope_kib * 1024 * 1000 / 1e6
+
+
+def median_slope_per_1000(points: list[tuple[int, float]]) -> float:
+    """Theil-Sen slope of (requests answered, RSS in KiB) as MB per 1000 requests: the median of the
+    slopes between every two points. RSS moves in steps (glibc takes or gives back a few hundred KB at
+    once); least squares weighs points near the ends most, so one step there tilts its fit by several
+    MB per 1000 over 200 requests, while a step changes only the pairs that straddle it, and a median
+    ignores them as long as they are fewer than half. A leak raises every pair. 0.0 without a spread of
+    requests."""
+    slopes = sorted(
+        (y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points) for x2, y2 in points[i + 1 :] if x2 != x1
+    )
+    if not slopes:
+        return 0.0
+    middle = len(slopes) // 2
+    slope_kib = slopes[middle] if len(slopes) % 2 else (slopes[middle - 1] + slopes[middle]) / 2
     return slope_kib * 1024 * 1000 / 1e6
 
 

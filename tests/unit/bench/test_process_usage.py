@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from qwen3tts.bench.process_usage import descendants, slope_per_1000, usage
+from qwen3tts.bench.process_usage import descendants, median_slope_per_1000, slope_per_1000, usage
 
 
 def test_usage_counts_a_process_tree_with_its_grandchildren():
@@ -35,3 +35,19 @@ def test_the_slope_is_in_mb_per_1000_requests():
     assert slope_per_1000(points) == pytest.approx(13.0, rel=0.01)
     assert slope_per_1000([(n, 400_000.0) for n in range(10)]) == 0.0
     assert slope_per_1000([(5, 1.0)]) == 0.0 and slope_per_1000([(5, 1.0), (5, 9.0)]) == 0.0
+
+
+def test_the_median_slope_sees_a_leak_through_allocator_steps():
+    kib_per_request = 13 * 1000 / 1024
+    leak = [(n, 400_000 + n * kib_per_request) for n in range(0, 200, 5)]
+    assert median_slope_per_1000(leak) == pytest.approx(13.0, rel=0.01)
+    trimmed = [(n, kib - (300 if n >= 100 else 0)) for n, kib in leak]  # a malloc_trim gives 300 KiB back
+    assert median_slope_per_1000(trimmed) > 10.0
+
+
+def test_the_median_slope_ignores_a_step_that_least_squares_follows():
+    flat = [(n, 400_000.0 + (5 if n % 2 else -5)) for n in range(0, 200, 5)]
+    stepped = [(n, kib + (1200 if n >= 170 else 0)) for n, kib in flat]  # glibc maps 1.2 MB at once
+    assert slope_per_1000(stepped) > 4.0  # what the suite's short form measured before
+    assert abs(median_slope_per_1000(stepped)) < 0.5
+    assert median_slope_per_1000([(5, 1.0)]) == 0.0 and median_slope_per_1000([(5, 1.0), (5, 9.0)]) == 0.0
