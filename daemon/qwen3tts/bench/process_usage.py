@@ -2,7 +2,9 @@
 
 For the soak (scripts/soak.py) and its short form in the suite: resident memory, open files and threads
 of the daemon, the number of its descendant processes (the text front end's forkserver and workers)
-and their resident memory, and the least-squares slope of RSS against requests answered.
+and their resident memory, and the slope of RSS against requests answered: least squares (the soak's
+figure over hundreds of samples) or the median of slopes between near samples (the suite's short form,
+whose few points an allocator step would tilt).
 """
 
 from __future__ import annotations
@@ -65,6 +67,26 @@ def slope_per_1000(points: list[tuple[int, float]]) -> float:
     if spread == 0:
         return 0.0
     slope_kib = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return slope_kib * 1024 * 1000 / 1e6
+
+
+def median_slope_per_1000(points: list[tuple[int, float]], apart: int = 2) -> float:
+    """Median of the slopes from each point to the one `apart` points later, as MB per 1000 requests;
+    0.0 without two points that far apart with a spread of requests.
+
+    For the suite's short form, a few dozen RSS samples of a real process: glibc takes memory in steps
+    of a few hundred KB at once and the trim gives some back, so one step near either end tilts a
+    least-squares fit by several MB per 1000 over 200 requests, and two or three in the middle move
+    even the median of all pairwise slopes (Theil-Sen: every pair straddling a step sees it). Between
+    near points a step is seen by only `apart` of the slopes, so the median ignores up to about
+    len(points) / (2 * apart) of them; a leak raises every slope."""
+    slopes = sorted(
+        (y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in zip(points, points[apart:], strict=False) if x2 != x1
+    )
+    if not slopes:
+        return 0.0
+    middle = len(slopes) // 2
+    slope_kib = slopes[middle] if len(slopes) % 2 else (slopes[middle - 1] + slopes[middle]) / 2
     return slope_kib * 1024 * 1000 / 1e6
 
 
