@@ -19,7 +19,7 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
     const TalkerShape& p = shape_;
     const TalkerLayer& w = weights_.layers[layer];
     const int64_t hd = p.head_dim, q_width = p.heads * hd, kv = p.kv_heads * hd, width = q_width + 2 * kv;
-    const float* inv = weights_.inverse_frequencies.data();
+    const int64_t half = hd / 2;
     float k[512];
     for (int64_t r = 0; r < s.rows; ++r) {
         const float* projected = &s.qkv[r * width];
@@ -27,14 +27,14 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
         for (int64_t head = 0; head < p.heads; ++head) {
             float* out = &s.q[r * q_width + head * hd];
             math::rms_norm(projected + head * hd, w.q_norm.data(), hd, p.eps, out);
-            math::rope(out, hd, inv, position);
+            math::rope_rotate(out, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
         }
         const int64_t block = s.in.tables[s.in.table_begins[chunk] + position / p.block_size];
         uint16_t* keys = cache_at(block, layer, 0, position % p.block_size);
         uint16_t* values = cache_at(block, layer, 1, position % p.block_size);
         for (int64_t g = 0; g < p.kv_heads; ++g) {
             math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
-            math::rope(k, hd, inv, position);
+            math::rope_rotate(k, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
             for (int64_t d = 0; d < hd; ++d) keys[g * hd + d] = math::float_to_half(k[d]);
         }
         for (int64_t i = 0; i < kv; ++i) values[i] = math::float_to_half(projected[q_width + kv + i]);
