@@ -75,7 +75,7 @@ void block_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float*
         int64_t k = g0;
         // One cache line of each weight row per iteration, each row prefetched NW kilobytes ahead: with one
         // prefetch per block (the last row's) a batch of 8 rows of x, compute-bound, streamed its weights
-        // from DRAM 12 % slower at two weight rows and 21 % at four (docs/benchmarks.md, issue 34).
+        // from DRAM 13 % slower at two weight rows and 18 % at four (docs/benchmarks.md, issue 34).
         for (; k + 64 <= g1; k += 64) {
             for (int r = 0; r < NW; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(block.w[r] + k + NW * kPrefetchBytes), _MM_HINT_T0);
