@@ -70,15 +70,30 @@ inline void rms_norm(const float* x, const float* gain, int64_t n, float eps, fl
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] / root * gain[i];
 }
 
-// x * cos + rotate_half(x) * sin at `position`, in place (transformer.apply_rope)
-inline void rope(float* x, int64_t dim, const float* inverse_frequencies, int64_t position) {
+// cos and sin of RoPE's angles at `position` (dim / 2 of each): one position's are the same for every
+// head and layer, so the talker computes them once per row and step (rope_rotate).
+inline void rope_angles(int64_t dim, const float* inverse_frequencies, int64_t position, float* c, float* s) {
+    for (int64_t i = 0; i < dim / 2; ++i) {
+        const float angle = static_cast<float>(position) * inverse_frequencies[i];
+        c[i] = std::cos(angle), s[i] = std::sin(angle);
+    }
+}
+
+// x * cos + rotate_half(x) * sin, in place (transformer.apply_rope), with rope_angles' cos and sin
+inline void rope_rotate(float* x, int64_t dim, const float* c, const float* s) {
     const int64_t half = dim / 2;
     for (int64_t i = 0; i < half; ++i) {
-        const float angle = static_cast<float>(position) * inverse_frequencies[i];
-        const float c = std::cos(angle), s = std::sin(angle), a = x[i], b = x[i + half];
-        x[i] = a * c - b * s;
-        x[i + half] = b * c + a * s;
+        const float a = x[i], b = x[i + half];
+        x[i] = a * c[i] - b * s[i];
+        x[i + half] = b * c[i] + a * s[i];
     }
+}
+
+// the same at `position`, angles computed here (the code predictor's few positions)
+inline void rope(float* x, int64_t dim, const float* inverse_frequencies, int64_t position) {
+    float c[256], s[256];  // head_dim <= 512 (Talker::check, Predictor::check)
+    rope_angles(dim, inverse_frequencies, position, c, s);
+    rope_rotate(x, dim, c, s);
 }
 
 inline float silu(float g) { return g / (1.0f + std::exp(-g)); }

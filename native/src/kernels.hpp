@@ -60,7 +60,7 @@ struct KernelSet {
     int gemm_block;    // weight rows per block with more rows of x (prefill)
 };
 
-// Bytes ahead of the current weight that the kernels prefetch (into the next rows).
+// Bytes ahead of the current weight that the kernels prefetch, per weight row of a block (dot_kernels.hpp).
 constexpr int64_t kPrefetchBytes = 1024;
 constexpr int kBlockRows = 4;          // most weight rows, and rows of x, one BlockDot call takes
 constexpr int64_t kStreamRowsMax = 8;  // up to this many rows of x: stream_block weight rows per block

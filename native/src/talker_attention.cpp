@@ -1,5 +1,7 @@
 // The talker's attention (talker.hpp): q/k norms, RoPE and the cache writes after each layer's qkv
 // product, then causal GQA attention over the paged f16 cache.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +10,33 @@
 #include "talker_scratch.hpp"
 
 namespace qwen3tts::native {
+namespace {
+
+// Cached halves to floats. The conversion is exact either way (every half is a float), so the F16C
+// instruction and the table give the same values; vcvtph2ps does 8 per instruction where the table
+// takes a load per value (the widening was about a fifth of a batch-8 decode step, docs/benchmarks.md).
+void widen_by_table(const uint16_t* h, float* out, int64_t n) {
+    const float* table = math::half_table();
+    for (int64_t d = 0; d < n; ++d) out[d] = table[h[d]];
+}
+
+__attribute__((target("avx,f16c"))) void widen_by_f16c(const uint16_t* h, float* out, int64_t n) {
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        _mm256_storeu_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + d))));
+    widen_by_table(h + d, out + d, n - d);
+}
+
+using Widen = void (*)(const uint16_t*, float*, int64_t);
+
+// The portable set keeps the table, so that the tests comparing every set with it bit for bit compare
+// the two widenings too. libgcc's checks include the OS having enabled the AVX register state.
+Widen widen_halves(const KernelSet& kernels) {
+    static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return f16c && &kernels != &generic_kernels() ? widen_by_f16c : widen_by_table;
+}
+
+}  // namespace
 
 uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot) {
     const TalkerShape& p = shape_;
@@ -19,7 +48,7 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
     const TalkerShape& p = shape_;
     const TalkerLayer& w = weights_.layers[layer];
     const int64_t hd = p.head_dim, q_width = p.heads * hd, kv = p.kv_heads * hd, width = q_width + 2 * kv;
-    const float* inv = weights_.inverse_frequencies.data();
+    const int64_t half = hd / 2;
     float k[512];
     for (int64_t r = 0; r < s.rows; ++r) {
         const float* projected = &s.qkv[r * width];
@@ -27,14 +56,14 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
         for (int64_t head = 0; head < p.heads; ++head) {
             float* out = &s.q[r * q_width + head * hd];
             math::rms_norm(projected + head * hd, w.q_norm.data(), hd, p.eps, out);
-            math::rope(out, hd, inv, position);
+            math::rope_rotate(out, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
         }
         const int64_t block = s.in.tables[s.in.table_begins[chunk] + position / p.block_size];
         uint16_t* keys = cache_at(block, layer, 0, position % p.block_size);
         uint16_t* values = cache_at(block, layer, 1, position % p.block_size);
         for (int64_t g = 0; g < p.kv_heads; ++g) {
             math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
-            math::rope(k, hd, inv, position);
+            math::rope_rotate(k, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
             for (int64_t d = 0; d < hd; ++d) keys[g * hd + d] = math::float_to_half(k[d]);
         }
         for (int64_t i = 0; i < kv; ++i) values[i] = math::float_to_half(projected[q_width + kv + i]);
@@ -53,12 +82,12 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     float* row = scores + groups * s.context;     // one widened key or value row
     float* q = row + hd;                          // [groups, hd], scaled
     const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
-    const float* widen = math::half_table();
+    const Widen widen = widen_halves(kernels_);
     for (int64_t j = 0; j < groups; ++j)
         for (int64_t d = 0; d < hd; ++d) q[j * hd + d] = s.q[r * q_width + (g * groups + j) * hd + d] * scale;
     for (int64_t t = 0; t < positions; ++t) {
         const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
-        for (int64_t d = 0; d < hd; ++d) row[d] = widen[key[d]];
+        widen(key, row, hd);
         for (int64_t j = 0; j < groups; ++j) scores[j * s.context + t] = math::dot(q + j * hd, row, hd);
     }
     for (int64_t j = 0; j < groups; ++j) {
@@ -72,7 +101,7 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     }
     for (int64_t t = 0; t < positions; ++t) {
         const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
-        for (int64_t d = 0; d < hd; ++d) row[d] = widen[value[d]];
+        widen(value, row, hd);
         for (int64_t j = 0; j < groups; ++j) {
             float* out = &s.attn[r * q_width + (g * groups + j) * hd];
             const float share = scores[j * s.context + t];

@@ -29,6 +29,7 @@ struct Talker::Scratch {
     std::atomic<uint32_t> open_phase{0};  // what waiting threads watch
     std::atomic<int> sleepers{0};
     std::vector<int64_t> row_chunk, row_position, last_row;
+    std::vector<float> rope_cos, rope_sin;  // [rows, head_dim / 2]: each row's angles, for every layer
     std::vector<float> x, h, qkv, q, attn, o, gate_up, down;
     std::vector<int16_t> xq;
     std::vector<float> xs;

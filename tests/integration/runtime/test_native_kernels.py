@@ -92,6 +92,43 @@ def test_every_kernel_set_is_within_the_bound_and_bit_identical_to_the_portable_
         np.testing.assert_array_equal(native.matmul_i8(x, w, scale, name), reference, err_msg=name)
 
 
+def _stated_product(x, w, scale):
+    """kernels.hpp's arithmetic in numpy, step by step in float32: the exact value every set must return."""
+    m, k = x.shape
+    lane = (np.arange(k) % 128) % 16 // 2  # lane of each input channel within its group
+    y = np.zeros((m, w.shape[0]), np.float32)
+    for i in range(m):
+        lanes = np.zeros((w.shape[0], 8), np.float32)
+        for g0 in range(0, k, 128):
+            xg = x[i, g0 : g0 + 128]
+            largest = np.float32(np.abs(xg).max())
+            inverse = np.float32(32767) / largest if largest > 0 else np.float32(0)
+            q = np.clip(np.rint(xg * inverse), -32767, 32767).astype(np.int64)  # rint: half to even
+            products = w[:, g0 : g0 + 128].astype(np.int64) * q
+            sums = np.stack([products[:, lane[g0 : g0 + 128] == j].sum(axis=1) for j in range(8)], axis=1)
+            lanes = lanes + sums.astype(np.float32) * (largest / np.float32(32767))
+        pairs = [lanes[:, 2 * j] + lanes[:, 2 * j + 1] for j in range(4)]
+        y[i] = ((pairs[0] + pairs[1]) + (pairs[2] + pairs[3])) * scale
+    return y
+
+
+def test_the_portable_set_computes_the_stated_arithmetic_bit_for_bit(library):
+    """The quantization every set shares (SSE2, kernels_generic.cpp) against the rule written in numpy, on
+    the inputs where a shortcut would show: exact halves (ties to even), zero and signed-zero groups,
+    subnormals, a huge value beside small ones, ragged group tails."""
+    native, _ = library
+    rng = np.random.default_rng(11)
+    x, w, scale = _case(rng, 6, 24, 300)  # groups of 128, 128 and a tail of 44
+    x[0, :128] = np.arange(128) - 63.5  # with 32767 below, x / xs is x itself: every value a tie
+    x[0, 5] = 32767.0
+    x[1, :128] = 0.0
+    x[1, 128:256] = -0.0
+    x[2, ::3] = 1e-40
+    x[3, 7] = 1e30
+    x[4, 256:] *= 1e-3
+    assert native.matmul_i8(x, w, scale, "generic").tobytes() == _stated_product(x, w, scale).tobytes()
+
+
 def test_zero_rows_give_zeros_and_a_nan_reaches_its_outputs(library):
     native, _ = library
     rng = np.random.default_rng(3)
