@@ -16,7 +16,9 @@
 #      python3, the wheels installed offline (pip --no-index), byte-compiled hash-based (the .pyc
 #      stay valid whatever mtimes dpkg gives the files);
 #   4. debhelper (packaging/debian) makes the package from that venv and the checkout's unit and
-#      configuration, on this machine.
+#      configuration, on this machine, and compiles native/ (cmake, g++) against the venv's openvino
+#      into the venv (libqwen3tts_native.so, the native decode path). It links this machine's libstdc++
+#      and glibc (the Depends say which): build on a release no newer than SUITE.
 # The changelog's version is the package for the changelog's release (bookworm); a package for
 # another release gets +deb<release> appended (0.1.0-1+deb13 for trixie: newer than bookworm's
 # 0.1.0-1, so a box upgraded to Debian 13 takes it as an upgrade). --version V builds an otherwise
@@ -46,7 +48,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "package.sh: run as root (the venv is built in a chroot of $suite)" >&2
     exit 1
 fi
-for tool in debootstrap dpkg-buildpackage dh; do
+for tool in debootstrap dpkg-buildpackage dh cmake g++; do
     command -v "$tool" >/dev/null || { echo "package.sh: $tool missing: run scripts/setup.sh" >&2; exit 1; }
 done
 pip_python="$repo/.venv/bin/python"
@@ -166,6 +168,8 @@ mkdir -p "$src/upstream"
 cp -a packaging/debian "$src/debian"
 cp -al "$cache/venv" "$src/venv"  # dh_install copies it; nothing writes here
 cp systemd/qwen3tts.service config/qwen3tts.yaml README.md docs/operations.md "$src/upstream/"
+mkdir -p "$src/native"  # the sources only: a checkout's native/build is for its own venv's openvino
+cp -a native/CMakeLists.txt native/src "$src/native/"
 if [ -n "$version" ] && [ "$version" != "$changelog_version" ]; then
     {
         echo "qwen3tts ($version) $suite; urgency=medium"

@@ -64,7 +64,7 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     ready line and the status (`decode_paths`) will say, unless the bundle's tensors turn out unreadable."""
     from qwen3tts.model.bundle import read_manifest
     from qwen3tts.runtime.devices import preference_lists
-    from qwen3tts.runtime.native import load_library
+    from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
     from qwen3tts.runtime.native_plan import choose_fused_code_predictor, choose_native, choose_native_talker
 
     try:
@@ -85,6 +85,13 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     predictor = f"fused native {isa}" if fused.wanted else "plugin"
     why = native_talker.why if native_talker.wanted else op.why
     detail = f"talker {talker} ({why}); code_predictor {predictor} ({fused.why})"
+    path = devices.native_library or DEFAULT_LIBRARY
+    if library is not None:  # which file: a packaged box and a checkout find it in different places
+        detail += f"; native library {library.path} ({isa} kernels)"
+    elif wanted and devices.inference_precision != "f32":
+        detail += f"; native library {path} not built or not loadable"
+    else:
+        detail += "; native library not loaded (not asked for)"
     return [Check("decode paths", True, detail)]
 
 

@@ -27,7 +27,15 @@ log = logging.getLogger(__name__)
 LIBRARY_NAME = "libqwen3tts_native.so"
 OP_TYPE = "CompressedMatMul"
 # native/build/ of the source tree this package runs from (scripts/setup.sh builds it there)
-DEFAULT_LIBRARY = Path(__file__).resolve().parents[3] / "native" / "build" / LIBRARY_NAME
+SOURCE_TREE_LIBRARY = Path(__file__).resolve().parents[3] / "native" / "build" / LIBRARY_NAME
+# qwen3tts/lib/ beside this package, where the Debian package installs it (packaging/debian/rules):
+# an installed box has no source tree, and a path relative to the package needs no configuration
+PACKAGED_LIBRARY = Path(__file__).resolve().parents[1] / "lib" / LIBRARY_NAME
+# The first of the two that exists (a checkout's own build wins); the source tree's if neither does, so
+# that "not built" names the place scripts/setup.sh builds it. devices.native_library overrides both.
+DEFAULT_LIBRARY = next(
+    (p for p in (SOURCE_TREE_LIBRARY, PACKAGED_LIBRARY) if p.is_file()), SOURCE_TREE_LIBRARY
+)
 
 
 @dataclass(frozen=True)
@@ -78,11 +86,20 @@ class NativeLibrary:
 
 
 def load_library(path: Path | None = None, core: ov.Core | None = None) -> NativeLibrary | None:
-    """The extension at `path` (default: native/build/ of this source tree), added to `core` so that
-    graphs with its op compile; None, with the reason logged, if it is not there or does not load."""
+    """The extension at `path` (default: DEFAULT_LIBRARY, the source tree's build or the package's copy),
+    added to `core` so that graphs with its op compile; None, with the reason logged, if it is not there
+    or does not load."""
+    if path and not Path(path).is_file():
+        log.info("native kernels: %s (devices.native_library) not built", path)
+        return None
     path = Path(path) if path else DEFAULT_LIBRARY
     if not path.is_file():
-        log.info("native kernels: %s not built (scripts/setup.sh builds it)", path)
+        log.info(
+            "native kernels: not built: neither %s (scripts/setup.sh builds it) nor %s (the Debian "
+            "package installs it) exists",
+            SOURCE_TREE_LIBRARY,
+            PACKAGED_LIBRARY,
+        )
         return None
     from openvino.utils.node_factory import NodeFactory
 

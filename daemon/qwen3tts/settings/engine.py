@@ -59,7 +59,8 @@ class DeviceSettings:
     talker, which is then not compiled at all; CPU with AVX2 and an INT8 bundle only, else the plugin with
     one log line naming why. Opt-in while it is measured: always tries it, never does not. Default never."""
     native_library: Path | None = None
-    """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from."""
+    """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from,
+    else qwen3tts/lib/ beside the installed package (where the Debian package puts it)."""
 
     def __post_init__(self) -> None:
         for key in ("talker", "codec"):

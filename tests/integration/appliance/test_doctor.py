@@ -144,7 +144,10 @@ def test_the_doctor_names_the_decode_path_of_each_stage(machine, mosquitto, tiny
     paths = checks["decode paths"].detail
     if native_kernels == "never":
         assert paths.startswith("talker plugin (devices.native_kernels is never); code_predictor plugin (")
+        assert paths.endswith("; native library not loaded (not asked for)")
     else:
-        isa = load_library().isa  # what the daemon would load on this CPU
+        library = load_library()  # what the daemon would load on this CPU
+        isa = library.isa
         assert paths.startswith(f"talker plugin+op {isa} (devices.native_kernels is always)")
         assert f"code_predictor fused native {isa} (devices.native_kernels is always)" in paths
+        assert paths.endswith(f"; native library {library.path} ({isa} kernels)")

@@ -199,6 +199,31 @@ def test_tiny_build_and_say_to_a_wav_inside_the_box(box):
     assert check_named(report, "bundle")["ok"] is True, report
 
 
+def test_the_package_ships_the_native_library_and_the_decode_paths_use_it(box, suite):
+    library = (
+        f"/opt/qwen3tts/venv/lib/python{PYTHONS[suite]}/site-packages/qwen3tts/lib/libqwen3tts_native.so"
+    )
+    linked = box.run(["ldd", library]).stdout  # every library it needs, the wheel's by its RPATH
+    assert "not found" not in linked and "/openvino/libs/libopenvino.so" in linked, linked
+    always = ["--set", "devices.native_kernels=always"]
+    for overrides in ([], always):  # the conffile's `auto` loads it too: no configuration names it
+        doctor = ["qwen3tts", *overrides, "doctor", "--json", "--timeout", "1"]
+        report = json.loads(box.run(doctor, check=False, env=AS_THE_SERVICE).stdout)
+        detail = check_named(report, "decode paths")["detail"]
+        loaded = re.search(rf"; native library {re.escape(library)} \((\w+) kernels\)$", detail)
+        assert loaded, detail  # loaded, and from the package's own copy
+    isa = loaded.group(1)
+    say = ["say", "The fast path.", "--bundle", BUNDLE, "--seed", "1", "--max-frames", "4"]
+    spoken = box.run(["qwen3tts", *always, *say, "--out", "/root/native.wav"], timeout=600)
+    if isa == "generic":  # a CPU without AVX2: the op in the graphs, the frame stays the plugin's
+        assert "code_predictor plugin (this CPU has no AVX2)" in detail, detail
+        return
+    assert f"talker plugin+op {isa} (devices.native_kernels is always)" in detail, detail
+    assert f"code_predictor fused native {isa} (devices.native_kernels is always)" in detail, detail
+    assert f"code_predictor: fused native frame ({isa} kernels" in spoken.stderr, spoken.stderr[-3000:]
+    assert (box.root / "root/native.wav").stat().st_size > 44  # a WAV header and samples
+
+
 def test_systemd_analyze_verifies_the_installed_unit_without_a_warning(box):
     result = box.run(["systemd-analyze", "verify", UNIT], check=False)
     assert result.returncode == 0, result.stderr
