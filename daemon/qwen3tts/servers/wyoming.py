@@ -23,7 +23,7 @@ from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
 from qwen3tts.servers.streams import StreamPool
 from qwen3tts.servers.wyoming_connection import WyomingHandler
 from qwen3tts.servers.wyoming_info import wyoming_info
-from qwen3tts.servers.wyoming_zeroconf import Announcement, instance_name
+from qwen3tts.servers.wyoming_zeroconf import ZeroconfAdvert, instance_name
 from qwen3tts.settings import ServersSettings
 
 SHUTDOWN_S = 3.0
@@ -54,18 +54,18 @@ async def start_wyoming(sock: socket.socket, pool: StreamPool, config: ServersSe
 
     listener = Listener(sock, ConnectionGate("wyoming", config, files), connected, _refuse)
     listener.start()
-    announcement = None
+    advert = None
     if config.wyoming.zeroconf:
         name = instance_name(config.wyoming.zeroconf_name)
-        announcement = Announcement(name, config.wyoming.host, sock.getsockname()[1])
-        announcing = asyncio.create_task(announcement.start(), name="wyoming-zeroconf")
+        advert = ZeroconfAdvert(name, config.wyoming.host, sock.getsockname()[1])
+        announcing = asyncio.create_task(advert.start(), name="wyoming-zeroconf")
 
     async def stop() -> None:
         await listener.close()
-        if announcement is not None:
+        if advert is not None:
             announcing.cancel()
             await asyncio.gather(announcing, return_exceptions=True)
-            await asyncio.wait_for(announcement.stop(), SHUTDOWN_S)
+            await asyncio.wait_for(advert.stop(), SHUTDOWN_S)
         for handler in list(handlers):
             await handler.stop()  # error `shutdown`, then the close; their streams are cancelled
         if listener.connections:

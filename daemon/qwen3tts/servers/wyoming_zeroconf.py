@@ -59,7 +59,7 @@ def announced_address(host: str) -> str:
     return str(address)
 
 
-class Announcement:
+class ZeroconfAdvert:
     """One registered `_wyoming._tcp` service; start() and stop() run on the servers' loop."""
 
     def __init__(self, name: str, host: str, port: int):
