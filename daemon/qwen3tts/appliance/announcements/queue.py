@@ -145,7 +145,8 @@ class AnnouncementQueue:
 
     def _set_aside(self, ann: Announcement, why: str) -> None:
         """Quarantine `ann` for good; when the spool cannot move it, it stays where it is (it is not
-        replayed now, and is set aside again at the next start)."""
+        replayed now; the move is pending, and listed in the ledger so the next start neither replays
+        it nor reports it again)."""
         try:
             self.spool.quarantine(ann, why)
         except OSError as exc:
