@@ -13,6 +13,7 @@ from qwen3tts.appliance.announcements.piece_audio import PieceAudio
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
+from qwen3tts.paths import runtime_dir
 from qwen3tts.settings import Settings
 from qwen3tts.steady_clock import STEADY
 from qwen3tts.synthesis import SpeechDefaults, TextOptions
@@ -28,6 +29,7 @@ def make_announcer(settings: Settings, engine, speakers, chimes: ChimeSet, text:
         max_queue=settings.announcements.max_queue,
         max_attempts=settings.announcements.max_attempts,
         dedup_window=settings.announcements.dedup_window,
+        ledger_dir=runtime_dir(),  # another filesystem than the spool's: what ended survives a restart
     )
     defaults = SpeechDefaults.from_settings(settings.voice, speakers)
     replay = PhraseReplay.from_settings(settings, engine, catalog)

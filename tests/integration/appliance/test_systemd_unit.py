@@ -59,6 +59,7 @@ def test_the_unit_is_a_notify_service_with_a_watchdog_and_keeps_write_execute_me
         "DynamicUser=yes",
         "StateDirectory=qwen3tts",
         "CacheDirectory=qwen3tts",
+        "RuntimeDirectoryPreserve=restart",  # the ledger of ended spool files survives a restart
         "ConfigurationDirectory=qwen3tts",
         "LoadCredential=mqtt-password:",
         "DevicePolicy=closed",

@@ -10,10 +10,12 @@ import errno
 import json
 import logging
 import subprocess
+import threading
 
 import pytest
 from announcer_rig import GatedSink, fake_runtime
 
+from qwen3tts.appliance.audio.sinks import WavSink
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
@@ -55,6 +57,19 @@ def fill(state) -> None:
             assert exc.errno == errno.ENOSPC, exc
 
 
+def configure(tmp_path, state, mosquitto):
+    config = tmp_path / "qwen3tts.yaml"
+    sections = {
+        "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
+        "announcements": {"spool_dir": str(state / "spool")},
+        "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0},
+        "thermal": {"enabled": False},
+        "cache": {"enabled": False},
+    }
+    config.write_text(json.dumps(sections))
+    return config
+
+
 FAULTS = {
     "read-only": (lambda state: mount("-o", "remount,ro", str(state)),
                   lambda state: mount("-o", "remount,rw", str(state)), "Read-only file system"),
@@ -67,15 +82,7 @@ def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_
     tmp_path, state, mosquitto, recorder_factory, caplog, fault
 ):
     break_disk, heal, trouble = FAULTS[fault]
-    config = tmp_path / "qwen3tts.yaml"
-    sections = {
-        "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
-        "announcements": {"spool_dir": str(state / "spool")},
-        "audio": {"lead_in_ms": 0, "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0},
-        "thermal": {"enabled": False},
-        "cache": {"enabled": False},
-    }
-    config.write_text(json.dumps(sections))
+    config = configure(tmp_path, state, mosquitto)
     sink = GatedSink(item="playing@0", after=2400)  # holds the audio thread inside "playing"
     recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
     service = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=sink)
@@ -122,3 +129,79 @@ def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_
     for ann_id in ("playing", "waiting", "arriving"):
         ends = [kind for kind, _ in events(recorder, ann_id) if kind in ("finished", "error", "cancelled")]
         assert len(ends) == 1, events(recorder, ann_id)
+
+
+class GatedWavSink(WavSink):
+    """The WAV sink (one file per play), holding the audio thread inside `write()` once the play of
+    `item` has had `after` samples: `reached` is set, and the write returns when the test sets `release`."""
+
+    def __init__(self, directory, item: str = "", after: int = 0) -> None:
+        super().__init__(directory)
+        self.item, self.after, self.playing, self.written = item, after, "", 0
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def begin(self, item_id: str) -> None:
+        super().begin(item_id)
+        self.playing, self.written = item_id, 0
+
+    def write(self, block) -> bool:
+        underflow = super().write(block)
+        self.written += len(block)
+        if self.playing == self.item and self.written >= self.after and not self.reached.is_set():
+            self.reached.set()
+            assert self.release.wait(60), "the test never released the audio thread"
+        return underflow
+
+
+def start_again(tmp_path, config, life: int, caplog) -> None:
+    """A new daemon over the same state and runtime directory: it starts (replaying the spool before
+    `start()` returns), replays nothing, and stops in order."""
+    caplog.clear()
+    again = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)),
+                    sink=GatedWavSink(tmp_path / "wav" / f"{life}"))  # fmt: skip
+    again.start()
+    try:
+        assert again.announcer.queue.ids() == [] and again.announcer.queue.quarantined == []
+        assert not [r for r in caplog.records if r.getMessage().startswith("replayed ")]
+    finally:
+        again.stop()
+
+
+def test_a_restart_while_the_state_directory_is_still_read_only_replays_nothing_that_ended(
+    tmp_path, state, mosquitto, recorder_factory, caplog, monkeypatch
+):
+    # The ledger of ended spool files goes to the runtime directory: another filesystem than the state's.
+    monkeypatch.setenv("RUNTIME_DIRECTORY", str(tmp_path / "run"))
+    config = configure(tmp_path, state, mosquitto)
+    sink = GatedWavSink(tmp_path / "wav" / "0", item="playing", after=2400)
+    recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/#"])
+    service = Service(load_settings(config), config_path=config, runtime=fake_runtime(("ryan",)), sink=sink)
+    with caplog.at_level(logging.INFO):
+        service.start()
+        try:
+            assert service.mqtt.client.wait_connected(30)
+            say = lambda ann_id: recorder.publish(  # noqa: E731
+                f"qwen3tts/{SITE}/say", json.dumps({"id": ann_id, "text": "Platform notice."}), qos=1
+            )
+            say("playing")
+            say("waiting")
+            assert sink.reached.wait(90), "the first announcement never played"
+            recorder.wait_for(lambda _: ("queued", "") in events(recorder, "waiting"), 10)
+            mount("-o", "remount,ro", str(state))
+            sink.release.set()
+            recorder.wait_for(lambda _: ended(recorder, "playing") and ended(recorder, "waiting"), 30)
+        finally:
+            sink.release.set()
+            service.stop()  # on the read-only disk still: its last retry of the removals fails too
+        assert sorted(p.name for p in (state / "spool").glob("*.json")), "nothing was left to replay"
+        start_again(tmp_path, config, 1, caplog)  # the disk is still read-only
+        mount("-o", "remount,rw", str(state))
+        start_again(tmp_path, config, 2, caplog)  # healed: the removals are done at last
+    assert sorted(p.name for p in (state / "spool").glob("*.json")) == []
+    assert [p.name for p in (tmp_path / "run").glob("ended-spool-files-*.json")] != []
+    for ledger in (tmp_path / "run").glob("ended-spool-files-*.json"):
+        assert json.loads(ledger.read_text())["ended"] == {}
+    for ann_id in ("playing", "waiting"):
+        ends = [kind for kind, _ in events(recorder, ann_id) if kind in ("finished", "error", "cancelled")]
+        assert len(ends) == 1, events(recorder, ann_id)
+    assert len(list((tmp_path / "wav").glob("*/*-playing.wav"))) == 1  # heard once, across all three lives

@@ -56,9 +56,12 @@ class AnnouncementQueue:
     """Priority queue over a `Spool`, with the duplicate memory of what it accepted."""
 
     def __init__(
-        self, spool_dir: Path, *, max_queue: int = 100, max_attempts: int = 2, dedup_window: int = 1000
-    ):
-        self.spool = Spool(spool_dir)
+        self, spool_dir: Path, *, max_queue: int = 100, max_attempts: int = 2, dedup_window: int = 1000,
+        ledger_dir: Path | None = None,
+    ):  # fmt: skip
+        """`ledger_dir`: where the spool lists the files that ended but could not be removed (the
+        runtime directory, on another filesystem: spool.py, ended_ledger.py)."""
+        self.spool = Spool(spool_dir, ledger_dir=ledger_dir)
         self.max_queue = max_queue
         self.max_attempts = max_attempts
         self.recent = RecentIds(dedup_window, self.spool.directory / FILE_NAME)
@@ -91,9 +94,11 @@ class AnnouncementQueue:
         reason in `quarantined`.
         """
         replayed, expired, ids = [], [], set()
-        for ann in self.spool.load():
-            self._next_seq = max(self._next_seq, ann.seq + 1)
-            self.recent.add(ann.id, ann, message_id=ann.message_id, persist=False)  # the spool remembers them
+        loaded = self.spool.load()
+        for ann in self.spool.ended_earlier:  # ended before the last stop (its terminal event went out)
+            self._remember(ann)
+        for ann in loaded:
+            self._remember(ann)
             why = (
                 "another spooled announcement has its id" if ann.id in ids else self._refusal(ann, now, check)
             )
@@ -116,6 +121,11 @@ class AnnouncementQueue:
             log.info("replayed %d spooled announcements: %s", len(replayed), [a.id for a in replayed])
         return replayed, expired
 
+    def _remember(self, ann: Announcement) -> None:
+        """A spooled announcement's sequence number is never used again, nor its id accepted again."""
+        self._next_seq = max(self._next_seq, ann.seq + 1)
+        self.recent.add(ann.id, ann, message_id=ann.message_id, persist=False)  # the spool remembers them
+
     def _refusal(self, ann: Announcement, now: float, check: SpooledCheck | None) -> str | None:
         if ann.attempts >= self.max_attempts:
             return f"the daemon stopped {self.max_attempts} times while it played"
@@ -135,7 +145,8 @@ class AnnouncementQueue:
 
     def _set_aside(self, ann: Announcement, why: str) -> None:
         """Quarantine `ann` for good; when the spool cannot move it, it stays where it is (it is not
-        replayed now, and is set aside again at the next start)."""
+        replayed now; the move is pending, and listed in the ledger so the next start neither replays
+        it nor reports it again)."""
         try:
             self.spool.quarantine(ann, why)
         except OSError as exc:

@@ -6,6 +6,8 @@ unacknowledged at the broker, which redelivers it. A file is as hostile as any o
 validated as a whole when read (announcement.py `from_json`), and anything malformed moves to
 `quarantine/` with a log line and is listed in `unreadable` (the announcer sends its `error` event); it
 never stops the daemon from starting. What the door would refuse is checked by the queue's replay.
+A removal or quarantine move that fails is also listed in the ledger of ended files (ended_ledger.py),
+so that a restart before the disk heals does not replay what ended.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.ended_ledger import QUARANTINE as MOVED
+from qwen3tts.appliance.announcements.ended_ledger import REMOVE, EndedLedger
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +57,19 @@ class Spool:
     `disk` is where its file calls go (`os`; a test's stand-in fails one of them). A removal or a move
     to the quarantine, or a write, that fails is kept in `pending` (the last change per file) and tried
     again by `retry()`: an announcement that ended is never replayed, nor a repeat or a resume point
-    lost, once the disk heals before the next start (docs/announcer.md, "Exactly once").
+    lost, once the disk heals before the next start (docs/announcer.md, "Exactly once"). A removal or
+    move that fails is listed in the ledger in `ledger_dir` too (the runtime directory, another
+    filesystem): `load()` keeps such a file's end pending and does not return it, even when the disk
+    is still broken at the next start. Without `ledger_dir` the ledger lives in memory only.
     """
 
-    def __init__(self, directory: Path, disk=os) -> None:
+    def __init__(self, directory: Path, disk=os, ledger_dir: Path | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.disk = disk
+        self.ledger = EndedLedger(ledger_dir, self.directory)
+        self.ended_earlier: list[Announcement] = []
+        """Readable files the last `load()` left out because the ledger lists them as ended."""
         self.unreadable: list[Unreadable] = []
         """Files `load()` quarantined since the owner last took them (`take_unreadable`)."""
         self.pending: dict[str, Callable[[], None]] = {}
@@ -90,7 +100,7 @@ class Spool:
     def remove(self, ann: Announcement) -> None:
         """Remove `ann`'s file for good; OSError when it cannot (it is then `pending`, retried)."""
         path = self.path_of(ann)
-        self._deferred(path.name, ann.id, lambda: self._unlink(path))
+        self._deferred(path.name, ann.id, lambda: self._unlink(path), ends=REMOVE)
 
     def retry(self) -> int:
         """Try the pending removals and moves again; how many still fail (never raises)."""
@@ -100,21 +110,53 @@ class Spool:
             except OSError:
                 continue
             del self.pending[name]
+            self.ledger.forget(name)
             log.info("spool: %s done after the disk healed", name)
         return len(self.pending)
 
     def load(self) -> list[Announcement]:
-        """Every stored announcement in spool order; corrupt entries are quarantined, not fatal."""
+        """Every stored announcement in spool order; corrupt entries are quarantined, not fatal. Files
+        the ledger lists as ended with the same id are left out (in `ended_earlier`), their end pending."""
         for leftover in self.directory.glob("*.json.tmp"):
             # Written but never renamed: never acknowledged, so the broker still holds the message.
-            leftover.unlink(missing_ok=True)
-        loaded = []
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError as exc:  # a read-only spool: harmless, it is never read as an announcement
+                log.warning("cannot delete the unfinished spool write %s: %s", leftover.name, exc.strerror)
+        loaded, self.ended_earlier = [], []
         for path in sorted(self.directory.glob("*.json")):
             try:
-                loaded.append(self._read(path))
+                ann = self._read(path)
             except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-                self._quarantine(path, exc)
+                if not self._ended_earlier(path.name, ""):
+                    self._quarantine(path, exc)
+                continue
+            if self._ended_earlier(path.name, ann.id):
+                self.ended_earlier.append(ann)
+            else:
+                loaded.append(ann)
+        for name in list(self.ledger.entries):
+            if not (self.directory / name).exists():  # removed, perhaps without the directory's fsync
+                self._ended_earlier(name, self.ledger.entries[name][0])
+        self.retry()
         return loaded
+
+    def _ended_earlier(self, name: str, ann_id: str) -> bool:
+        """Whether the ledger lists `name` as ended with `ann_id` (its end is pending again then); an
+        entry for another id is stale (that name holds a newer file) and is dropped."""
+        entry = self.ledger.ended(name)
+        if entry is None:
+            return False
+        if entry[0] != ann_id:
+            self.ledger.forget(name)
+            return False
+        path = self.directory / name
+        action = self._unlink if entry[1] == REMOVE else self._move_to_quarantine
+        self.pending[name] = lambda: action(path)
+        log.warning(
+            "%s: %s ended before the last stop; not replayed (its %s is pending)", ann_id, name, entry[1]
+        )
+        return True
 
     def _read(self, path: Path) -> Announcement:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -130,7 +172,7 @@ class Spool:
     def quarantine(self, ann: Announcement, why: str) -> None:
         """Move a spooled announcement out of the way for good; OSError when it cannot (then `pending`)."""
         path = self.path_of(ann)
-        self._deferred(path.name, ann.id, lambda: self._move_to_quarantine(path))
+        self._deferred(path.name, ann.id, lambda: self._move_to_quarantine(path), ends=MOVED)
         log.error("%s: quarantined (%s)", ann.id, why)
 
     def take_unreadable(self) -> list[Unreadable]:
@@ -142,18 +184,22 @@ class Spool:
         self.unreadable.append(Unreadable(path.name, _claimed_id(path), reason))
         log.warning("spool entry %s is corrupt (%s); moved to %s/", path.name, reason, QUARANTINE)
         try:
-            self._deferred(path.name, path.name, lambda: self._move_to_quarantine(path))
+            self._deferred(path.name, "", lambda: self._move_to_quarantine(path), ends=MOVED)  # no valid id
         except OSError as move_error:  # a read-only spool: it is skipped now, moved once the disk heals
             log.error("cannot move %s to the quarantine: %s", path.name, move_error.strerror)
 
-    def _deferred(self, name: str, what: str, action: Callable[[], None]) -> None:
-        """Do `action` now; when it fails keep it for `retry` and raise."""
+    def _deferred(self, name: str, ann_id: str, action: Callable[[], None], ends: str | None = None) -> None:
+        """Do `action` now; when it fails keep it for `retry` and raise. An `action` that `ends` the file
+        (a removal, a move) is listed in the ledger when it fails, and leaves it when it is done."""
         try:
             action()
         except OSError:
             self.pending[name] = action
+            if ends is not None:
+                self.ledger.record(name, ann_id, ends)
             raise
         self.pending.pop(name, None)
+        self.ledger.forget(name)
 
     def _unlink(self, path: Path) -> None:
         try:

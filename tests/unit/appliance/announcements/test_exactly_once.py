@@ -2,7 +2,9 @@
 open) of the spool failing one at a time — once, or from then on like a disk that turns read-only —
 then the disk healing and the daemon restarting, every announcement gets exactly one terminal event;
 one that was heard or answered `error` is never spoken again. The faults go through the spool's seam
-(`Spool.disk`); the real read-only disk is tests/integration/service/test_read_only_state.py."""
+(`Spool.disk`); the real read-only disk is tests/integration/service/test_read_only_state.py. A process
+that dies while the disk is still broken leaves what ended in the ledger in the runtime directory
+(ended_ledger.py): the next start, on the broken disk still, replays none of it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 from announcer_fakes import TurnRig
 
 from qwen3tts.appliance.announcements.announcement import Announcement
+from qwen3tts.appliance.announcements.ended_ledger import EndedLedger
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.announcements.spool import Spool
 
@@ -143,3 +146,71 @@ def test_a_removal_that_keeps_failing_stays_pending_and_no_later_announcement_ta
     queue.put(Announcement(id="second", text="Two."))
     assert queue.spool.retry() == 0
     assert [(ann.id, ann.seq) for ann in Spool(tmp_path).load()] == [("second", 2)]
+
+
+class DeadDisk(FaultyDisk):
+    """A spool disk that is broken from the start, as it still is after the process died on it."""
+
+    def __init__(self) -> None:
+        super().__init__("unlink", 0, lasting=True)
+        self.hit = True  # every changing call fails, the first one too
+
+
+def rig_with_ledger(life, disk=None) -> TurnRig:
+    """The next process over the same spool and runtime directory (a new Spool, queue and announcer)."""
+    rig = TurnRig(life, queue={"ledger_dir": life / "run"})
+    if disk is not None:
+        rig.queue.spool.disk = disk
+    return rig
+
+
+def restart_with_ledger(life) -> TurnRig:
+    """The next process, on a healed disk: it replays what is left and plays it out."""
+    rig = rig_with_ledger(life)
+    rig.announcer.replay()
+    rig.run(lambda: not rig.announcer.plays.playing and not rig.queue.ordered(rig.clock()), limit=5000)
+    return rig
+
+
+def ledger_of(rig: TurnRig) -> dict:
+    """The ledger as the next process would read it from the runtime directory."""
+    return EndedLedger(rig.tmp_path / "run", rig.settings.announcements.spool_dir).entries
+
+
+@pytest.mark.parametrize("operation", ["unlink", "fsync"])
+def test_a_restart_while_the_disk_is_still_broken_replays_nothing_that_ended(tmp_path, operation):
+    disk = FaultyDisk(operation, 1 if operation == "unlink" else 3, lasting=True)
+    before = rig_with_ledger(tmp_path)
+    first_life(before, disk)  # each one ends; from the first failing call on no removal reaches the disk
+    disk.healed = False  # ... and the disk stays broken: the process dies on it (no retry, no orderly stop)
+    left = set(before.queue.spool.pending)
+    assert left and set(ledger_of(before)) == left
+    broken = rig_with_ledger(tmp_path, DeadDisk())
+    broken.announcer.replay()
+    broken.run(lambda: not broken.announcer.plays.playing and not broken.queue.ordered(broken.clock()))
+    assert broken.events() == [] and broken.queue.ids() == []  # not spoken again, no second end
+    assert set(broken.queue.spool.pending) == left and set(ledger_of(broken)) == left  # still to remove
+    healed = restart_with_ledger(tmp_path)
+    for ann_id in SAID:
+        assert len(ends(before, ann_id)) == 1, (ann_id, before.events(ann_id))
+    assert healed.events() == [] and healed.spooled() == [] and healed.queue.spool.pending == {}
+    assert ledger_of(healed) == {}
+
+
+def test_what_was_set_aside_at_a_start_on_a_broken_disk_is_reported_once_across_restarts(tmp_path):
+    spool_dir = rig_with_ledger(tmp_path).settings.announcements.spool_dir
+    Spool(spool_dir).write(Announcement(id="poison", text="Killed us twice.", seq=1, attempts=2))
+    (spool_dir / "000000000002.json").write_text("{not json")
+    for life in range(2):  # the first start sets both aside; the second, still on a broken disk, not again
+        rig = rig_with_ledger(tmp_path, DeadDisk())
+        rig.announcer.replay()
+        rig.turn()
+        if life == 0:
+            assert [kind for kind, _ in rig.events()] == ["error", "error"], rig.events()
+            assert [kind for kind, _ in rig.events("poison")] == ["error"]
+        else:
+            assert rig.events() == [], "reported again after a restart on the broken disk"
+        assert set(ledger_of(rig)) == {"000000000001.json", "000000000002.json"}
+    healed = restart_with_ledger(tmp_path)
+    assert healed.events() == [] and healed.spooled() == [] and ledger_of(healed) == {}
+    assert len(list((spool_dir / "quarantine").iterdir())) == 2
