@@ -11,6 +11,7 @@ from mosquitto_broker import free_port
 
 from qwen3tts.servers import Offer, Servers, start_servers
 from qwen3tts.settings_loader import load_settings
+from qwen3tts.text import warm_up
 
 
 class Running:
@@ -87,6 +88,9 @@ def start_fake_servers(*overrides: str, frames: int = 24, text=None) -> tuple[Fa
     engine = fake_engine(LoudRunner(eos_at=frames, num_kv_blocks=max(64, frames)))
     engine.start()
     offer = Offer.from_spec("fake", FAKE_SPEC, settings.voice)
+    # As the daemon does at start (service/front_end.py): otherwise the first request builds the language
+    # identifier (seconds) on the servers' event loop, and every timeout of that connection runs late.
+    warm_up()
     servers = start_servers(settings, engine, offer, environ={}, text=text)
     running = FakeRunning(engine, servers, settings)
 
