@@ -90,15 +90,12 @@ def test_a_state_directory_that_turns_read_only_or_full_ends_every_announcement_
         service.start()
         try:
             assert service.mqtt.client.wait_connected(30)  # subscribed: nothing published now is lost
-            say = lambda ann_id: recorder.publish(  # noqa: E731
-                f"qwen3tts/{SITE}/say", json.dumps({"id": ann_id, "text": "Platform notice."}), qos=1
-            )
-            say("playing")
-            say("waiting")
+            say(recorder, "playing")
+            say(recorder, "waiting")
             assert sink.reached.wait(90), "the first announcement never played"
             recorder.wait_for(lambda _: ("queued", "") in events(recorder, "waiting"), 10)
             break_disk(state)  # the disk turns read-only (or fills up) under the daemon
-            say("arriving")
+            say(recorder, "arriving")
             recorder.wait_for(lambda _: ended(recorder, "arriving"), 10)
             sink.release.set()
             recorder.wait_for(lambda _: ended(recorder, "playing") and ended(recorder, "waiting"), 30)
@@ -180,11 +177,8 @@ def test_a_restart_while_the_state_directory_is_still_read_only_replays_nothing_
         service.start()
         try:
             assert service.mqtt.client.wait_connected(30)
-            say = lambda ann_id: recorder.publish(  # noqa: E731
-                f"qwen3tts/{SITE}/say", json.dumps({"id": ann_id, "text": "Platform notice."}), qos=1
-            )
-            say("playing")
-            say("waiting")
+            say(recorder, "playing")
+            say(recorder, "waiting")
             assert sink.reached.wait(90), "the first announcement never played"
             recorder.wait_for(lambda _: ("queued", "") in events(recorder, "waiting"), 10)
             mount("-o", "remount,ro", str(state))
@@ -205,3 +199,8 @@ def test_a_restart_while_the_state_directory_is_still_read_only_replays_nothing_
         ends = [kind for kind, _ in events(recorder, ann_id) if kind in ("finished", "error", "cancelled")]
         assert len(ends) == 1, events(recorder, ann_id)
     assert len(list((tmp_path / "wav").glob("*/*-playing.wav"))) == 1  # heard once, across all three lives
+
+
+def say(recorder, ann_id: str) -> None:
+    """One announcement over MQTT, QoS 1, as a publisher sends it."""
+    recorder.publish(f"qwen3tts/{SITE}/say", json.dumps({"id": ann_id, "text": "Platform notice."}), qos=1)
