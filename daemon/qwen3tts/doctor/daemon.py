@@ -82,7 +82,8 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     native_talker = choose_native_talker(devices, isa, prefs, available)
     talker = f"plugin+op {isa}" if "talker" in op.components else "plugin"
     talker = f"fused native {isa}" if native_talker.wanted else talker
-    predictor = f"fused native {isa}" if fused.wanted else "plugin"
+    above = "" if fused.up_to is None else f" up to batch {fused.up_to}, plugin above"
+    predictor = f"fused native {isa}{above}" if fused.wanted else "plugin"
     why = native_talker.why if native_talker.wanted else op.why
     detail = f"talker {talker} ({why}); code_predictor {predictor} ({fused.why})"
     path = devices.native_library or DEFAULT_LIBRARY

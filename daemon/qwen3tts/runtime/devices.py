@@ -51,6 +51,7 @@ class DevicePlan:
     codec_variant: str = "f32"  # which codec graphs of the bundle were loaded (runtime/codec_variants.py)
     native: dict[str, str] = field(default_factory=dict)  # component -> native kernel set (runtime/native.py)
     fused: dict[str, str] = field(default_factory=dict)  # component -> kernel set of its fused native path
+    fused_up_to: dict[str, int] = field(default_factory=dict)  # component -> the largest batch it takes
 
     def device(self, component: str) -> str:
         return self.placements[component].device
@@ -60,13 +61,14 @@ class DevicePlan:
 
     def decode_paths(self) -> dict[str, str]:
         """How each decode stage runs (the ready line, the status): "plugin" (the plugin's graph), "plugin+op
-        <kernel set>" (the graph with its INT8 MatMuls on the native op) or "fused native <kernel set>"."""
+        <kernel set>" (the graph with its INT8 MatMuls on the native op) or "fused native <kernel set>" (with
+        " up to batch N, plugin above" when the plugin's graph takes the larger batches)."""
         stages = ("talker", "code_predictor")
         return {name: self.decode_path(name) for name in stages if name in self.placements}
 
     def decode_path(self, component: str) -> str:
         if component in self.fused:
-            return f"fused native {self.fused[component]}"
+            return f"fused native {self.fused[component]}{self._above(component)}"
         if component in self.native:
             return f"plugin+op {self.native[component]}"
         return "plugin"
@@ -78,9 +80,13 @@ class DevicePlan:
             native = f", INT8 MatMuls on native {self.native[name]} kernels" if name in self.native else ""
             if name in self.fused:
                 unit = "step" if name == "talker" else "frame"
-                native = f", fused native {unit} on {self.fused[name]} kernels"
+                native = f", fused native {unit} on {self.fused[name]} kernels{self._above(name)}"
             lines.append(f"{name}: {placement.device}{native}{why}")
         return "\n".join(lines)
+
+    def _above(self, component: str) -> str:
+        up_to = self.fused_up_to.get(component)
+        return "" if up_to is None else f" up to batch {up_to}, plugin above"
 
 
 def base_device(name: str) -> str:

@@ -27,7 +27,7 @@ from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
 from qwen3tts.runtime.kv_pool import kv_pool_blocks
 from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.native_paths import fused_code_predictor_or_none, native_kernels, native_talker_or_none
-from qwen3tts.runtime.ov_runner import OVRunner, kv_block_size, kv_bytes_per_block
+from qwen3tts.runtime.ov_runner import CodePredictorRoute, OVRunner, kv_block_size, kv_bytes_per_block
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
@@ -162,41 +162,41 @@ def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, mod
 
 
 def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manifest, bundle_dir, settings):
-    """The fused native frame, else the plugin's graph compiled and warmed up; (it, weight bytes released)."""
+    """The fused native frame, the plugin's graph compiled and warmed up, or both (the frame for the batches
+    it measured faster on, runtime/native_plan.py); (it, weight bytes released)."""
     spec = manifest.spec
     cached_before = _cached_files(settings.model.cache_dir)
-    model = compiler.read(bundle_dir / layout.CODE_PREDICTOR_XML)
-    predictor = fused_code_predictor_or_none(compiler, prefs, plan, library, model, manifest)
-    if predictor is not None:
+    xml = bundle_dir / layout.CODE_PREDICTOR_XML
+    model = compiler.read(xml)
+    fused = fused_code_predictor_or_none(compiler, prefs, plan, library, model, manifest)
+    up_to = plan.fused_up_to.get("code_predictor")
+    if fused is not None and up_to is None:
         # The fused frame reads its weights from the mapped file at every step: nothing to give back, and
         # no compiled copy of them is ever made (the plugin's graph is compiled only without the frame).
-        return predictor, 0
-    predictor, plan.placements["code_predictor"] = compiler.compile(
+        return fused, 0
+    graph, placement = compiler.compile(
         "code_predictor", native("code_predictor", model), prefs["code_predictor"]
     )
-    weight_files = _weight_files(
-        bundle_dir / layout.CODE_PREDICTOR_XML, settings.model.cache_dir, cached_before
-    )
+    plan.placements["code_predictor"] = placement
+    # Where the graph's weights are mapped from: the bundle's .bin, or the compile-cache blobs mapped since
+    # its read began (the codec's, released before, would be counted twice). Beside the frame the .bin's
+    # pages stay: the frame reads them at every small batch.
+    blobs = sorted(_cached_files(settings.model.cache_dir) - cached_before)
+    weight_files = blobs if fused else [xml.with_suffix(".bin"), *blobs]
     released = compiler.warm_up(
         "code_predictor",
         lambda: _settle_on_cpu(
             plan,
             "code_predictor",
             weight_files,
-            lambda: warm_up_code_predictor(predictor, spec.code_predictor, spec.talker.hidden_size),
+            lambda: warm_up_code_predictor(graph, spec.code_predictor, spec.talker.hidden_size),
         ),
     )
-    return predictor, released
+    return (graph if fused is None else CodePredictorRoute(fused, graph, up_to)), released
 
 
 def _cached_files(cache_dir: Path | None) -> set[Path]:
     return mapped_files(Path(cache_dir)) if cache_dir else set()
-
-
-def _weight_files(xml: Path, cache_dir: Path | None, cached_before: set[Path]) -> list[Path]:
-    """Where a graph's weights are mapped from: its .bin, or the compile-cache blobs mapped since its
-    read began (the codec's, mapped and released before, would only be counted twice)."""
-    return [xml.with_suffix(".bin"), *sorted(_cached_files(cache_dir) - cached_before)]
 
 
 def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:

@@ -48,7 +48,8 @@ def native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
 
 def fused_code_predictor_or_none(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest):
     """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
-    graph); one log line either way, naming why."""
+    graph); one log line either way, naming why. `plan.fused_up_to` says if it takes only the smaller
+    batches (the loader then compiles the plugin's graph beside it for the rest)."""
     devices, isa = compiler.settings, library and library.isa
     weights = manifest.precision.get("code_predictor", "unknown")
     choice = choose_fused_code_predictor(devices, isa, prefs, compiler.available, weights)
@@ -64,12 +65,16 @@ def fused_code_predictor_or_none(compiler: PartCompiler, prefs, plan: DevicePlan
         return None
     plan.placements["code_predictor"] = Placement("code_predictor", "CPU")
     plan.fused["code_predictor"] = predictor.isa
+    if choice.up_to is not None:
+        plan.fused_up_to["code_predictor"] = choice.up_to
+    copy = "no compiled copy" if choice.up_to is None else "the plugin's graph for larger batches"
     log.info(
         "code_predictor: fused native frame (%s kernels, %d threads, %.0f MiB of the bundle's weights read "
-        "in place, no compiled copy; %s)",
+        "in place, %s; %s)",
         predictor.isa,
         threads,
         predictor.mapped_weight_bytes / 2**20,
+        copy,
         choice.why,
     )
     return predictor

@@ -9,8 +9,9 @@ their drift). The op runs only on the CPU plugin: a component whose first device
 keeps its graph.
 
 The code predictor can also run as one fused native frame (runtime/native_decode/: its 15 steps, heads
-and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting, with
-the kernel sets it measured faster on in FUSED_MEASURED_FASTER. The talker's step can run natively too
+and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting. Under
+`auto` it takes the frame only at the batch sizes it measured faster on, per kernel set (FUSED_FASTER_UP_TO),
+and the plugin's graph, compiled beside it, above them. The talker's step can run natively too
 (runtime/native_decode/talker.py), opt-in only: `choose_native_talker`, by `devices.native_talker`.
 """
 
@@ -31,10 +32,12 @@ COMPONENTS = ("talker", "code_predictor")
 # Only what was measured is here: a kernel set without an entry keeps the plugin under `auto`.
 MEASURED_FASTER: dict[str, frozenset[str]] = {}
 
-# Kernel sets on which the fused code-predictor frame measured faster than the plugin's graph, 2 threads,
-# batch 1 and 8 (`python -m qwen3tts.bench.native_frame`, docs/benchmarks.md). Others keep the graph
-# under `auto`.
-FUSED_MEASURED_FASTER: frozenset[str] = frozenset()
+# Kernel set -> the largest batch at which the fused code-predictor frame measured faster than the plugin's
+# graph, 2 threads (`python -m qwen3tts.bench.native_frame`, docs/benchmarks.md "Issue 34: the fused frame
+# by batch size"). Why a limit: the frame's int16 activations (vpdpwssd) halve the multiply-adds per
+# instruction of the plugin's int8 ones, so once a frame stops being bound by the weights' read (batch 3 on
+# a 2-vCPU Zen 4) the plugin wins. Kernel sets without an entry keep the graph under `auto`.
+FUSED_FASTER_UP_TO: dict[str, int] = {"avx512_vnni": 2}
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,9 @@ def _first_device(preferences: Sequence[str], available: Sequence[str]) -> str |
 
 @dataclass(frozen=True)
 class FusedChoice:
-    wanted: bool  # try the fused native frame for the code predictor (it may still fall back)
+    wanted: bool  # try the fused native path (it may still fall back)
     why: str  # one line for the log
+    up_to: int | None = None  # the largest batch it takes, the plugin's graph above; None: every batch
 
 
 def choose_fused_code_predictor(
@@ -102,8 +106,9 @@ def choose_fused_code_predictor(
         return FusedChoice(False, "this CPU has no AVX2")
     if settings.native_kernels == "always":
         return FusedChoice(True, "devices.native_kernels is always")
-    if isa in FUSED_MEASURED_FASTER:
-        return FusedChoice(True, f"measured faster with the {isa} kernels")
+    if isa in FUSED_FASTER_UP_TO:
+        up_to = FUSED_FASTER_UP_TO[isa]
+        return FusedChoice(True, f"measured faster with the {isa} kernels up to batch {up_to}", up_to)
     return FusedChoice(False, f"not measured faster with the {isa} kernels")
 
 

@@ -12,6 +12,7 @@ import logging
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import openvino as ov
@@ -29,6 +30,16 @@ log = logging.getLogger(__name__)
 # Codec stream starts kept after a context, one per recently used ICL voice: ~5 MB each with the
 # release codec (mostly the attention window), against a codec pass over the reference per request.
 CONTEXT_STARTS = 4
+
+
+@dataclass(frozen=True)
+class CodePredictorRoute:
+    """Both code-predictor paths: the fused frame for batches of up to `up_to` rows, the graph above
+    (runtime/native_plan.py's FUSED_FASTER_UP_TO says why a frame has a batch limit)."""
+
+    fused: NativeCodePredictor
+    graph: ov.CompiledModel
+    up_to: int
 
 
 def kv_bytes_per_block(compiled_talker: ov.CompiledModel) -> int:
@@ -54,7 +65,7 @@ class OVRunner:
         self,
         spec: ModelSpec,
         talker: ov.CompiledModel | NativeTalker,
-        code_predictor: ov.CompiledModel | NativeCodePredictor,
+        code_predictor: ov.CompiledModel | NativeCodePredictor | CodePredictorRoute,
         codec: CodecChunkModels,
         num_kv_blocks: int,
     ):
@@ -66,12 +77,12 @@ class OVRunner:
         self.talker_path = (
             f"fused native {talker.isa}" if self._native_talker else "plugin"
         )  # as DevicePlan says
-        # the plugin's graph, or the fused native frame (runtime/native_decode/); asked of the native side,
-        # since a compiled graph may come wrapped (the bench's recording proxy)
-        fused = code_predictor if isinstance(code_predictor, NativeCodePredictor) else None
+        # the plugin's graph, the fused native frame (runtime/native_decode/), or both by batch size; asked
+        # of the native side, since a compiled graph may come wrapped (the bench's recording proxy)
+        fused, graph, self._fused_up_to = _paths(code_predictor)
         self._fused_code_predictor = fused
-        self._code_predictor = None if fused else code_predictor.create_infer_request()
-        self.code_predictor_path = f"fused native {fused.isa}" if fused else "plugin"  # as DevicePlan says
+        self._code_predictor = graph.create_infer_request() if graph is not None else None
+        self.code_predictor_path = _path_name(fused, self._fused_up_to)  # as DevicePlan says
         self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
         self._context_starts: OrderedDict[bytes, StreamStart] = OrderedDict()  # least recent first
@@ -97,8 +108,9 @@ class OVRunner:
     def code_predictor(
         self, hidden, code0, noise, temperature, top_k, top_p
     ) -> tuple[np.ndarray, np.ndarray]:
-        if self._fused_code_predictor is not None:
-            return self._fused_code_predictor.frame(hidden, code0, noise, temperature, top_k, top_p)
+        fused = self._fused_code_predictor
+        if fused is not None and (self._fused_up_to is None or len(hidden) <= self._fused_up_to):
+            return fused.frame(hidden, code0, noise, temperature, top_k, top_p)
         feed = {
             cp_names.PAST_HIDDEN: np.ascontiguousarray(hidden, dtype=np.float32),
             cp_names.CODE0: np.ascontiguousarray(code0, dtype=np.int64),
@@ -137,3 +149,18 @@ class OVRunner:
 
     def codec_close(self, seq_id: int) -> None:
         self._streams.pop(seq_id, None)
+
+
+def _paths(code_predictor) -> tuple[NativeCodePredictor | None, ov.CompiledModel | None, int | None]:
+    """(fused frame, graph, the largest batch the frame takes or None for every batch)."""
+    if isinstance(code_predictor, CodePredictorRoute):
+        return code_predictor.fused, code_predictor.graph, code_predictor.up_to
+    if isinstance(code_predictor, NativeCodePredictor):
+        return code_predictor, None, None
+    return None, code_predictor, None
+
+
+def _path_name(fused: NativeCodePredictor | None, up_to: int | None) -> str:
+    if fused is None:
+        return "plugin"
+    return f"fused native {fused.isa}" + ("" if up_to is None else f" up to batch {up_to}, plugin above")

@@ -22,6 +22,7 @@ from qwen3tts.bench import native_frame
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs import code_predictor as cp
+from qwen3tts.runtime import native_plan
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
 from qwen3tts.runtime.native_decode.code_predictor import fused_code_predictor
@@ -196,6 +197,26 @@ def test_always_runs_the_code_predictor_as_the_fused_frame(library, tiny_models)
     codes, embed = runtime.runner.code_predictor(*feeds.values())
     assert codes.shape == (3, spec.code_predictor.num_code_groups - 1)
     assert embed.shape == (3, spec.talker.hidden_size)
+
+
+def test_auto_takes_the_frame_up_to_its_measured_batch_and_the_graph_above(library, tiny_models, monkeypatch):
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {library.isa: 2})
+    runtime = _runtime(tiny_models.bundle(weights="int8"))
+    path = f"fused native {library.isa} up to batch 2, plugin above"
+    assert runtime.runner.code_predictor_path == path == runtime.plan.decode_paths()["code_predictor"]
+    assert "up to batch 2, plugin above" in runtime.plan.describe()
+    fused, rows_seen = runtime.runner.fused_code_predictor, []
+    frame = fused.frame
+    monkeypatch.setattr(
+        fused, "frame", lambda hidden, *rest: rows_seen.append(len(hidden)) or frame(hidden, *rest)
+    )
+    steps = runtime.spec.code_predictor.num_code_groups - 1
+    for rows in (1, 2, 3, 5):
+        codes, embed = runtime.runner.code_predictor(*_inputs(runtime.spec, rows=rows, seed=rows).values())
+        assert codes.shape == (rows, steps) and embed.shape == (rows, runtime.spec.talker.hidden_size)
+    assert rows_seen == [1, 2]  # 3 and 5 rows went to the plugin's graph
+    runtime.runner.code_predictor(*_inputs(runtime.spec, rows=1, seed=23).values())
+    assert rows_seen == [1, 2, 1]  # (the two paths' agreement: the parity tests above, with margins)
 
 
 @pytest.mark.parametrize(

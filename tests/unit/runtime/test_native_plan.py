@@ -75,20 +75,27 @@ def test_the_fused_frame_is_off_for_never_f32_no_library_another_device_and_no_a
         assert not choice.wanted and reason in choice.why, (settings, isa, choice)
 
 
-def test_always_wants_the_fused_frame_on_any_simd_set():
+def test_always_wants_the_fused_frame_at_every_batch_on_any_simd_set():
     for isa in ("avx2", "avx_vnni", "avx512", "avx512_vnni"):
-        assert _fused(DeviceSettings(native_kernels="always"), isa).wanted
+        choice = _fused(DeviceSettings(native_kernels="always"), isa)
+        assert choice.wanted and choice.up_to is None
 
 
-def test_auto_wants_it_only_where_it_was_measured_faster(monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_MEASURED_FASTER", frozenset({"avx512"}))
-    assert _fused(DeviceSettings(), "avx512").wanted
+def test_auto_wants_it_only_where_and_up_to_the_batch_it_was_measured_faster(monkeypatch):
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {"avx512": 3})
+    choice = _fused(DeviceSettings(), "avx512")
+    assert choice.wanted and choice.up_to == 3 and "up to batch 3" in choice.why
     choice = _fused(DeviceSettings(), "avx2")
     assert not choice.wanted and "not measured faster with the avx2" in choice.why
 
 
+def test_auto_takes_the_measured_batch_limit_of_this_kernel_set():
+    for isa, up_to in native_plan.FUSED_FASTER_UP_TO.items():
+        assert up_to >= 1 and _fused(DeviceSettings(), isa).up_to == up_to
+
+
 def test_a_code_predictor_without_int8_weights_keeps_its_graph_under_auto_and_always(monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_MEASURED_FASTER", frozenset({"avx512"}))
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {"avx512": 2})
     for settings in (DeviceSettings(), DeviceSettings(native_kernels="always")):
         for weights in ("f32", "f16", "int4"):
             choice = choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], weights)
