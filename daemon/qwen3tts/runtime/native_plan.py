@@ -17,9 +17,11 @@ and the plugin's graph, compiled beside it, above them. The talker's step can ru
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from qwen3tts.runtime.devices import base_device, candidates
 from qwen3tts.settings import DeviceSettings
@@ -32,12 +34,32 @@ COMPONENTS = ("talker", "code_predictor")
 # Only what was measured is here: a kernel set without an entry keeps the plugin under `auto`.
 MEASURED_FASTER: dict[str, frozenset[str]] = {}
 
-# Kernel set -> the largest batch at which the fused code-predictor frame measured faster than the plugin's
-# graph, 2 threads (`python -m qwen3tts.bench.native_frame`, docs/benchmarks.md "Issue 34: the fused frame
-# by batch size"). Why a limit: the frame's int16 activations (vpdpwssd) halve the multiply-adds per
-# instruction of the plugin's int8 ones, so once a frame stops being bound by the weights' read (batch 3 on
-# a 2-vCPU Zen 4) the plugin wins. Kernel sets without an entry keep the graph under `auto`.
-FUSED_FASTER_UP_TO: dict[str, int] = {"avx512_vnni": 2}
+# (CPU vendor, kernel set) -> the largest batch at which the fused code-predictor frame measured faster than
+# the plugin's graph, 2 threads (`python -m qwen3tts.bench.native_frame`, docs/benchmarks.md "Issue 34: the
+# fused frame by batch size"). Why a limit: the frame's int16 activations (vpdpwssd) halve the multiply-adds
+# per instruction of the plugin's int8 ones, so once a frame stops being bound by the weights' read (batch 3
+# on a 2-vCPU Zen 4) the plugin wins. Why the vendor: the frame blocks its weight rows differently on AMD
+# (native/src/predictor_frame.cpp), and an Intel AVX-512 VNNI CPU has not been measured with the frame.
+# A CPU class without an entry keeps the graph under `auto`.
+FUSED_FASTER_UP_TO: dict[tuple[str, str], int] = {("AuthenticAMD", "avx512_vnni"): 2}
+
+
+@functools.cache
+def cpu_vendor() -> str:
+    """This CPU's vendor_id (AuthenticAMD, GenuineIntel), or "unknown"."""
+    try:
+        return vendor_of(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return "unknown"
+
+
+def vendor_of(cpuinfo: str) -> str:
+    """The first vendor_id of a /proc/cpuinfo text, or "unknown"."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "vendor_id" and value.strip():
+            return value.strip()
+    return "unknown"
 
 
 @dataclass(frozen=True)
@@ -106,10 +128,13 @@ def choose_fused_code_predictor(
         return FusedChoice(False, "this CPU has no AVX2")
     if settings.native_kernels == "always":
         return FusedChoice(True, "devices.native_kernels is always")
-    if isa in FUSED_FASTER_UP_TO:
-        up_to = FUSED_FASTER_UP_TO[isa]
-        return FusedChoice(True, f"measured faster with the {isa} kernels up to batch {up_to}", up_to)
-    return FusedChoice(False, f"not measured faster with the {isa} kernels")
+    vendor = cpu_vendor()
+    up_to = FUSED_FASTER_UP_TO.get((vendor, isa))
+    if up_to is not None:
+        return FusedChoice(
+            True, f"measured faster with the {isa} kernels on {vendor} up to batch {up_to}", up_to
+        )
+    return FusedChoice(False, f"not measured faster with the {isa} kernels on {vendor}")
 
 
 def choose_native_talker(

@@ -50,9 +50,11 @@ class DeviceSettings:
     native_kernels: Literal["auto", "always", "never"] = "auto"
     """The compiled INT8 matrix products of native/ (libqwen3tts_native.so, built by scripts/setup.sh) for
     the talker and code predictor on the CPU, and the code predictor's fused native frame (one call per
-    frame, needs AVX2): auto uses them where they measured faster on this CPU class (docs/benchmarks.md)
-    unless devices.inference_precision is an explicit f32 (their int16 activations are not exact f32);
-    always uses them wherever the library loads; never does not. Default auto."""
+    frame, needs AVX2): auto uses them where they measured faster on this CPU class (docs/benchmarks.md),
+    the fused frame only for the batch sizes it measured faster at (the plugin's graph, compiled beside
+    it, takes the larger ones), unless devices.inference_precision is an explicit f32 (their int16
+    activations are not exact f32); always uses them wherever the library loads, the frame at every batch
+    (no compiled graph: the least memory); never does not. Default auto."""
     native_talker: Literal["never", "always"] = "never"
     """The talker's step as one native call (native/src/talker.hpp: every layer, attention over its own
     half-precision paged KV cache of 32-position blocks, codec_head), instead of the plugin's compiled

@@ -200,7 +200,7 @@ def test_always_runs_the_code_predictor_as_the_fused_frame(library, tiny_models)
 
 
 def test_auto_takes_the_frame_up_to_its_measured_batch_and_the_graph_above(library, tiny_models, monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {library.isa: 2})
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), library.isa): 2})
     runtime = _runtime(tiny_models.bundle(weights="int8"))
     path = f"fused native {library.isa} up to batch 2, plugin above"
     assert runtime.runner.code_predictor_path == path == runtime.plan.decode_paths()["code_predictor"]

@@ -82,20 +82,31 @@ def test_always_wants_the_fused_frame_at_every_batch_on_any_simd_set():
 
 
 def test_auto_wants_it_only_where_and_up_to_the_batch_it_was_measured_faster(monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {"avx512": 3})
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "AuthenticAMD")
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {("AuthenticAMD", "avx512"): 3})
     choice = _fused(DeviceSettings(), "avx512")
-    assert choice.wanted and choice.up_to == 3 and "up to batch 3" in choice.why
+    assert choice.wanted and choice.up_to == 3 and "on AuthenticAMD up to batch 3" in choice.why
     choice = _fused(DeviceSettings(), "avx2")
-    assert not choice.wanted and "not measured faster with the avx2" in choice.why
+    assert not choice.wanted and "not measured faster with the avx2 kernels on AuthenticAMD" in choice.why
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "GenuineIntel")  # same kernels, another class
+    assert not _fused(DeviceSettings(), "avx512").wanted
 
 
-def test_auto_takes_the_measured_batch_limit_of_this_kernel_set():
-    for isa, up_to in native_plan.FUSED_FASTER_UP_TO.items():
+def test_auto_takes_the_measured_batch_limit_of_each_cpu_class(monkeypatch):
+    for (vendor, isa), up_to in native_plan.FUSED_FASTER_UP_TO.items():
+        monkeypatch.setattr(native_plan, "cpu_vendor", lambda vendor=vendor: vendor)
         assert up_to >= 1 and _fused(DeviceSettings(), isa).up_to == up_to
 
 
+def test_the_cpu_vendor_is_the_first_vendor_id_of_cpuinfo():
+    text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\nprocessor\t: 1\nvendor_id\t: X\n"
+    assert native_plan.vendor_of(text) == "AuthenticAMD"
+    assert native_plan.vendor_of("processor\t: 0\nvendor_id\t:\n") == "unknown"
+    assert native_plan.vendor_of("") == "unknown"
+
+
 def test_a_code_predictor_without_int8_weights_keeps_its_graph_under_auto_and_always(monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {"avx512": 2})
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), "avx512"): 2})
     for settings in (DeviceSettings(), DeviceSettings(native_kernels="always")):
         for weights in ("f32", "f16", "int4"):
             choice = choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], weights)
