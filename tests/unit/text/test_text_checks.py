@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qwen3tts.appliance.mqtt import payload
+from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.errors import RequestError
 from qwen3tts.text import checks
@@ -32,7 +33,8 @@ def test_json_reasons_are_the_mqtt_doors(text):
 @pytest.mark.parametrize("text", HOSTILE_TEXT)
 def test_text_reasons_are_the_mqtt_doors(text):
     policy = AnnouncementPolicy(max_text_chars=2000)
-    assert reason(checks.checked_text, text, 2000) == reason(policy._text, text, False)
+    say = Say(text=text, ssml=False)
+    assert reason(checks.checked_text, text, 2000) == reason(policy.admit, say, 0.0)
 
 
 def test_utf8_reasons_are_the_mqtt_doors():

@@ -120,9 +120,6 @@ class AnnouncementPolicy:
         )
         return ann
 
-    def _text(self, raw: str, ssml: bool | None = None) -> tuple[str, tuple[str, ...]]:
-        return checked_speech(raw, ssml, self.max_text_chars, self.catalog, self.chimes)
-
     def _check_numbers(self, say: Say) -> None:
         if say.volume is not None and not 0.0 <= say.volume <= 1.0:
             raise RequestError(f"volume must be between 0 and 1, got {say.volume}")
