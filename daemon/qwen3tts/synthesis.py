@@ -1,4 +1,4 @@
-"""Text + voice -> engine requests, one per piece of text: what every front door shares.
+"""Text + voice -> engine requests, one per piece of text: what every door shares.
 
 The announcer (MQTT announcements) and the network servers (Wyoming, HTTP) turn text into engine work
 the same way, so a change to splitting or to the per-piece frame budget changes both at once. Voice

@@ -1,7 +1,7 @@
 """Faster or slower speech at the same pitch: time-scale modification, streamed chunk by chunk.
 
 Used by the HTTP API's `speed` (0.25-4.0) and meant for SSML's `<prosody rate>` too, so it lives below
-both front doors. The algorithm is time-domain harmonic scaling from David Bryant's audio-stretch (C,
+both doors. The algorithm is time-domain harmonic scaling from David Bryant's audio-stretch (C,
 BSD licence), through the `audiostretchy` package: it finds the pitch period and drops or repeats whole
 periods, crossfaded, so the pitch is kept and no splice clicks. Chosen over audiotsm (WSOLA and phase
 vocoder), python-stretch (Signalsmith) and the GPL libraries by scripts/compare_tsm.py: the best

@@ -38,11 +38,11 @@ SAY_KEYS = (
 COMMAND_SUFFIXES = ("say", "stop", "volume/set", "voice/set")
 HERMES_SAY = "hermes/tts/say"
 SATELLITE = "porch"
-"""The Hermes satellite of the unit front door (a zone of it): its playFinished is read."""
+"""The Hermes satellite of the unit door (a zone of it): its playFinished is read."""
 PLAY_FINISHED = f"hermes/audioServer/{SATELLITE}/playFinished"
 GET_VOICES = ("rhasspy/tts/getVoices", "hermes/tts/getVoices")
 ZONE_SAY = "qwen3tts/zone/default/say"
-"""A zone topic (the unit front door's one zone): a say there is for that zone only."""
+"""A zone topic (the unit door's one zone): a say there is for that zone only."""
 ANSWERS = {
     "say": {"queued", "expired", "rejected"},
     ZONE_SAY: {"queued", "expired", "rejected"},
@@ -143,4 +143,4 @@ payloads = st.one_of(
 topics = st.sampled_from((*COMMAND_SUFFIXES, HERMES_SAY))
 satellite_topics = st.sampled_from((PLAY_FINISHED, *GET_VOICES))
 """A satellite's playFinished (never answered) and getVoices (voices, `rejected`, or nothing for a site
-not ours): for a front door with the satellite `porch`."""
+not ours): for a door with the satellite `porch`."""

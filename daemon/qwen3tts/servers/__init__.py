@@ -1,4 +1,4 @@
-"""Network front doors sharing the engine: a Wyoming server (Home Assistant) and an OpenAI-style HTTP API.
+"""Network doors sharing the engine: a Wyoming server (Home Assistant) and an OpenAI-style HTTP API.
 
 `start_servers(settings, engine, offer, metrics_source)` binds the enabled servers (bind errors and
 unsafe binds raise here, before anything is served), runs both on one asyncio loop in one thread, and

@@ -9,7 +9,7 @@ RecursionError), so events are read and checked here and only then built as the 
 Text checks (issue 27 item 1): every string, keys included, must be Unicode scalar text without
 control characters (line breaks and tabs allowed in values), as MQTT payloads must; `speakable()`
 tells text with something to say from white space and invisible format characters. These two
-functions stand in for the text checks the front doors will share (servers may not import the MQTT
+functions stand in for the text checks the doors will share (servers may not import the MQTT
 door's payload.py).
 """
 

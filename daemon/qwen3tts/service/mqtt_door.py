@@ -1,4 +1,4 @@
-"""The MQTT front door as the service runs it: the paho client, the intake worker, and their lifecycle.
+"""The MQTT door as the service runs it: the paho client, the intake worker, and their lifecycle.
 
 Built from the `mqtt` settings and the running announcer; started after READY, stopped last (the final
 status and `offline` go out through it), and rebuilt when a SIGHUP changed the MQTT settings. With

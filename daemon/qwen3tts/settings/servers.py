@@ -87,7 +87,7 @@ class RendererServerSettings:
 
 @dataclass(frozen=True)
 class ServersSettings:
-    """Network front doors sharing the engine: audio goes back to the caller, never to the speaker."""
+    """Network doors sharing the engine: audio goes back to the caller, never to the speaker."""
 
     wyoming: WyomingServerSettings = field(default_factory=WyomingServerSettings)
     """The Wyoming server."""

@@ -1,4 +1,4 @@
-"""Hostile text from any front door: the checks every door applies, with the same reasons.
+"""Hostile text from any door: the checks every door applies, with the same reasons.
 
 MQTT payloads, HTTP bodies and Wyoming events all arrive as bytes from someone else. Here they become
 text, or a `RequestError` with a short reason, never a traceback:

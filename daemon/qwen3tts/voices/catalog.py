@@ -1,7 +1,7 @@
 """The voices this daemon speaks, and the one place a voice or language name from a request is resolved.
 
 The catalog lists the bundle's preset speakers, then the operator's registered voices (`qwen3tts voice
-add`, registry.py). Every front door asks it: the MQTT intake (`say`, `voice/set`), the Wyoming and HTTP
+add`, registry.py). Every door asks it: the MQTT intake (`say`, `voice/set`), the Wyoming and HTTP
 servers, Home Assistant's voice select, the retained `voices` topic. `choice()` turns a voice name into the
 engine request's speaker / reference key / instruct: a registered cloned voice becomes its `voice:NAME`
 reference key (never a path), a VoiceDesign voice its description.

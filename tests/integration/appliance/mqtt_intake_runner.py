@@ -1,4 +1,4 @@
-"""The MQTT front door with its real workers: client -> intake worker -> announcer worker -> audio worker.
+"""The MQTT door with its real workers: client -> intake worker -> announcer worker -> audio worker.
 
 The real `MqttClient`, `Intake.run`, `Announcer.run` and `Playback.run`, each under the real Supervisor,
 on a durable spool. The engine is the real one over the fake runner, never started: nothing is ever
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))  # also when run as a script
 
 from announcer_rig import EventLog, RigSink, fake_engine
-from front_door import appliance_settings, build_announcer, policy_for, replay_spool
+from mqtt_door import appliance_settings, build_announcer, policy_for, replay_spool
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback

@@ -31,7 +31,7 @@ POOL_BASE = "qwen3tts/pool"
 
 
 class PoolRunner(IntakeRunner):
-    """One box of a pool: its own front door (IntakeRunner) and its pool membership."""
+    """One box of a pool: its own door (IntakeRunner) and its pool membership."""
 
     def __init__(self, host: str, port: int, site: str, spool_dir: Path, *, group: str = "g",
                  max_waiting: int = 2, max_delay: float = 30.0,

@@ -1,4 +1,4 @@
-"""The MQTT front door against a real mosquitto: what is accepted, rejected, ignored, ordered.
+"""The MQTT door against a real mosquitto: what is accepted, rejected, ignored, ordered.
 
 The runner (mqtt_intake_runner.py) runs the real intake and announcer workers; nothing is synthesised,
 so the first announcement plays (waiting for speech) and the rest wait in the queue. Its `started`
@@ -11,7 +11,7 @@ import json
 import time
 
 import pytest
-from front_door import policy_for
+from mqtt_door import policy_for
 from mqtt_intake_runner import IntakeRunner, spooled
 
 from qwen3tts.appliance.priority import Priority

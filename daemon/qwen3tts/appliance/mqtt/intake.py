@@ -1,4 +1,4 @@
-"""The front door: every inbound MQTT message becomes one request for the announcer, or one answer.
+"""The door: every inbound MQTT message becomes one request for the announcer, or one answer.
 
 The intake thread (`run`) takes each message paho's thread queued (`post`), in arrival order: size limit
 of its topic -> typed message (bounded, validated) -> `AnnouncementPolicy` -> an `Announcement` handed to

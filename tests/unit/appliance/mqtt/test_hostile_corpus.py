@@ -1,12 +1,12 @@
 """Every generated hostile payload gets exactly one documented answer, never an error or a traceback.
 
 The real intake hands each message to the real announcer, which applies it in one turn
-(tests/support/front_door.py), so the answers are the daemon's own: a say (on `<base>/say` or on the
+(tests/support/mqtt_door.py), so the answers are the daemon's own: a say (on `<base>/say` or on the
 zone topic of the door's one zone, with hostile `zones` fields too) gets `queued`, `expired` or
 `rejected`; a stop `stopped`, `not_found` or `rejected`; volume/set and voice/set `volume_set` /
 `voice_set` or `rejected`; a Hermes say for another siteId gets nothing (docs/mqtt.md). The door also
 speaks for the Hermes satellite `porch` (one of its zones): a playFinished is never answered, a getVoices
-gets the voices, `rejected` or (another site) nothing. Afterwards the same front door still queues a
+gets the voices, `rejected` or (another site) nothing. Afterwards the same door still queues a
 valid announcement, and nothing it published fails to encode.
 """
 
@@ -16,7 +16,6 @@ import logging
 import tempfile
 from pathlib import Path
 
-from front_door import FrontDoor, events_in, policy_for
 from hostile_corpus import (
     ANSWERS,
     GET_VOICES,
@@ -31,6 +30,7 @@ from hostile_corpus import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mqtt_door import MqttDoor, events_in, policy_for
 
 from qwen3tts.appliance.mqtt.events import Reply
 from qwen3tts.appliance.mqtt.hermes import HermesSayFinished, HermesVoices
@@ -103,7 +103,7 @@ def test_every_hostile_payload_gets_exactly_one_documented_answer(
     root.setLevel(logging.DEBUG)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            door = FrontDoor(Path(tmp), topics=TOPICS, policy=policy_for(zones=ZONES), zones=ZONES)
+            door = MqttDoor(Path(tmp), topics=TOPICS, policy=policy_for(zones=ZONES), zones=ZONES)
             mqtt = {"correlation_data": correlation, "response_topic": response_topic, "retain": retain,
                     "dup": dup, "message_id": message_id, "message_expiry": message_expiry}  # fmt: skip
             out = door.send(payload, topic, name="hostile", **mqtt)

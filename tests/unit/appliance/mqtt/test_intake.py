@@ -1,14 +1,14 @@
 """The intake handing over to the real announcer: validate -> hand over -> spool (fsync) -> ack -> answer.
 
 No broker and no threads: each message goes through `Intake.handle()`, then one `Announcer.turn()`
-applies the hand-over (tests/support/front_door.py). Nothing is synthesised, so the first accepted
+applies the hand-over (tests/support/mqtt_door.py). Nothing is synthesised, so the first accepted
 announcement becomes the playing one and the others wait in the queue.
 """
 
 from __future__ import annotations
 
 import pytest
-from front_door import NOW, FrontDoor, events_in, only_event, policy_for, replay_spool
+from mqtt_door import NOW, MqttDoor, events_in, only_event, policy_for, replay_spool
 
 from qwen3tts.appliance.announcements.announcement import Cut
 from qwen3tts.appliance.mqtt.answers import announcement_events
@@ -19,9 +19,9 @@ from qwen3tts.errors import RequestError
 STOP_BUTTON = DiscoveryConfig("button", "n", "stop", {"name": "Stop"})
 
 
-def make(tmp_path, **kw) -> FrontDoor:
+def make(tmp_path, **kw) -> MqttDoor:
     kw.setdefault("policy", policy_for(("ryan",), ("english",)))
-    return FrontDoor(tmp_path, discovery=lambda: [STOP_BUTTON], **kw)
+    return MqttDoor(tmp_path, discovery=lambda: [STOP_BUTTON], **kw)
 
 
 @pytest.fixture

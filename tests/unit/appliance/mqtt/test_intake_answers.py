@@ -1,6 +1,6 @@
 """Every inbound message gets its answer: ids kept, response topics checked, commands answered once done.
 
-The real intake hands over to the real announcer (tests/support/front_door.py); the answers to say,
+The real intake hands over to the real announcer (tests/support/mqtt_door.py); the answers to say,
 stop, volume/set and voice/set come from the announcer once it applied them, refusals from the intake.
 """
 
@@ -10,7 +10,7 @@ import json
 import logging
 
 import pytest
-from front_door import NOW, FrontDoor, events_in, only_event, policy_for, replay_spool
+from mqtt_door import NOW, MqttDoor, events_in, only_event, policy_for, replay_spool
 
 from qwen3tts.appliance.announcements.announcement import Cut
 from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Event, Reply
@@ -25,8 +25,8 @@ BASE = "qwen3tts/hall"
 STOP_BUTTON = DiscoveryConfig("button", "n", "stop", {"name": "Stop"})
 
 
-def make(tmp_path, **kw) -> FrontDoor:
-    return FrontDoor(tmp_path, discovery=lambda: [STOP_BUTTON], **kw)
+def make(tmp_path, **kw) -> MqttDoor:
+    return MqttDoor(tmp_path, discovery=lambda: [STOP_BUTTON], **kw)
 
 
 @pytest.fixture
@@ -185,7 +185,7 @@ def test_duplicate_memory_survives_a_restart_after_the_announcement_left_the_spo
     assert again.acks == [("again", [])]
 
 
-def spooled(door: FrontDoor, field: str) -> list:
+def spooled(door: MqttDoor, field: str) -> list:
     """`field` of every spooled announcement, in spool order."""
     directory = door.queue.spool.directory
     return [json.loads((directory / name).read_text())["announcement"][field] for name in door.spool_files()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from front_door import FrontDoor, events_in, policy_for
+from mqtt_door import MqttDoor, events_in, policy_for
 
 from qwen3tts.appliance.mqtt.hermes import HermesVoices
 from qwen3tts.appliance.mqtt.messages import Inbound
@@ -16,10 +16,10 @@ BASE = "qwen3tts/hall"
 ZONES = ("default", "porch", "attic")
 
 
-def door(tmp_path, finished: list | None = None) -> FrontDoor:
+def door(tmp_path, finished: list | None = None) -> MqttDoor:
     topics = Topics(BASE, hermes=True, hermes_satellites=("porch", "attic"), zone_base="qwen3tts/zone",
                     zones=ZONES)  # fmt: skip
-    front = FrontDoor(tmp_path, topics=topics, policy=policy_for(zones=ZONES), zones=ZONES)
+    front = MqttDoor(tmp_path, topics=topics, policy=policy_for(zones=ZONES), zones=ZONES)
     if finished is not None:
         front.intake.hermes.play_finished = lambda site, request: finished.append((site, request)) or True
     return front
@@ -61,7 +61,7 @@ def test_get_voices_is_answered_in_the_namespace_it_came_on_for_our_sites_only(t
     (answer,) = front.send(b'{"id": "v1", "siteId": "porch"}', "rhasspy/tts/getVoices")
     assert isinstance(answer, HermesVoices) and answer.topic(BASE) == "rhasspy/tts/voices"
     body = json.loads(answer.payload())
-    assert [v["voiceId"] for v in body["voices"]] == ["ryan", "vivian"]  # front_door's catalog
+    assert [v["voiceId"] for v in body["voices"]] == ["ryan", "vivian"]  # mqtt_door's catalog
     assert (body["id"], body["siteId"]) == ("v1", "porch")
     (answer,) = front.send(b"", "hermes/tts/getVoices")
     assert answer.topic(BASE) == "hermes/tts/voices" and json.loads(answer.payload())["siteId"] == "default"

@@ -1,9 +1,9 @@
-"""Language tags at the front door: model names and ISO 639-1 / BCP 47 tags (issue 13)."""
+"""Language tags at the door: model names and ISO 639-1 / BCP 47 tags (issue 13)."""
 
 from __future__ import annotations
 
 import pytest
-from front_door import FrontDoor, only_event, policy_for
+from mqtt_door import MqttDoor, only_event, policy_for
 
 from qwen3tts.errors import RequestError
 from qwen3tts.text import resolve_language
@@ -13,7 +13,7 @@ LANGUAGES = ("chinese", "english", "german", "japanese", "french", "spanish")
 
 @pytest.fixture
 def door(tmp_path):
-    return FrontDoor(tmp_path, policy=policy_for(("ryan",), LANGUAGES))
+    return MqttDoor(tmp_path, policy=policy_for(("ryan",), LANGUAGES))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from front_door import ZONE_SAY, FrontDoor, events_in, only_event, policy_for
+from mqtt_door import ZONE_SAY, MqttDoor, events_in, only_event, policy_for
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt.fields import MAX_ZONES
@@ -92,7 +92,7 @@ def test_a_message_on_a_zone_topic_is_for_that_zone_only():
 
 
 def test_through_the_intake_the_queued_event_names_the_zones_and_an_unknown_zone_is_rejected(tmp_path):
-    door = FrontDoor(tmp_path)  # one zone, `default`, with its zone topic
+    door = MqttDoor(tmp_path)  # one zone, `default`, with its zone topic
     queued = only_event(door.send(b"Mind the gap", ZONE_SAY, name="zoned"))
     assert queued.event == "queued" and queued.zones == ("default",)
     (ann,) = door.accepted()

@@ -48,7 +48,7 @@ def test_an_mqtt_announcement_and_an_http_request_batch_in_one_engine(daemon, mo
     service, url, wav_dir = daemon
     recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/event"])
     engine = service.runtime.engine
-    # One sentence each, so a decode step with two requests can only hold both front doors' requests.
+    # One sentence each, so a decode step with two requests can only hold both doors' requests.
     body = {"input": "Welcome to the store and have a nice day.", "voice": "vivian", "response_format": "pcm"}
     audio: list[bytes] = []
     http = threading.Thread(target=lambda: audio.append(httpx.post(f"{url}/v1/audio/speech", json=body,

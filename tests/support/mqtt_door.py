@@ -1,6 +1,6 @@
-"""The MQTT front door wired as the daemon wires it: the real Intake handing over to the real Announcer.
+"""The MQTT door wired as the daemon wires it: the real Intake handing over to the real Announcer.
 
-`FrontDoor` drives both on the test's thread, no threads and no sleeps: `send()` is one message through
+`MqttDoor` drives both on the test's thread, no threads and no sleeps: `send()` is one message through
 `Intake.handle()` followed by one `Announcer.turn()`, which applies the hand-over (spool, duplicate
 memory, ack, answer). Everything both publish is collected in order, the announcer's events turned into
 MQTT messages with `announcement_events()` as the service does. Nothing is synthesised: the engine (the
@@ -45,7 +45,7 @@ VOICES = ("ryan", "vivian")
 LANGUAGES = ("english", "german")
 ABSOLUTE_TOPICS = ("hermes/", "rhasspy/", "homeassistant/", "ha/", "qwen3tts/")
 ZONE_SAY = "qwen3tts/zone/default/say"
-"""The zone topic of the front door's one zone (`default`, the announcer's only playback)."""
+"""The zone topic of the door's one zone (`default`, the announcer's only playback)."""
 
 
 def policy_for(voices=VOICES, languages=LANGUAGES, **limits) -> AnnouncementPolicy:
@@ -113,7 +113,7 @@ class HeldPlayback:
                 TrackReader(track).finished(t, played_out=not track.is_cut)
 
 
-class FrontDoor:
+class MqttDoor:
     """Intake + announcer on one spool directory, driven one message and one turn at a time."""
 
     def __init__(

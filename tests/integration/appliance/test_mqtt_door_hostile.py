@@ -1,4 +1,4 @@
-"""The front door under hostile and sloppy input, against a real mosquitto (MQTT 5 and 3.1.1).
+"""The door under hostile and sloppy input, against a real mosquitto (MQTT 5 and 3.1.1).
 
 The runner (mqtt_intake_runner.py) runs the real intake and announcer workers; nothing is synthesised, so
 the first announcement plays (its `started` event is left out of the answers) and the rest wait.
@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from front_door import policy_for
 from hostile_corpus import ANSWERS, HERMES_SAY, payloads, topics
 from hypothesis import HealthCheck, given, settings
+from mqtt_door import policy_for
 from mqtt_intake_runner import IntakeRunner, spooled
 
 pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
