@@ -25,18 +25,19 @@ settings.load_profile("qwen3tts")
 
 @pytest.fixture(scope="session", autouse=True)
 def _state_and_cache_in_tmp(tmp_path_factory) -> Iterator[None]:
-    """Default paths (qwen3tts.paths) point into the session's tmp dir: no test writes into $HOME."""
+    """Default paths (qwen3tts.paths) point into the session's tmp dir: no test writes into $HOME, nor
+    into a developer's $XDG_RUNTIME_DIR (the ledger of ended spool files lives in the runtime directory)."""
     import os
 
-    saved = {
-        k: os.environ.get(k)
-        for k in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY")
-    }
+    names = ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "STATE_DIRECTORY", "CACHE_DIRECTORY")
+    saved = {k: os.environ.get(k) for k in (*names, "RUNTIME_DIRECTORY")}
     root = tmp_path_factory.mktemp("xdg")
     os.environ["XDG_STATE_HOME"] = str(root / "state")
     os.environ["XDG_CACHE_HOME"] = str(root / "cache")
-    os.environ.pop("STATE_DIRECTORY", None)
-    os.environ.pop("CACHE_DIRECTORY", None)
+    (root / "run").mkdir(mode=0o700)  # as the XDG spec wants it
+    os.environ["XDG_RUNTIME_DIR"] = str(root / "run")
+    for systemd in ("STATE_DIRECTORY", "CACHE_DIRECTORY", "RUNTIME_DIRECTORY"):
+        os.environ.pop(systemd, None)
     yield
     for key, value in saved.items():
         if value is None:
