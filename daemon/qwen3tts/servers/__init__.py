@@ -6,7 +6,7 @@ returns a `Servers` whose `.stop()` cancels every network request and closes the
 servers disabled (the default) there is no loop and no thread.
 
     offer.py    what a client may ask for: the bundle's voices and languages (the daemon's VoiceCatalog)
-    streams.py  StreamPool (validation, slots); refusals.py Busy and InvalidField; speech_stream.py
+    gateway.py  Gateway (validation, slots); refusals.py Busy and InvalidField; speech_stream.py
                 SpeechStream (one request: pieces -> engine handles); streamed_text.py turns Wyoming's
                 text chunks into sentences
     slots.py    the synthesis slots and the short queue Wyoming requests wait in for one
@@ -29,11 +29,11 @@ from contextlib import ExitStack
 
 from qwen3tts.errors import ConfigError
 from qwen3tts.servers.auth import check_http_bind, check_renderer_bind, check_wyoming_bind
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.limits import FileBudget
 from qwen3tts.servers.metrics import ApplianceFigures, ApplianceSource, ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.status_page import RecentEvents
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import Settings, read_http_token
 from qwen3tts.synthesis import TextOptions
 
@@ -45,10 +45,10 @@ STOP_TIMEOUT_S = 5.0
 
 class Servers:
     """The running servers: their loop thread (started with the first server), bound ports, metrics
-    and stream pool."""
+    and gateway."""
 
-    def __init__(self, pool: StreamPool, metrics: ServerMetrics):
-        self.pool = pool
+    def __init__(self, gateway: Gateway, metrics: ServerMetrics):
+        self.gateway = gateway
         self.metrics = metrics
         self.wyoming_port: int | None = None
         self.http_port: int | None = None
@@ -96,10 +96,10 @@ class Servers:
                 self._loop.call_soon_threadsafe(self._loop.stop)
                 self._thread.join(STOP_TIMEOUT_S)
             log.info("network servers closed")
-        self.pool.shutdown()
+        self.gateway.shutdown()
 
     async def _shutdown(self) -> None:
-        self.pool.close_all()
+        self.gateway.close_all()
         for close in reversed(self._closers):
             try:
                 await asyncio.wait_for(close(), STOP_TIMEOUT_S)
@@ -136,7 +136,7 @@ def start_servers(
                 "servers.renderer.enabled: this daemon has nowhere to play the renderer's media"
             )
     metrics = ServerMetrics(engine, metrics_source)
-    pool = StreamPool(
+    gateway = Gateway(
         engine,
         offer,
         metrics,
@@ -146,7 +146,7 @@ def start_servers(
         max_frames=settings.engine.max_frames,
         text=text or TextOptions(normalize=settings.text.normalize),
     )
-    servers = Servers(pool, metrics)
+    servers = Servers(gateway, metrics)
     with ExitStack() as undo:  # whatever fails on the way closes what was opened, then raises
         undo.callback(servers.stop)
         sockets = []
@@ -182,12 +182,12 @@ async def _start(servers: Servers, name: str, sock: socket.socket, token: str | 
     if name == "wyoming":
         from qwen3tts.servers.wyoming import start_wyoming
 
-        servers._closers.append(await start_wyoming(sock, servers.pool, config, files))
+        servers._closers.append(await start_wyoming(sock, servers.gateway, config, files))
         servers.wyoming_port = port
     else:
         from qwen3tts.servers.http import start_http
 
-        servers._closers.append(await start_http(sock, servers.pool, config, token, files, console))
+        servers._closers.append(await start_http(sock, servers.gateway, config, token, files, console))
         servers.http_port = port
     log.info("%s server listening on %s port %d", name, sock.getsockname()[0], port)
 

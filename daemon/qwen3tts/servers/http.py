@@ -27,17 +27,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from qwen3tts.servers.auth import bearer_ok
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.http_request import ApiError, read_json_body
 from qwen3tts.servers.http_speech import SpeechResponse, VoiceMap, open_speech
 from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
 from qwen3tts.servers.metrics import CONTENT_TYPE
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.text.checks import quote
 
 log = logging.getLogger(__name__)
 
 
-def build_app(pool: StreamPool, config, token: str | None, console=None) -> Starlette:
+def build_app(gateway: Gateway, config, token: str | None, console=None) -> Starlette:
     """The ASGI application for the `servers` settings `config`; `token` None means no authentication
     (loopback only, checked at start); `console` (status_page.StatusConsole) adds the status page."""
     voices = VoiceMap.from_settings(config.http.voice_map)
@@ -45,13 +45,13 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
     async def speech(request: Request) -> Response:
         try:
             body = await read_json_body(request, config.max_body_bytes, config.read_timeout_s)
-            order = open_speech(pool, voices, body)
+            order = open_speech(gateway, voices, body)
         except ApiError as exc:
             return exc.response()
-        return SpeechResponse(order, pool.offer.sample_rate, config.max_request_s)
+        return SpeechResponse(order, gateway.offer.sample_rate, config.max_request_s)
 
     async def voice_list(request: Request) -> Response:
-        offer = pool.offer
+        offer = gateway.offer
         return JSONResponse({
             "voices": [{"id": name, "name": name} for name in offer.voice_names],
             "aliases": voices.aliases,
@@ -61,9 +61,9 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
         })  # fmt: skip
 
     async def audio_voices(request: Request) -> Response:
-        return JSONResponse({"voices": [*pool.offer.voice_names, *voices.aliases]})
+        return JSONResponse({"voices": [*gateway.offer.voice_names, *voices.aliases]})
 
-    listed = model_list(pool.offer.name, int(time.time()))
+    listed = model_list(gateway.offer.name, int(time.time()))
 
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": listed})
@@ -76,11 +76,11 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
         return JSONResponse(found)
 
     async def healthz(request: Request) -> Response:
-        reasons = list(pool.metrics.figures().degraded)
+        reasons = list(gateway.metrics.figures().degraded)
         return JSONResponse({"status": "degraded" if reasons else "ready", "reasons": reasons})
 
     async def metrics(request: Request) -> Response:
-        return Response(pool.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(gateway.metrics.render(), media_type=CONTENT_TYPE)
 
     routes = [
         Route("/v1/audio/speech", speech, methods=["POST"]),
@@ -94,9 +94,9 @@ def build_app(pool: StreamPool, config, token: str | None, console=None) -> Star
     if console is not None and config.http.status_page:
         from qwen3tts.servers.status_page import status_routes
 
-        routes += status_routes(console, pool, config.max_body_bytes, config.read_timeout_s, token)
+        routes += status_routes(console, gateway, config.max_body_bytes, config.read_timeout_s, token)
     app = Starlette(routes=routes)
-    return _TokenAuth(app, token, pool) if token else app
+    return _TokenAuth(app, token, gateway) if token else app
 
 
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -114,15 +114,15 @@ class _TokenAuth:
     """ASGI wrapper: 401 unless `Authorization` carries the token, as `Bearer <token>` or as the
     password of HTTP Basic (compared in constant time). The page's paths ask a browser for Basic."""
 
-    def __init__(self, app, token: str, pool: StreamPool):
-        self.app, self.token, self.pool = app, token, pool
+    def __init__(self, app, token: str, gateway: Gateway):
+        self.app, self.token, self.gateway = app, token, gateway
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
             basic = f"Bearer {_basic_password(header)}"
             if not (bearer_ok(header, self.token) or bearer_ok(basic, self.token)):
-                self.pool.metrics.requests.labels("http", "unauthorized").inc()
+                self.gateway.metrics.requests.labels("http", "unauthorized").inc()
                 response = ApiError(401, "missing or wrong bearer token", None, "invalid_api_key").response()
                 page = scope["path"] == "/status" or scope["path"].startswith("/status/")
                 response.headers["WWW-Authenticate"] = 'Basic realm="qwen3tts"' if page else "Bearer"
@@ -142,7 +142,7 @@ def _basic_password(header: str) -> str:
         return ""
 
 
-async def start_http(sock, pool: StreamPool, config, token: str | None, files: FileBudget, console=None):
+async def start_http(sock, gateway: Gateway, config, token: str | None, files: FileBudget, console=None):
     """Serve the app with uvicorn on connections the Listener accepts from the bound `sock`; returns the
     coroutine function that stops it."""
     import uvicorn
@@ -150,7 +150,7 @@ async def start_http(sock, pool: StreamPool, config, token: str | None, files: F
     from qwen3tts.servers.http_guard import Connections, GuardedProtocol, refuse
 
     uv_config = uvicorn.Config(
-        build_app(pool, config, token, console),
+        build_app(gateway, config, token, console),
         http=GuardedProtocol, ws="none", lifespan="off", loop="none", log_config=None, access_log=False,
         server_header=False, timeout_graceful_shutdown=2, timeout_keep_alive=config.idle_timeout_s,
     )  # fmt: skip

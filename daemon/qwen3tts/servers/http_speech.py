@@ -28,11 +28,11 @@ from starlette.responses import StreamingResponse
 
 from qwen3tts.errors import ConfigError, RequestError
 from qwen3tts.servers.encoding import DEFAULT_FORMAT, FORMATS, AudioFormat, Encoder, EncoderError
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.http_request import ApiError
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.refusals import Busy, InvalidField
 from qwen3tts.servers.speech_stream import SpeechStream
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.tempo import MAX_SPEED, MIN_SPEED, TimeStretch
 from qwen3tts.text.checks import quote
 
@@ -91,7 +91,7 @@ class SpeechOrder:
     warnings: tuple[str, ...]
 
 
-def open_speech(pool: StreamPool, voices: VoiceMap, body: dict) -> SpeechOrder:
+def open_speech(gateway: Gateway, voices: VoiceMap, body: dict) -> SpeechOrder:
     """Check an OpenAI speech request and submit it; ApiError with the right status otherwise."""
     fmt = _format(body.get("response_format"))
     speed = _speed(body.get("speed", 1.0))
@@ -100,18 +100,18 @@ def open_speech(pool: StreamPool, voices: VoiceMap, body: dict) -> SpeechOrder:
     for key in ("model", "voice", "language", "instructions"):
         if body.get(key) is not None and not isinstance(body[key], str):
             raise ApiError(400, f"{key} must be a string", key)
-    voice, warnings = voices.resolve(pool.offer, body.get("voice"))
+    voice, warnings = voices.resolve(gateway.offer, body.get("voice"))
     instructions = (body.get("instructions") or "").strip() or None
-    if instructions and len(instructions) > pool.max_text_chars:
-        raise ApiError(400, f"instructions too long ({len(instructions)} characters > {pool.max_text_chars})",
-                       "instructions")  # fmt: skip
-    if instructions and not pool.offer.supports_instruct:
+    if instructions and len(instructions) > gateway.max_text_chars:
+        too_long = f"instructions too long ({len(instructions)} characters > {gateway.max_text_chars})"
+        raise ApiError(400, too_long, "instructions")
+    if instructions and not gateway.offer.supports_instruct:
         instructions, warnings = None, (*warnings, INSTRUCTIONS_IGNORED)
     ssml = body.get("ssml")
     if ssml is not None and not isinstance(ssml, bool):
         raise ApiError(400, "ssml must be true or false", "ssml")
     try:
-        stream = pool.open("http", body.get("input"), voice, body.get("language"), instructions, ssml)
+        stream = gateway.open("http", body.get("input"), voice, body.get("language"), instructions, ssml)
     except Busy as exc:
         raise ApiError(429, str(exc), None, "busy") from exc
     except InvalidField as exc:

@@ -1,11 +1,11 @@
 """One network request from open to close, streamed back as PCM on the servers' event loop.
 
-A `SpeechStream` holds the request's validated voice, language and instruct (the pool checked them,
-streams.py), the pieces of text not yet submitted, the engine handle of the piece being synthesised,
+A `SpeechStream` holds the request's validated voice, language and instruct (the gateway checked them,
+gateway.py), the pieces of text not yet submitted, the engine handle of the piece being synthesised,
 and its figures. Text is split by the same function as an announcement's and submitted one piece at a
 time at BACKGROUND_RANK: below every announcement, so an emergency preempts it and the speaker never
 queues behind a network client. Audio goes back to the caller only. Closing a stream (client gone,
-error, shutdown) cancels its engine request at once and gives its slot back to the pool.
+error, shutdown) cancels its engine request at once and gives its slot back to the gateway.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from qwen3tts.text import Piece
 log = logging.getLogger(__name__)
 
 
-class Pool(Protocol):
-    """What a stream uses of the pool that opened it (streams.py's StreamPool)."""
+class GatewayView(Protocol):
+    """What a stream uses of the gateway that opened it (gateway.py)."""
 
     engine: Any
     offer: Offer
@@ -50,9 +50,9 @@ class Pool(Protocol):
 class SpeechStream:
     """One network request: its voice fields, its pieces, the engine handle of the one being synthesised."""
 
-    def __init__(self, pool: Pool, stream_id: str, server: str, voice: str | None, language: str,
+    def __init__(self, gateway: GatewayView, stream_id: str, server: str, voice: str | None, language: str,
                  instruct: str | None):  # fmt: skip
-        self.pool = pool
+        self.gateway = gateway
         self.id = stream_id
         self.server = server
         self.voice = voice
@@ -73,14 +73,14 @@ class SpeechStream:
 
     def say(self, text: str, ssml: bool | None = None) -> None:
         """Queue the pieces of `text`; the first is submitted now if nothing runs (errors raise here)."""
-        self._pending += read_pieces(text, self.language, self.pool.text, ssml=ssml, chimes=())[0]
+        self._pending += read_pieces(text, self.language, self.gateway.text, ssml=ssml, chimes=())[0]
         if self._piece is None:
             self._submit_next()
 
     def feed(self, chunk: str) -> list[str]:
         """Streamed text in: the sentences it completes (streamed_text.py). Past `max_text_chars` in all the
         stream is closed as rejected and RequestError raised, once."""
-        limit = self.pool.max_text_chars
+        limit = self.gateway.max_text_chars
         if self.streamed.chars + len(chunk) > limit:
             self.streamed.chars += len(chunk)
             if self.outcome is None:
@@ -107,13 +107,13 @@ class SpeechStream:
             f"{self.id}.{self._num_pieces}",
             piece.normalized,
             language=piece.language or self.language,
-            voice=self.pool.offer.catalog.resolve(piece.voice) if piece.voice else self.voice,
+            voice=self.gateway.offer.catalog.resolve(piece.voice) if piece.voice else self.voice,
             instruct=self.instruct,
             rank=BACKGROUND_RANK,
-            max_frames=self.pool.max_frames,
-            voices=self.pool.offer.catalog,
+            max_frames=self.gateway.max_frames,
+            voices=self.gateway.offer.catalog,
         )
-        self._handle = self.pool.engine.submit(request)  # raises RequestError on bad input
+        self._handle = self.gateway.engine.submit(request)  # raises RequestError on bad input
         self._num_pieces += 1
         return True
 
@@ -128,7 +128,9 @@ class SpeechStream:
             if piece.silence_before_ms:
                 yield self._silence(piece.silence_before_ms)
             if handle is not None:
-                stretch = TimeStretch(piece.rate, self.pool.offer.sample_rate) if piece.rate != 1.0 else None
+                stretch = (
+                    TimeStretch(piece.rate, self.gateway.offer.sample_rate) if piece.rate != 1.0 else None
+                )
                 try:
                     async for chunk in self._speech(handle, stretch):
                         yield chunk
@@ -152,7 +154,7 @@ class SpeechStream:
         chunks = iter(handle)
         while True:
             try:
-                chunk = await loop.run_in_executor(self.pool.executor, next, chunks, None)
+                chunk = await loop.run_in_executor(self.gateway.executor, next, chunks, None)
             except asyncio.CancelledError:
                 handle.cancel()  # the client went away: do not finish the piece
                 raise
@@ -168,7 +170,7 @@ class SpeechStream:
             yield tail
 
     def _silence(self, milliseconds: int) -> np.ndarray:
-        silence = np.zeros(milliseconds * self.pool.offer.sample_rate // 1000, np.float32)
+        silence = np.zeros(milliseconds * self.gateway.offer.sample_rate // 1000, np.float32)
         self._count(silence)
         return silence
 
@@ -176,7 +178,7 @@ class SpeechStream:
         if self._first_audio is None:
             self._first_audio = time.perf_counter()
             waited = self._first_audio - self._started
-            self.pool.metrics.time_to_first_audio.labels(self.server).observe(waited)
+            self.gateway.metrics.time_to_first_audio.labels(self.server).observe(waited)
             log.info("%s: first audio after %.0f ms", self.id, 1000 * waited)
         self._num_samples += chunk.size
 
@@ -187,10 +189,10 @@ class SpeechStream:
         handle, self._handle, self._pending, self._piece = self._handle, None, [], None
         cancelled = handle is not None and handle.cancel()
         self.outcome = outcome or ("cancelled" if cancelled else "ok")
-        metrics = self.pool.metrics
+        metrics = self.gateway.metrics
         metrics.requests.labels(self.server, self.outcome).inc()
-        audio_s = self._num_samples / self.pool.offer.sample_rate
+        audio_s = self._num_samples / self.gateway.offer.sample_rate
         if self.outcome == "ok" and audio_s > 0:
             metrics.rtf.labels(self.server).observe((time.perf_counter() - self._started) / audio_s)
-        self.pool.released(self)
+        self.gateway.released(self)
         log.info("%s: %s (%d pieces, %.2f s audio)", self.id, self.outcome, self._num_pieces, audio_s)

@@ -79,9 +79,9 @@ class RecentEvents:
             return list(self._events)
 
 
-def status_routes(console: StatusConsole, pool, max_body_bytes: int, read_timeout_s: float,
+def status_routes(console: StatusConsole, gateway, max_body_bytes: int, read_timeout_s: float,
                   token: str | None) -> list:  # fmt: skip
-    """The page's routes over `console`; `pool` gives the voices and the text limit."""
+    """The page's routes over `console`; `gateway` gives the voices and the text limit."""
 
     async def page(request: Request) -> Response:
         name, media_type = PAGE_FILES[request.url.path.removeprefix("/status")]
@@ -90,7 +90,7 @@ def status_routes(console: StatusConsole, pool, max_body_bytes: int, read_timeou
         return Response(body, media_type=media_type, headers=headers)
 
     async def state(request: Request) -> Response:
-        offer = pool.offer
+        offer = gateway.offer
         return JSONResponse({
             "status": console.console_status(), "events": console.recent_events(),
             "voices": list(offer.voice_names), "default_voice": offer.resolve_voice(None),
@@ -101,7 +101,7 @@ def status_routes(console: StatusConsole, pool, max_body_bytes: int, read_timeou
         try:
             _check_same_site(request, token)
             body = await read_json_body(request, max_body_bytes, read_timeout_s)
-            text, voice, priority = _announcement(body, pool, console.priorities)
+            text, voice, priority = _announcement(body, gateway, console.priorities)
             return JSONResponse({"id": console.announce(text, voice, priority)})
         except RequestError as exc:
             return ApiError(400, str(exc), None, "rejected").response()
@@ -136,11 +136,11 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
-def _announcement(body: dict, pool, priorities: tuple[str, ...]) -> tuple[str, str | None, str]:
+def _announcement(body: dict, gateway, priorities: tuple[str, ...]) -> tuple[str, str | None, str]:
     text, voice, level = body.get("text"), body.get("voice") or None, body.get("priority") or "normal"
     if not isinstance(text, str):
         raise ApiError(400, "text must be a string", "text")
-    text = checked_text(text, pool.max_text_chars)
+    text = checked_text(text, gateway.max_text_chars)
     if voice is not None and not isinstance(voice, str):
         raise ApiError(400, "voice must be a string", "voice")
     if level not in priorities:

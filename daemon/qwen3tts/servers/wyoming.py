@@ -19,8 +19,8 @@ import socket
 from wyoming.error import Error
 from wyoming.event import write_event
 
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.limits import ConnectionGate, FileBudget, Listener
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.servers.wyoming_connection import WyomingHandler
 from qwen3tts.servers.wyoming_info import wyoming_info
 from qwen3tts.servers.wyoming_zeroconf import ZeroconfAdvert, instance_name
@@ -37,7 +37,7 @@ def _refuse(conn: socket.socket, reason: str) -> None:
     conn.send(wire.getvalue())
 
 
-async def start_wyoming(sock: socket.socket, pool: StreamPool, config: ServersSettings, files: FileBudget):
+async def start_wyoming(sock: socket.socket, gateway: Gateway, config: ServersSettings, files: FileBudget):
     """Serve Wyoming on an already bound socket with the `servers` settings `config`; returns the
     coroutine function that stops it (the socket is bound by the caller, so a busy port fails at start)."""
     handlers: set[WyomingHandler] = set()
@@ -45,7 +45,7 @@ async def start_wyoming(sock: socket.socket, pool: StreamPool, config: ServersSe
     async def connected(conn: socket.socket, client: str) -> None:
         reader, writer = await asyncio.open_connection(sock=conn, limit=config.max_body_bytes)
         # The info is built per connection: the registered voices may have changed on SIGHUP.
-        handler = WyomingHandler(reader, writer, pool, wyoming_info(pool.offer).event(), config, client)
+        handler = WyomingHandler(reader, writer, gateway, wyoming_info(gateway.offer).event(), config, client)
         handlers.add(handler)
         try:
             await handler.run()

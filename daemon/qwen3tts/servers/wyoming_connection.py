@@ -5,7 +5,7 @@ codes and the close). Home Assistant's client reads until audio-stop or EOF and 
 events, so a socket left open would hang it; wyoming-piper closes too. An event the server does not
 take at that point is such an error too. A client that reads nothing for the write timeout is dropped
 without one. Events are read while audio is written: a client that leaves cancels its engine requests
-at once; every slot is released. A request that finds every slot taken waits for one in the pool's
+at once; every slot is released. A request that finds every slot taken waits for one in the gateway's
 short queue (slots.py).
 """
 
@@ -23,10 +23,10 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from qwen3tts.errors import RequestError
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.pcm import CHANNELS, SAMPLE_WIDTH, to_s16le
 from qwen3tts.servers.refusals import InvalidField
 from qwen3tts.servers.speech_stream import SpeechStream
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.servers.wyoming_endings import (
     GONE,
     STALLED,
@@ -56,10 +56,10 @@ Work = Callable[[], Awaitable[None]]
 class WyomingHandler(AsyncEventHandler):
     """One client connection: a reader task (events in), a worker task (audio out, in order), one ending."""
 
-    def __init__(self, reader, writer, pool: StreamPool, info_event: Event, limits: ServersSettings,
+    def __init__(self, reader, writer, gateway: Gateway, info_event: Event, limits: ServersSettings,
                  client: str = "?"):  # fmt: skip
         super().__init__(reader, writer)
-        self.pool = pool
+        self.gateway = gateway
         self.info_event = info_event
         self.limits = limits
         self.max_bytes = limits.max_body_bytes
@@ -145,7 +145,7 @@ class WyomingHandler(AsyncEventHandler):
         elif SynthesizeStart.is_type(kind) and self._streaming is None:
             name, language = voice_fields(data)
             slot = await self._wait_for_slot()
-            self._streaming = self._opened(self.pool.open_stream("wyoming", name, language, slot=slot))
+            self._streaming = self._opened(self.gateway.open_stream("wyoming", name, language, slot=slot))
         elif SynthesizeChunk.is_type(kind) and self._streaming is not None:
             self._stream_chunk(self._streaming, text_field(data, kind))
         elif SynthesizeStop.is_type(kind) and self._streaming is not None:
@@ -159,18 +159,18 @@ class WyomingHandler(AsyncEventHandler):
 
     async def _synthesize(self, text: str, name: str | None, language: str | None) -> None:
         if text.strip() and not speakable(text):
-            self.pool.metrics.requests.labels("wyoming", "rejected").inc()
+            self.gateway.metrics.requests.labels("wyoming", "rejected").inc()
             raise InvalidField("text", "text has nothing to speak (only white space or invisible characters)")
         slot = await self._wait_for_slot()
-        stream = self._opened(self.pool.open("wyoming", text, name, language, slot=slot))
+        stream = self._opened(self.gateway.open("wyoming", text, name, language, slot=slot))
         self._work.put_nowait(lambda: self._speak(stream, close=True))
 
     async def _wait_for_slot(self) -> bool:
-        """True once this request holds a slot it waited for in the pool's short queue (Busy when it is
+        """True once this request holds a slot it waited for in the gateway's short queue (Busy when it is
         full or `max_request_s` passes); False when one is free now (opening takes it)."""
-        if self.pool.slots.free:
+        if self.gateway.slots.free:
             return False
-        await self.pool.wait_for_slot("wyoming", self.limits.max_request_s)
+        await self.gateway.wait_for_slot("wyoming", self.limits.max_request_s)
         return True
 
     def _stream_chunk(self, stream: SpeechStream, text: str) -> None:
@@ -230,7 +230,7 @@ class WyomingHandler(AsyncEventHandler):
         A request of its own (`close`) frees its slot before audio-stop, so a client that asks again as
         soon as it has read audio-stop is never refused as busy by its own last request.
         """
-        rate = self.pool.offer.sample_rate
+        rate = self.gateway.offer.sample_rate
         try:
             await self.write_event(AudioStart(rate=rate, width=SAMPLE_WIDTH, channels=CHANNELS).event())
             async for pcm in stream.pcm():

@@ -73,7 +73,7 @@ def test_models_lists_the_bundle_and_openai_speech_models_in_openai_shape(runnin
         assert set(entry) == {"id", "object", "created", "owned_by"} and entry["object"] == "model"
         assert isinstance(entry["created"], int) and entry["created"] > 1_700_000_000
     listed = [model.id for model in client_for(running).models.list()]
-    assert listed == [running.servers.pool.offer.name, "tts-1", "tts-1-hd", "gpt-4o-mini-tts"]
+    assert listed == [running.servers.gateway.offer.name, "tts-1", "tts-1-hd", "gpt-4o-mini-tts"]
     assert client_for(running).models.retrieve("tts-1-hd").owned_by == "qwen3tts"
     with pytest.raises(openai.NotFoundError):
         client_for(running).models.retrieve("whisper-1")

@@ -51,9 +51,9 @@ def test_mqtt_announcements_play_while_http_is_saturated(daemon, mosquitto, reco
     service, port, wav_dir = daemon
     held = [stalled_speech(port) for _ in range(2)]  # both network slots, never read
     deadline = time.monotonic() + 30
-    while service.servers.pool.streams.__len__() < 2 and time.monotonic() < deadline:
+    while service.servers.gateway.streams.__len__() < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(service.servers.pool.streams) == 2
+    assert len(service.servers.gateway.streams) == 2
     sources = [f"127.0.0.{n}" for n in range(2, 12)]
     held += [idle_connection(port, source) for source in sources for _ in range(4)]  # 40 > the cap of 16
     recorder = recorder_factory(mosquitto, [f"qwen3tts/{SITE}/event"])
@@ -69,7 +69,7 @@ def test_mqtt_announcements_play_while_http_is_saturated(daemon, mosquitto, reco
     for sock in held:
         sock.close()
     deadline = time.monotonic() + 30
-    while (service.servers.pool.streams or _open(service)) and time.monotonic() < deadline:
+    while (service.servers.gateway.streams or _open(service)) and time.monotonic() < deadline:
         time.sleep(0.05)
     ok = httpx.post(f"http://127.0.0.1:{port}/v1/audio/speech", json={"input": "Back again."}, timeout=60)
     assert ok.status_code == 200 and ok.content

@@ -75,7 +75,7 @@ def test_a_request_that_finds_every_slot_taken_waits_its_turn(fake_serve):
     port = running.servers.wyoming_port
 
     async def waiting() -> int:
-        return running.servers.pool.slots.waiting
+        return running.servers.gateway.slots.waiting
 
     async def third_while_one_holds_and_one_waits():
         holder = await asyncio.open_connection("127.0.0.1", port)  # an open text stream holds the slot

@@ -146,7 +146,7 @@ def test_a_client_that_hangs_up_ends_every_request_it_opened_not_only_the_one_pl
         assert handle.status is SequenceStatus.FINISHED_CANCELLED
 
     async def open_streams() -> int:  # runs on the servers' loop, after the closes that cancelled them
-        return len(running.servers.pool.streams)
+        return len(running.servers.gateway.streams)
 
     assert running.servers.call(open_streams(), timeout=10) == 0
 

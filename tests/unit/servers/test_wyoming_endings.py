@@ -4,7 +4,7 @@ directly; the same codes over a real socket are tests/integration/servers/test_w
 import pytest
 
 from qwen3tts.errors import RequestError
-from qwen3tts.servers.streams import Busy, InvalidField
+from qwen3tts.servers.gateway import Busy, InvalidField
 from qwen3tts.servers.wyoming_endings import GONE, STALLED, error_code, failed, unexpected
 
 

@@ -1,10 +1,10 @@
-"""Network requests -> the shared engine: the `StreamPool` validates a request and opens its stream.
+"""Network requests -> the shared engine: the `Gateway` validates a request and opens its stream.
 
 A request's text is validated like an announcement's (length, voice, language) before any engine work;
-a refused field is InvalidField, a request with no slot Busy (refusals.py). The pool holds the slots
+a refused field is InvalidField, a request with no slot Busy (refusals.py). The gateway holds the slots
 (slots.py): at most `max_concurrent_requests` streams exist; one more is refused as Busy, or (Wyoming)
 waits in a short queue for one first. Each open request is one `SpeechStream` (speech_stream.py). Both
-live on the servers' event loop thread; blocking waits on engine handles run in the pool's executor
+live on the servers' event loop thread; blocking waits on engine handles run in the gateway's executor
 threads.
 """
 
@@ -22,7 +22,7 @@ from qwen3tts.servers.speech_stream import SpeechStream
 from qwen3tts.synthesis import TextOptions, checked_speech
 
 
-class StreamPool:
+class Gateway:
     """The request slots, the validation and the engine hand-off shared by the Wyoming and HTTP servers."""
 
     def __init__(

@@ -12,10 +12,10 @@ from qwen3tts.engine.config import EngineConfig
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import SequenceStatus
 from qwen3tts.errors import RequestError
+from qwen3tts.servers.gateway import Gateway
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.refusals import Busy, InvalidField
-from qwen3tts.servers.streams import StreamPool
 from qwen3tts.settings import VoiceSettings
 from qwen3tts.synthesis import BACKGROUND_RANK
 from qwen3tts.voices.catalog import VoiceCatalog, VoiceChoice
@@ -25,7 +25,7 @@ SPEC = SimpleNamespace(speakers=("vivian", "ryan", "nobody"), languages=("englis
 
 
 @pytest.fixture
-def pool():
+def gateway():
     engine = Engine(
         FakeRunner(eos_at=1000), fake_prompt_builder(), EngineConfig(first_chunk_frames=1, chunk_frames=2)
     )
@@ -41,12 +41,12 @@ def pool():
     engine.start()
     defaults = Offer.from_spec("fake", SPEC, VoiceSettings()).defaults
     offer = Offer("fake", VoiceCatalog(SPEC.speakers, SPEC.languages), defaults, SAMPLES_PER_FRAME * 12)
-    pool = StreamPool(
+    gateway = Gateway(
         engine, offer, ServerMetrics(engine), max_concurrent=2, max_text_chars=200, max_frames=40
     )
-    pool.submitted, pool.handles = submitted, handles
-    yield pool
-    pool.shutdown()
+    gateway.submitted, gateway.handles = submitted, handles
+    yield gateway
+    gateway.shutdown()
     engine.stop()
 
 
@@ -57,23 +57,23 @@ def collect(stream) -> np.ndarray:
     return np.concatenate(asyncio.run(run()))
 
 
-def outcome_count(pool, server: str, outcome: str) -> float:
+def outcome_count(gateway, server: str, outcome: str) -> float:
     labels = {"server": server, "outcome": outcome}
-    return pool.metrics.registry.get_sample_value("qwen3tts_network_requests_total", labels)
+    return gateway.metrics.registry.get_sample_value("qwen3tts_network_requests_total", labels)
 
 
-def test_pieces_go_to_the_engine_one_at_a_time_below_every_announcement(pool):
-    stream = pool.open("http", "First sentence here. And the second one.", "Ryan", "en")
-    assert len(pool.submitted) == 1  # the first piece is submitted at open, the next when it ends
+def test_pieces_go_to_the_engine_one_at_a_time_below_every_announcement(gateway):
+    stream = gateway.open("http", "First sentence here. And the second one.", "Ryan", "en")
+    assert len(gateway.submitted) == 1  # the first piece is submitted at open, the next when it ends
     pcm = collect(stream)
     stream.close()
-    assert [r.text for r in pool.submitted] == ["First sentence here.", "And the second one."]
-    assert {(r.speaker, r.language, r.rank, r.urgent) for r in pool.submitted} == {
+    assert [r.text for r in gateway.submitted] == ["First sentence here.", "And the second one."]
+    assert {(r.speaker, r.language, r.rank, r.urgent) for r in gateway.submitted} == {
         ("ryan", "english", BACKGROUND_RANK, False)
     }
     assert min(level.rank for level in ANNOUNCEMENT_LEVELS) > BACKGROUND_RANK
     assert pcm.size > 0 and stream.outcome == "ok"
-    assert outcome_count(pool, "http", "ok") == 1
+    assert outcome_count(gateway, "http", "ok") == 1
 
 
 @pytest.mark.parametrize(
@@ -81,60 +81,62 @@ def test_pieces_go_to_the_engine_one_at_a_time_below_every_announcement(pool):
     [("", None, None, "text"), (None, None, None, "text"), ("x" * 201, None, None, "text"),
      ("Hi.", "alloy", None, "voice"), ("Hi.", None, "xx", "language"), ("Hi.", None, "fr", "language")],
 )  # fmt: skip
-def test_bad_input_is_refused_naming_the_field_before_the_engine_sees_it(pool, text, voice, language, field):
+def test_bad_input_is_refused_naming_the_field_before_the_engine_sees_it(
+    gateway, text, voice, language, field
+):
     with pytest.raises(InvalidField) as refused:
-        pool.open("wyoming", text, voice, language)
+        gateway.open("wyoming", text, voice, language)
     assert refused.value.field == field
-    assert pool.submitted == [] and pool.streams == set()
-    assert outcome_count(pool, "wyoming", "rejected") == 1  # counted once, by the pool, for both doors
+    assert gateway.submitted == [] and gateway.streams == set()
+    assert outcome_count(gateway, "wyoming", "rejected") == 1  # counted once, by the gateway, for both doors
 
 
-def test_one_request_more_than_the_slots_is_busy_and_a_closed_one_frees_its_slot(pool):
+def test_one_request_more_than_the_slots_is_busy_and_a_closed_one_frees_its_slot(gateway):
     text = "A sentence that runs for a while."
-    first, second = pool.open("http", text), pool.open_stream("wyoming")
+    first, second = gateway.open("http", text), gateway.open_stream("wyoming")
     with pytest.raises(Busy):
-        pool.open("http", text)
+        gateway.open("http", text)
     first.close()
-    pool.open("http", text).close()
+    gateway.open("http", text).close()
     second.close()
-    assert pool.streams == set() and outcome_count(pool, "http", "busy") == 1
+    assert gateway.streams == set() and outcome_count(gateway, "http", "busy") == 1
 
 
-def test_closing_a_stream_cancels_its_engine_request_at_once(pool):
-    stream = pool.open("http", "A sentence that runs for a while.")
+def test_closing_a_stream_cancels_its_engine_request_at_once(gateway):
+    stream = gateway.open("http", "A sentence that runs for a while.")
     stream.close()
-    [handle] = pool.handles
+    [handle] = gateway.handles
     assert handle.wait(5) and handle.status is SequenceStatus.FINISHED_CANCELLED
-    assert stream.outcome == "cancelled" and pool.streams == set()
+    assert stream.outcome == "cancelled" and gateway.streams == set()
 
 
-def test_closing_every_stream_at_shutdown_ends_a_stream_being_read(pool):
-    stream = pool.open("http", "A long first sentence is running now. And a second one waits its turn.")
+def test_closing_every_stream_at_shutdown_ends_a_stream_being_read(gateway):
+    stream = gateway.open("http", "A long first sentence is running now. And a second one waits its turn.")
 
     async def read_then_shut_down():
         chunks = []
         async for chunk in stream.pcm():
             chunks.append(chunk)
-            pool.close_all()
+            gateway.close_all()
         return chunks
 
     assert len(asyncio.run(read_then_shut_down())) == 1  # no more pieces once cancelled from outside
-    assert len(pool.submitted) == 1 and stream.outcome == "cancelled"
+    assert len(gateway.submitted) == 1 and stream.outcome == "cancelled"
 
 
-def test_a_request_the_engine_refuses_at_submit_frees_its_slot_and_counts_once(pool):
+def test_a_request_the_engine_refuses_at_submit_frees_its_slot_and_counts_once(gateway):
     with pytest.raises(RequestError, match="unknown speaker") as refused:
-        pool.open("http", "Hi there.", "nobody")
+        gateway.open("http", "Hi there.", "nobody")
     assert not isinstance(refused.value, InvalidField)
-    assert pool.streams == set()
-    assert outcome_count(pool, "http", "rejected") == 1
+    assert gateway.streams == set()
+    assert outcome_count(gateway, "http", "rejected") == 1
 
 
-def test_the_default_instruct_and_a_registered_voice_reach_the_engine_never_as_a_path(pool):
-    pool.offer.catalog.set_registered({"Anna": VoiceChoice(ref_audio="voice:anna")}, {})
-    stream = pool.open("wyoming", "Hello there.", "anna", "en")
+def test_the_default_instruct_and_a_registered_voice_reach_the_engine_never_as_a_path(gateway):
+    gateway.offer.catalog.set_registered({"Anna": VoiceChoice(ref_audio="voice:anna")}, {})
+    stream = gateway.open("wyoming", "Hello there.", "anna", "en")
     assert collect(stream).size > 0
     stream.close()
-    assert [(r.speaker, r.ref_audio) for r in pool.submitted] == [(None, "voice:anna")]
+    assert [(r.speaker, r.ref_audio) for r in gateway.submitted] == [(None, "voice:anna")]
     with pytest.raises(InvalidField, match="unknown voice"):
-        pool.open("wyoming", "Hello there.", "/etc/passwd", "en")
+        gateway.open("wyoming", "Hello there.", "/etc/passwd", "en")
