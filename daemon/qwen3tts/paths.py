@@ -38,7 +38,7 @@ def snapcast_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def ducking_restore_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """What zones must raise again after a crash left them ducked (zones/ducking.py): <state>/ducking."""
+    """What zones must raise again after a crash left them ducked (zones/ducking/): <state>/ducking."""
     return state_dir(environ) / "ducking"
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.hermes import HermesPlayBytes
-from qwen3tts.appliance.zones.duck_setup import zone_duckings
+from qwen3tts.appliance.zones.ducking.backends import zone_duckings
 from qwen3tts.appliance.zones.hermes_satellite import SatelliteWaits
 from qwen3tts.appliance.zones.outputs import open_zone_sinks, satellite_sinks, zone_loudness
 from qwen3tts.paths import ducking_restore_dir, snapcast_restore_dir

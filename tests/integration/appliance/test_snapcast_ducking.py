@@ -21,8 +21,8 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.sinks import WavSink
 from qwen3tts.appliance.audio.track import Track
-from qwen3tts.appliance.zones.duck_snapcast import SnapcastDuck, client_volumes
-from qwen3tts.appliance.zones.ducking import ZoneDucking
+from qwen3tts.appliance.zones.ducking.snapcast import SnapcastDuck, client_volumes
+from qwen3tts.appliance.zones.ducking.zone_ducking import ZoneDucking
 from qwen3tts.appliance.zones.snapcast_rpc import SnapcastControl
 from qwen3tts.settings import AudioSettings, DuckingSettings, SnapcastDuckSettings
 

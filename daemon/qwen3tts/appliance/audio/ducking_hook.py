@@ -1,4 +1,4 @@
-"""What a zone's playback calls around each track to lower the zone's other audio (zones/ducking.py)."""
+"""What a zone's playback calls around each track to lower the zone's other audio (zones/ducking/)."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ class Playback:
         """The zone this playback is the audio thread of: the reader it plays each track through."""
         self.sink = sink
         self.ducking = ducking
-        """What this zone lowers while a track plays (zones/ducking.py); None lowers nothing."""
+        """What this zone lowers while a track plays (zones/ducking/zone_ducking.py); None lowers nothing."""
         self.loudness = loudness
         """This zone's loudness target (None: played at the level the track and the chimes have)."""
         self.chimes = chimes.levelled(loudness)

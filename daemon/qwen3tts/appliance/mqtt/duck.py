@@ -1,4 +1,4 @@
-"""The `duck` / `unduck` message of a zone (zones/duck_mqtt.py decides when; docs/mqtt.md, "Ducking").
+"""The `duck` / `unduck` message of a zone (zones/ducking/mqtt.py decides when; docs/mqtt.md, "Ducking").
 
 On an absolute topic the operator configured (`zones[].ducking.mqtt_topic`), QoS 1, never retained: a
 late subscriber must not duck a room for an announcement that is long over. JSON: `{"action": "duck",

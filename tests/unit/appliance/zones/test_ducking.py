@@ -17,9 +17,9 @@ from audio_fakes import FakeSink
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.audio.track import HowToPlay, Track
-from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck, Amixer, parse_playback
-from qwen3tts.appliance.zones.duck_mqtt import MqttDuck
-from qwen3tts.appliance.zones.ducking import DuckError, ZoneDucking, ramp_steps
+from qwen3tts.appliance.zones.ducking.alsa import AlsaMixerDuck, Amixer, parse_playback
+from qwen3tts.appliance.zones.ducking.mqtt import MqttDuck
+from qwen3tts.appliance.zones.ducking.zone_ducking import DuckError, ZoneDucking, ramp_steps
 from qwen3tts.errors import AudioError
 from qwen3tts.settings import AlsaMixerDuckSettings, AudioSettings, DuckingSettings
 

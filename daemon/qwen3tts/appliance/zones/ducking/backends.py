@@ -1,13 +1,13 @@
-"""Each zone's ducking, from its settings: the backends its `ducking` section names (zones/ducking.py)."""
+"""Each zone's ducking, from its settings: the backends its `ducking` section names (zone_ducking.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from qwen3tts.appliance.zones.duck_alsa import AlsaMixerDuck
-from qwen3tts.appliance.zones.duck_mqtt import MqttDuck, Publish
-from qwen3tts.appliance.zones.duck_snapcast import SnapcastDuck
-from qwen3tts.appliance.zones.ducking import DuckBackend, ZoneDucking
+from qwen3tts.appliance.zones.ducking.alsa import AlsaMixerDuck
+from qwen3tts.appliance.zones.ducking.mqtt import MqttDuck, Publish
+from qwen3tts.appliance.zones.ducking.snapcast import SnapcastDuck
+from qwen3tts.appliance.zones.ducking.zone_ducking import DuckBackend, ZoneDucking
 from qwen3tts.settings import Settings, ZoneSettings
 
 

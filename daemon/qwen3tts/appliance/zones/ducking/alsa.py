@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Protocol
 
-from qwen3tts.appliance.zones.ducking import DuckError
+from qwen3tts.appliance.zones.ducking.zone_ducking import DuckError
 from qwen3tts.appliance.zones.restore import RestoreRecord
 from qwen3tts.settings import AlsaMixerDuckSettings
 

@@ -14,7 +14,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from qwen3tts.appliance.zones.ducking import DuckError
+from qwen3tts.appliance.zones.ducking.zone_ducking import DuckError
 from qwen3tts.appliance.zones.restore import RestoreRecord
 from qwen3tts.appliance.zones.snapcast_rpc import SnapcastControl, SnapcastError, SnapcastRefused
 from qwen3tts.settings import SnapcastDuckSettings

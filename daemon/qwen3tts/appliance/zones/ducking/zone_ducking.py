@@ -5,9 +5,9 @@ chime starts on lowered music; it calls `unduck(id)` after the last sample was h
 barge-in, a cancel or a failed output raise it too. The ramps are driven here, in steps of `STEP_S`, the
 same for every backend. When the next track is already waiting as one ends (a barge-in), the zone stays
 lowered and the next track's duck takes over without ramps (`hand_over`), so an emergency is not kept
-waiting for the music to swell and fall again. The backends: an MQTT message (duck_mqtt.py; the listener
-ramps itself, the message says how long), the volume of Snapcast clients (duck_snapcast.py), an ALSA
-mixer control (duck_alsa.py).
+waiting for the music to swell and fall again. The backends: an MQTT message (mqtt.py; the listener
+ramps itself, the message says how long), the volume of Snapcast clients (snapcast.py), an ALSA
+mixer control (alsa.py).
 
 Each backend writes what it lowers into a restore record (zones/restore.py) before it lowers anything,
 and forgets it once it is back, so a crash of ours leaves the record behind and `recover()` (the audio

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from qwen3tts.appliance.zones.ducking import DuckError
+from qwen3tts.appliance.zones.ducking.zone_ducking import DuckError
 from qwen3tts.appliance.zones.restore import RestoreRecord
 
 Publish = Callable[..., bool]
