@@ -80,11 +80,16 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     weights = manifest.precision.get("code_predictor", "unknown")
     fused = choose_fused_code_predictor(devices, isa, prefs, available, weights)
     native_talker = choose_native_talker(devices, isa, prefs, available)
-    talker = f"plugin+op {isa}" if "talker" in op.components else "plugin"
+    talker, why = "plugin", op.why
+    talker_weights = manifest.precision.get("talker", "unknown")
+    if "talker" in op.components and talker_weights == "int8":
+        talker = f"plugin+op {isa}"
+    elif "talker" in op.components:  # the op replaces INT8 MatMuls only (runtime/native.py)
+        why = f"{op.why}; the talker's weights are {talker_weights}, not INT8"
     talker = f"fused native {isa}" if native_talker.wanted else talker
     above = "" if fused.up_to is None else f" up to batch {fused.up_to}, plugin above"
     predictor = f"fused native {isa}{above}" if fused.wanted else "plugin"
-    why = native_talker.why if native_talker.wanted else op.why
+    why = native_talker.why if native_talker.wanted else why
     detail = f"talker {talker} ({why}); code_predictor {predictor} ({fused.why})"
     path = devices.native_library or DEFAULT_LIBRARY
     if library is not None:  # which file: a packaged box and a checkout find it in different places

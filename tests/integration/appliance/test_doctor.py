@@ -151,3 +151,15 @@ def test_the_doctor_names_the_decode_path_of_each_stage(machine, mosquitto, tiny
         assert paths.startswith(f"talker plugin+op {isa} (devices.native_kernels is always)")
         assert f"code_predictor fused native {isa} (devices.native_kernels is always)" in paths
         assert paths.endswith(f"; native library {library.path} ({isa} kernels)")
+
+
+def test_the_doctor_does_not_claim_the_op_for_a_talker_without_int8_weights(machine, mosquitto, tiny_models):
+    shutil.rmtree(machine / "bundle")
+    shutil.copytree(tiny_models.bundle("custom_voice", "tiny", "f16"), machine / "bundle")
+    settings = settings_for(machine, mosquitto.port, "devices.native_kernels=always")
+    checks = by_name(run_checks(settings, settings.thermal, machine / "dev", 5.0, core=FakeCore(["CPU"])))
+    paths = checks["decode paths"].detail
+    assert paths.startswith(
+        "talker plugin (devices.native_kernels is always; the talker's weights are f16"
+    ), paths
+    assert "code_predictor plugin (" in paths and "not INT8" in paths
