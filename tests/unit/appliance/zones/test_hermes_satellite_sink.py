@@ -58,13 +58,29 @@ def test_one_announcement_is_one_wav_at_24_khz_holding_every_sample_written():
 
 def test_the_end_returns_only_after_the_satellite_says_it_played():
     satellite = Satellite(SatelliteWaits(), answer="later")
-    beats: list = []
-    sink = sink_for(satellite, beats=beats)
+    sink = sink_for(satellite)
     sink.begin("door-2")
     sink.write(np.zeros(2400, np.float32))
     sink.end()
     assert satellite.answered.is_set()  # end() did not return before the playFinished
-    assert beats  # the audio thread's heartbeat went on while it waited
+
+
+def test_the_heartbeat_goes_on_while_the_end_waits():
+    # The satellite answers only once the waiting thread has beaten its heartbeat: no race to lose,
+    # whichever thread runs first (a timer could fire before the wait began on a busy machine).
+    satellite = Satellite(SatelliteWaits(), answer="never")
+    beats: list = []
+
+    def beat() -> None:
+        beats.append(1)
+        if len(beats) == 1:
+            satellite._play_finished("porch", "door-3")
+
+    sink = HermesSatelliteSink("porch", satellite.send, satellite.waits, timeout_s=30.0, heartbeat=beat)
+    sink.begin("door-3")
+    sink.write(np.zeros(2400, np.float32))
+    sink.end()
+    assert satellite.answered.is_set() and beats == [1]
 
 
 def test_no_play_finished_within_the_audio_length_plus_the_timeout_is_an_error_naming_the_satellite():
