@@ -1,17 +1,40 @@
-"""The INT4 kernels of the fused code-predictor frame (INT4_SYM weights, a scale per group of input
-channels; native/src/kernels.hpp's y4) against a float32 statement of their documented arithmetic, bit for
-bit, on every kernel set this CPU runs and every blocking.
+"""The fused code-predictor frame on INT4 weights (the int4-cp bundles: INT4_SYM, a scale per group of input
+channels; native/src/kernels.hpp's y4).
+
+The INT4 kernels against a float32 statement of their documented arithmetic, bit for bit, on every kernel
+set and blocking; the frame against the plugin's own INT4 code-predictor graph of the same tiny bundle, and
+of a mixed one (INT4 layers, INT8 heads), with f32 activations (the exact product): logits within the
+stated tolerance, codes equal wherever the decision has a margin above it; every kernel set and thread
+count bit-identical to generic; a tensor in INT4 groups the kernels do not take is refused, naming it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
+import shutil
 
 import numpy as np
+import openvino as ov
 import pytest
-from test_native_frame import ALL_SETS
+from test_native_frame import ALL_SETS, _decided, _gumbel_scores, _inputs, _predictor
 
+from qwen3tts.model import bundle as layout
+from qwen3tts.model.compression import save_graph
+from qwen3tts.model.graphs import code_predictor as cp
 from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
+from qwen3tts.runtime.native_decode.code_predictor import fused_code_predictor
+from qwen3tts.runtime.native_decode.tensors import (
+    Int4Weights,
+    Int8Weights,
+    UnreadableTensors,
+    read_tensors,
+)
+
+# |native - plugin| on logits, relative to the largest |logit|: the int16 activations, as for INT8
+# (test_native_frame.py), against the plugin's f32 ones on the same INT4 weights; measured 8e-5 to 9e-5
+# on the tiny bundles
+LOGIT_TOLERANCE = 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +125,106 @@ def test_the_library_refuses_an_int4_group_its_kernels_do_not_take(library):
         scale = np.ones((4, max(1, 64 // group)), np.float32)
         assert _call_matmul_i4(library, "generic", x, packed, scale, group, 1)[0] == -1, group
     assert _call_matmul_i4(library, "generic", x, packed, np.ones((4, 2), np.float32), 32, 1)[0] == 0
+
+
+def _decided_code(logits_p, logits_n, noise, temperature, top_k, top_p, margin):
+    """The plugin's code if rounding within `margin` cannot change it, else None. The filters (top-k, top-p)
+    may keep different tokens on the two sides when their edge is a near tie: the code counts as decided
+    when it wins, by more than the margin, both among the tokens either side keeps and among those both do
+    (at top-k 1, a near tie of the two largest logits is then undecided, as greedy's would be)."""
+    raw = _gumbel_scores(logits_p, noise, temperature, 0, 1.0)  # every token's score, unfiltered
+    kept_p = np.isfinite(_gumbel_scores(logits_p, noise, temperature, top_k, top_p))
+    kept_n = np.isfinite(_gumbel_scores(logits_n, noise, temperature, top_k, top_p))
+    either, both = np.where(kept_p | kept_n, raw, -np.inf), np.where(kept_p & kept_n, raw, -np.inf)
+    scaled = margin / min(1.0, temperature) if temperature > 0 else margin
+    if np.argmax(either) != np.argmax(both) or not _decided(either, scaled):
+        return None
+    return int(np.argmax(either))
+
+
+def _mixed_predictor(library, tiny_models, tmp_path):
+    """The tiny code predictor with INT4 layers and INT8 heads (the `+heads8` mixed policy), as an IR."""
+    spec = layout.read_manifest(tiny_models.bundle(weights="f32")).spec
+    core = ov.Core()
+    model = core.read_model(tiny_models.bundle(weights="f32") / layout.CODE_PREDICTOR_XML)
+    save_graph(model, tmp_path / "mixed.xml", "int4_sym_g128+heads8")
+    model = core.read_model(tmp_path / "mixed.xml")
+    return spec, core, model, fused_code_predictor(library, model, spec.code_predictor, 2)
+
+
+@pytest.mark.parametrize(("shape", "mixed"), [("tiny", False), ("tiny-1.7b", False), ("tiny", True)])
+def test_the_int4_frame_agrees_with_the_plugin_graph_of_the_same_weights(
+    library, tiny_models, tmp_path, shape, mixed
+):
+    if mixed:
+        spec, core, model, native = _mixed_predictor(library, tiny_models, tmp_path)
+    else:
+        spec, core, model, native = _predictor(library, tiny_models.bundle(shape=shape, weights="int4-cp"))
+    found = read_tensors(model, spec.code_predictor)
+    layers = [m for layer in found.layers for m in layer.values()]
+    layers += [found.projection] if found.projection is not None else []
+    assert all(isinstance(m, Int4Weights) for m in layers), "the layers are INT4"
+    assert all(isinstance(m, Int8Weights if mixed else Int4Weights) for m in found.heads)
+    exact = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
+    plugin = core.compile_model(model, "CPU", exact).create_infer_request()
+    feeds = _inputs(spec, rows=14, seed=3)
+    result = plugin.infer(feeds)
+    codes_p, embed_p, logits_p = (result[name].copy() for name in (cp.CODES, cp.NEXT_EMBED, cp.LOGITS))
+    codes_n, embed_n, logits_n = native.frame(*feeds.values(), logits=True)
+    scale, compared, worst = np.abs(logits_p).max(), 0, 0.0
+    margin = 4 * LOGIT_TOLERANCE * scale  # what the two sides' errors can move a difference by, and more
+    for row in range(len(codes_p)):
+        args = [feeds[name][row] for name in (cp.TEMPERATURE, cp.TOP_K, cp.TOP_P)]
+        for step in range(codes_p.shape[1]):  # later steps follow the codes before them
+            worst = max(worst, np.abs(logits_n[row, step] - logits_p[row, step]).max() / scale)
+            assert worst <= LOGIT_TOLERANCE, (row, step)
+            code = _decided_code(
+                logits_p[row, step], logits_n[row, step], feeds[cp.NOISE][row, step], *args, margin
+            )
+            if code is None:
+                break  # a near tie: rounding may pick either, and every later step follows it
+            assert codes_n[row, step] == codes_p[row, step] == code, (row, step)
+            compared += 1
+        else:  # every code equal: the same embeddings summed in the same order
+            np.testing.assert_allclose(embed_n[row], embed_p[row], rtol=0, atol=1e-6)
+    label = f"{shape}{', INT8 heads' if mixed else ''}"
+    print(f"{label}: max |native - plugin| {worst:.1e} of the logits' scale, {compared} codes compared")
+    assert compared >= codes_p.size // 2
+
+
+def test_every_kernel_set_and_thread_count_gives_the_generic_int4_frame_bit_for_bit(library, tiny_models):
+    bundle = tiny_models.bundle(weights="int4-cp")
+    spec = layout.read_manifest(bundle).spec
+    runnable = [isa for isa in ALL_SETS if library.supports(isa)]
+    predictors = {(isa, t): _predictor(library, bundle, isa, t)[3] for isa in runnable for t in (1, 2)}
+    for rows in (1, 3, 9):  # 9: more than 8 rows of x at step 0, the kernels' widest blocks
+        feeds = _inputs(spec, rows=rows, seed=rows)
+        expected = predictors["generic", 1].frame(*feeds.values(), logits=True)
+        for (isa, threads), predictor in predictors.items():
+            for ours, theirs in zip(predictor.frame(*feeds.values(), logits=True), expected, strict=True):
+                np.testing.assert_array_equal(ours, theirs, err_msg=f"{isa}, {threads} threads, {rows} rows")
+
+
+@pytest.fixture(scope="module")
+def g16_bundle(tiny_models, tmp_path_factory):
+    """The int4-cp bundle with its code predictor compressed in INT4 groups of 16 (the kernels take 32 to
+    128), its manifest's label and hashes otherwise as built: what the frame must refuse by the tensor."""
+    bundle = tmp_path_factory.mktemp("int4") / "g16"
+    shutil.copytree(tiny_models.bundle(weights="int4-cp"), bundle)
+    model = ov.Core().read_model(tiny_models.bundle(weights="f32") / layout.CODE_PREDICTOR_XML)
+    save_graph(model, bundle / layout.CODE_PREDICTOR_XML, "int4_sym_g16")
+    manifest = json.loads((bundle / layout.MANIFEST).read_text())
+    for name in manifest["files"]:
+        if name.startswith(layout.CODE_PREDICTOR_XML.removesuffix(".xml")):
+            manifest["files"][name] = layout.sha256_file(bundle / name)
+    (bundle / layout.MANIFEST).write_text(json.dumps(manifest))
+    return bundle
+
+
+def test_an_int4_group_the_kernels_do_not_take_is_unreadable_naming_the_tensor(library, g16_bundle):
+    spec = layout.read_manifest(g16_bundle).spec
+    model = ov.Core().read_model(g16_bundle / layout.CODE_PREDICTOR_XML)
+    with pytest.raises(
+        UnreadableTensors, match=r"layers\.0\.self_attn\.qkv_proj\.weight is INT4 in groups of 16"
+    ):
+        fused_code_predictor(library, model, spec.code_predictor, 1)
