@@ -5,19 +5,22 @@ The INT4 kernels against a float32 statement of their documented arithmetic, bit
 set and blocking; the frame against the plugin's own INT4 code-predictor graph of the same tiny bundle, and
 of a mixed one (INT4 layers, INT8 heads), with f32 activations (the exact product): logits within the
 stated tolerance, codes equal wherever the decision has a margin above it; every kernel set and thread
-count bit-identical to generic; a tensor in INT4 groups the kernels do not take is refused, naming it.
+count bit-identical to generic; a runtime under `always` runs the frame and the engine speaks through it,
+`auto` keeps the plugin's graph; a tensor in INT4 groups the kernels do not take falls back to the
+plugin's graph with one log line naming it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import shutil
 
 import numpy as np
 import openvino as ov
 import pytest
-from test_native_frame import ALL_SETS, _decided, _gumbel_scores, _inputs, _predictor
+from test_native_frame import ALL_SETS, _decided, _gumbel_scores, _inputs, _predictor, _runtime
 
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.compression import save_graph
@@ -35,6 +38,7 @@ from qwen3tts.runtime.native_decode.tensors import (
 # (test_native_frame.py), against the plugin's f32 ones on the same INT4 weights; measured 8e-5 to 9e-5
 # on the tiny bundles
 LOGIT_TOLERANCE = 1e-3
+ALWAYS = "devices.native_kernels=always"
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +209,27 @@ def test_every_kernel_set_and_thread_count_gives_the_generic_int4_frame_bit_for_
                 np.testing.assert_array_equal(ours, theirs, err_msg=f"{isa}, {threads} threads, {rows} rows")
 
 
+def test_always_runs_the_int4_frame_and_the_engine_speaks_through_it(library, tiny_models):
+    from qwen3tts.engine.sequence import Request, SequenceStatus
+
+    runtime = _runtime(tiny_models.bundle(weights="int4-cp"), ALWAYS)
+    assert runtime.runner.code_predictor_path == f"fused native {library.isa}"
+    assert runtime.plan.decode_paths()["code_predictor"] == f"fused native {library.isa}"
+    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
+    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
+    handles = {
+        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
+        for rid, (text, greedy) in texts.items()
+    }
+    for _ in range(200):
+        if not engine.step():
+            break
+    for rid, handle in handles.items():
+        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
+        assert handle.frames.shape == (8, 16), rid
+        assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
+
+
 @pytest.fixture(scope="module")
 def g16_bundle(tiny_models, tmp_path_factory):
     """The int4-cp bundle with its code predictor compressed in INT4 groups of 16 (the kernels take 32 to
@@ -228,3 +253,25 @@ def test_an_int4_group_the_kernels_do_not_take_is_unreadable_naming_the_tensor(l
         UnreadableTensors, match=r"layers\.0\.self_attn\.qkv_proj\.weight is INT4 in groups of 16"
     ):
         fused_code_predictor(library, model, spec.code_predictor, 1)
+
+
+def test_an_int4_group_the_kernels_do_not_take_falls_back_with_one_line_naming_it(g16_bundle, caplog):
+    with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.loader"):
+        runtime = _runtime(g16_bundle, ALWAYS)
+    assert runtime.runner.code_predictor_path == "plugin" and runtime.plan.fused == {}
+    lines = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("code_predictor: the plugin")
+    ]
+    assert len(lines) == 1 and "groups of 16" in lines[0], lines
+    codes, _ = runtime.runner.code_predictor(*_inputs(runtime.spec, rows=2, seed=19).values())
+    assert codes.shape == (2, runtime.spec.code_predictor.num_code_groups - 1)
+
+
+def test_auto_keeps_the_plugin_graph_for_int4_until_the_frame_is_measured(tiny_models, caplog):
+    with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.loader"):
+        runtime = _runtime(tiny_models.bundle(weights="int4-cp"))
+    assert runtime.runner.code_predictor_path == "plugin" and runtime.plan.fused == {}
+    lines = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("code_predictor: the plugin")
+    ]
+    assert len(lines) == 1 and "INT4 frame is not measured faster" in lines[0], lines
