@@ -1,4 +1,5 @@
-// Matrix products with 8-bit weights: the arithmetic of the CompressedMatMul op.
+// Matrix products with 8-bit weights: the arithmetic of the CompressedMatMul op (and, below, its INT4 twin
+// for the fused code predictor).
 //
 //   y[m, n] = scale[n] * sum over groups g of  xs[m, g] * (sum_{k in g} w[n, k] * xq[m, k])
 //
@@ -30,6 +31,29 @@ struct Int8Matrix {
     int64_t cols;        // K: input channels
 };
 
+// INT4_SYM weights as nncf stores them (a Constant i4 [rows, cols / group, group], read in place from the
+// mapped file): channel k of row n is the 4-bit two's complement value (-8..7) in byte (n * cols + k) / 2,
+// the low nibble for even k, the high one for odd k (OpenVINO's i4 layout); one f32 scale (the bundle's
+// f16, widened) per row and group of `group` input channels. See y4 below.
+struct Int4Matrix {
+    const uint8_t* data;  // [rows, cols / 2]
+    const float* scale;   // [rows, cols / group]
+    int64_t rows;         // N: output channels
+    int64_t cols;         // K: input channels, a multiple of group
+    int64_t group;        // 32, 64 or 128 (int4_group_supported)
+};
+
+// The INT4 product, in the same family (the activations quantized as above, once per product input):
+//
+//   y4[m, n] = sum over weight groups g of  (ws[n, g] * xs[m, a(g)]) * (sum_{k in g} w[n, k] * xq[m, k])
+//
+// with a(g) the activation group that holds weight group g (a weight group divides kGroup, so it never
+// straddles two). The integer products of a weight group go into the same 8 lanes (by (k - g0) mod 16, g0
+// the weight group's first channel); after each weight group lane j adds float(its sum) * c, where
+// c = ws[n, g] * xs[m, a(g)] is rounded to f32 once; the same tree adds the lanes at the end, and nothing
+// multiplies after it (the weight scale is per group). |w xq| <= 8 * 32767: a group's sum is exact.
+inline bool int4_group_supported(int64_t group) { return group == 32 || group == 64 || group == 128; }
+
 struct QuantizedRows {
     const int16_t* values;  // [rows, cols]
     const float* scales;    // [rows, groups]
@@ -52,12 +76,19 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, 
 // each widened weight feeds up to kBlockRows x kBlockRows integer dot products.
 using BlockDot = void (*)(const int8_t* w, int nw, const QuantizedRows& x, int64_t row, int m, float* out);
 
+// out[r * kBlockRows + i] = y4[row + i, n + r] (above, complete: the group scales are inside) for `nw`
+// (1 to kBlockRows) consecutive weight rows from row n of w and `m` (1 to kBlockRows) rows of x from `row`.
+// Blocked and streamed as BlockDot is.
+using BlockDot4 = void (*)(const Int4Matrix& w, int64_t n, int nw, const QuantizedRows& x, int64_t row, int m,
+                           float* out);
+
 struct KernelSet {
     const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"
     int64_t cols_multiple;  // K must be a multiple of this for the kernels (else the generic set runs)
     BlockDot block_dot;
     int stream_block;  // weight rows per block when x has at most kStreamRowsMax rows (decode steps)
     int gemm_block;    // weight rows per block with more rows of x (prefill)
+    BlockDot4 block_dot4;
 };
 
 // Bytes ahead of the current weight that the kernels prefetch, per weight row of a block (dot_kernels.hpp).
@@ -81,5 +112,8 @@ int weight_rows_per_block(const KernelSet& kernels, int64_t m);
 
 // One output channel in the same arithmetic: the reference every kernel set is tested against.
 float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row);
+
+// y4[row, n] (above): the INT4 reference every kernel set is tested against.
+float row_dot4(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row);
 
 }  // namespace qwen3tts::native

@@ -2,6 +2,7 @@
 // Building this file needs only a compiler that knows the flags, never an AVX-512 CPU.
 #include <immintrin.h>
 
+#include "dot4_kernels.hpp"
 #include "dot_kernels.hpp"
 #include "simd_avx512.hpp"
 
@@ -12,7 +13,7 @@ struct Avx512 : Avx512Base {
     static reg dot(reg acc, reg a, reg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
 };
 
-const KernelSet kAvx512{"avx512", Avx512::kStep, block_dot<Avx512>, 2, 4};
+const KernelSet kAvx512{"avx512", Avx512::kStep, block_dot<Avx512>, 2, 4, block_dot4<Avx512>};
 
 }  // namespace
 

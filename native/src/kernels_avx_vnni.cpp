@@ -2,6 +2,7 @@
 // compiled with -mavx2 -mavxvnni, called only where the CPU reports AVX-VNNI).
 #include <immintrin.h>
 
+#include "dot4_kernels.hpp"
 #include "dot_kernels.hpp"
 #include "simd_avx2.hpp"
 
@@ -12,7 +13,7 @@ struct AvxVnni : Avx2Base {
     static reg dot(reg acc, reg a, reg b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
 };
 
-const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, block_dot<AvxVnni>, 1, 2};
+const KernelSet kAvxVnni{"avx_vnni", AvxVnni::kStep, block_dot<AvxVnni>, 1, 2, block_dot4<AvxVnni>};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// Portable code: activation quantization (the same on every machine), the reference kernel every SIMD
-// set is tested against, and the path on CPUs without AVX2.
+// Portable code: activation quantization (the same on every machine), the reference kernels (INT8 and
+// INT4) every SIMD set is tested against, and the path on CPUs without AVX2.
 #include <emmintrin.h>
 
 #include <cmath>
@@ -92,12 +92,43 @@ float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row) {
 
 namespace {
 
+// Channel k of an INT4 row (kernels.hpp's Int4Matrix): its nibble, as a 4-bit two's complement value.
+int int4_at(const uint8_t* row, int64_t k) {
+    const int nibble = (row[k / 2] >> (k % 2 * 4)) & 0x0f;
+    return (nibble ^ 8) - 8;
+}
+
+}  // namespace
+
+float row_dot4(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row) {
+    const uint8_t* wr = w.data + n * (w.cols / 2);
+    const float* ws = w.scale + n * (w.cols / w.group);
+    const int16_t* xq = x.values + row * x.cols;
+    const float* xs = x.scales + row * x.groups;
+    float lanes[kLanes] = {};
+    for (int64_t g0 = 0, g = 0; g0 < w.cols; g0 += w.group, ++g) {
+        int32_t sums[kLanes] = {};
+        for (int64_t k = g0; k < g0 + w.group; ++k) sums[(k - g0) % 16 / 2] += int4_at(wr, k) * int32_t(xq[k]);
+        const float c = ws[g] * xs[g0 / kGroup];
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = lanes[j] + static_cast<float>(sums[j]) * c;
+    }
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+namespace {
+
 void block_dot_generic(const int8_t* w, int nw, const QuantizedRows& x, int64_t row, int m, float* out) {
     for (int r = 0; r < nw; ++r)
         for (int i = 0; i < m; ++i) out[r * kBlockRows + i] = row_dot(w + r * x.cols, x, row + i);
 }
 
-const KernelSet kGeneric{"generic", 1, block_dot_generic, 1, 1};
+void block_dot4_generic(const Int4Matrix& w, int64_t n, int nw, const QuantizedRows& x, int64_t row, int m,
+                        float* out) {
+    for (int r = 0; r < nw; ++r)
+        for (int i = 0; i < m; ++i) out[r * kBlockRows + i] = row_dot4(w, n + r, x, row + i);
+}
+
+const KernelSet kGeneric{"generic", 1, block_dot_generic, 1, 1, block_dot4_generic};
 
 }  // namespace
 

@@ -20,9 +20,11 @@ std::string Predictor::check() const {
     const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
     if (s.head_dim % 2 != 0 || s.head_dim > 512 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.steps < 1)
         return "unsupported attention shape";
-    auto matrix = [](const Int8Matrix& m, int64_t rows, int64_t cols, const std::string& what) -> std::string {
-        if (m.data == nullptr || m.scale == nullptr) return what + " missing";
-        if (m.rows != rows || m.cols != cols) return what + " has the wrong shape";
+    auto matrix = [](const WeightMatrix& m, int64_t rows, int64_t cols, const std::string& what) -> std::string {
+        if (m.empty() || (m.is_int4() ? m.int4.scale : m.int8.scale) == nullptr) return what + " missing";
+        if (m.rows() != rows || m.cols() != cols) return what + " has the wrong shape";
+        if (m.is_int4() && (!int4_group_supported(m.int4.group) || cols % m.int4.group != 0))
+            return what + " is INT4 in groups of " + std::to_string(m.int4.group) + ", not 32, 64 or 128";
         return "";
     };
     auto vector = [](const std::vector<float>& v, int64_t n, const std::string& what) -> std::string {

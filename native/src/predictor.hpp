@@ -1,9 +1,10 @@
 // The code predictor's whole frame in one native call (the fused decode of issue 34): for N rows, the 15
 // unrolled steps of daemon/qwen3tts/model/graphs/code_predictor.py (5 Qwen3 layers over a 16-position
 // in-frame KV, the per-step lm_head, the sampler) and the summed codec embeddings, on a persistent
-// thread pool. The INT8 matrices are the bundle's own memory-mapped tensors (only pointers are kept);
-// the small vectors (norm gains, scales, biases) are copied as f32; the f16 embedding tables are read per
-// row. Matrix products use kernels.hpp's arithmetic, so every kernel set gives bit-identical frames.
+// thread pool. The INT8 or INT4 matrices (weight_matrix.hpp) are the bundle's own memory-mapped tensors
+// (only pointers are kept); the small vectors (norm gains, scales, biases) are copied as f32; the f16
+// embedding tables are read per row. Matrix products use kernels.hpp's arithmetic, so every kernel set
+// gives bit-identical frames.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "kernels.hpp"
 #include "sampler.hpp"
 #include "thread_pool.hpp"
+#include "weight_matrix.hpp"
 
 namespace qwen3tts::native {
 
@@ -23,7 +25,7 @@ struct PredictorShape {
 };
 
 struct PredictorLayer {
-    Int8Matrix qkv{}, o{}, gate_up{}, down{};
+    WeightMatrix qkv{}, o{}, gate_up{}, down{};
     std::vector<float> qkv_scale, o_scale, gate_up_scale, down_scale;  // the matrices' own scale storage
     std::vector<float> input_norm, post_norm, q_norm, k_norm;
 };
@@ -35,11 +37,11 @@ struct F16Table {
 
 struct PredictorWeights {
     std::vector<PredictorLayer> layers;
-    std::vector<Int8Matrix> heads;  // [steps] lm_head
+    std::vector<WeightMatrix> heads;  // [steps] lm_head
     std::vector<std::vector<float>> head_scales;
     std::vector<float> final_norm;
     std::vector<float> inverse_frequencies;  // [head_dim / 2] RoPE
-    Int8Matrix projection{};                  // small_to_mtp_projection (rows 0: none)
+    WeightMatrix projection{};                // small_to_mtp_projection (empty: none)
     std::vector<float> projection_scale, projection_bias;
     F16Table talker_embedding;                // code 0 -> [input_size]
     std::vector<F16Table> code_embeddings;    // [steps]: code j+1 -> [input_size]

@@ -1,8 +1,11 @@
 // The C entry of the fused code predictor (predictor.hpp) for daemon/qwen3tts/runtime/native_decode/:
-// create a predictor for a shape, hand it the bundle's tensors one by one (pointers to the INT8 matrices
-// and f16 tables are kept, the small f32 vectors are copied), check it, then one call per frame.
+// create a predictor for a shape, hand it the bundle's tensors one by one (pointers to the INT8 or INT4
+// matrices and f16 tables are kept, the small f32 vectors and scales are copied), check it, then one call
+// per frame.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dispatch.hpp"
 #include "predictor.hpp"
@@ -10,6 +13,7 @@
 namespace {
 
 using qwen3tts::native::Predictor;
+using qwen3tts::native::WeightMatrix;
 
 struct Handle {
     Predictor predictor;
@@ -18,6 +22,20 @@ struct Handle {
 
 enum MatrixKind { kQkv, kO, kGateUp, kDown, kHead, kProjection };
 enum VectorKind { kInputNorm, kPostNorm, kQNorm, kKNorm, kFinalNorm, kInverseFrequencies, kProjectionBias };
+
+// The matrix `kind` / `index` names and the storage of its scales, or {nullptr, nullptr}.
+std::pair<WeightMatrix*, std::vector<float>*> matrix_named(Predictor& p, int kind, int64_t index) {
+    auto& w = p.weights();
+    if (kind >= kQkv && kind <= kDown && index >= 0 && index < p.shape().layers) {
+        auto& layer = w.layers[index];
+        WeightMatrix* matrices[] = {&layer.qkv, &layer.o, &layer.gate_up, &layer.down};
+        std::vector<float>* scales[] = {&layer.qkv_scale, &layer.o_scale, &layer.gate_up_scale, &layer.down_scale};
+        return {matrices[kind], scales[kind]};
+    }
+    if (kind == kHead && index >= 0 && index < p.shape().steps) return {&w.heads[index], &w.head_scales[index]};
+    if (kind == kProjection && index == 0) return {&w.projection, &w.projection_scale};
+    return {nullptr, nullptr};
+}
 
 }  // namespace
 
@@ -41,27 +59,29 @@ API const char* qwen3tts_cp_isa(void* handle) { return static_cast<Handle*>(hand
 
 API int qwen3tts_cp_threads(void* handle) { return static_cast<Handle*>(handle)->predictor.threads(); }
 
-// 0, or -1 for an unknown kind or index. `data` must outlive the predictor; `scale` [rows] is copied.
+// An INT8 matrix [rows, cols] (kernels.hpp's Int8Matrix): 0, or -1 for an unknown kind or index. `data`
+// must outlive the predictor; `scale` [rows] is copied.
 API int qwen3tts_cp_set_matrix(void* handle, int kind, int64_t index, const int8_t* data, const float* scale,
                                int64_t rows, int64_t cols) {
-    Predictor& p = static_cast<Handle*>(handle)->predictor;
-    auto& w = p.weights();
-    const int64_t layers = p.shape().layers, steps = p.shape().steps;
-    qwen3tts::native::Int8Matrix* matrix = nullptr;
-    std::vector<float>* storage = nullptr;
-    if (kind >= kQkv && kind <= kDown && index >= 0 && index < layers) {
-        auto& layer = w.layers[index];
-        qwen3tts::native::Int8Matrix* matrices[] = {&layer.qkv, &layer.o, &layer.gate_up, &layer.down};
-        std::vector<float>* scales[] = {&layer.qkv_scale, &layer.o_scale, &layer.gate_up_scale, &layer.down_scale};
-        matrix = matrices[kind], storage = scales[kind];
-    } else if (kind == kHead && index >= 0 && index < steps) {
-        matrix = &w.heads[index], storage = &w.head_scales[index];
-    } else if (kind == kProjection && index == 0) {
-        matrix = &w.projection, storage = &w.projection_scale;
-    }
+    auto [matrix, storage] = matrix_named(static_cast<Handle*>(handle)->predictor, kind, index);
     if (matrix == nullptr || data == nullptr || scale == nullptr || rows <= 0 || cols <= 0) return -1;
     storage->assign(scale, scale + rows);
-    *matrix = {data, storage->data(), rows, cols};
+    *matrix = {};
+    matrix->int8 = {data, storage->data(), rows, cols};
+    return 0;
+}
+
+// An INT4 matrix [rows, cols] in groups of `group` input channels (kernels.hpp's Int4Matrix: `data` the
+// packed nibbles, rows * cols / 2 bytes, which must outlive the predictor; `scale` [rows, cols / group] is
+// copied): 0, or -1 for an unknown kind or index or a group the kernels do not take.
+API int qwen3tts_cp_set_matrix4(void* handle, int kind, int64_t index, const uint8_t* data, const float* scale,
+                                int64_t rows, int64_t cols, int64_t group) {
+    auto [matrix, storage] = matrix_named(static_cast<Handle*>(handle)->predictor, kind, index);
+    if (matrix == nullptr || data == nullptr || scale == nullptr || rows <= 0 || cols <= 0) return -1;
+    if (!qwen3tts::native::int4_group_supported(group) || cols % group != 0) return -1;
+    storage->assign(scale, scale + rows * (cols / group));
+    *matrix = {};
+    matrix->int4 = {data, storage->data(), rows, cols, group};
     return 0;
 }
 

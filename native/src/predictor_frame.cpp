@@ -43,8 +43,8 @@ int weight_rows_per_block(const KernelSet& kernels, int64_t m) {
 }
 
 struct Predictor::Phase {
-    const Int8Matrix* w;
-    float* y;            // [m, w->rows]
+    const WeightMatrix* w;
+    float* y;            // [m, w->rows()]
     int64_t m;           // rows of x
     int64_t chunk_rows;  // output rows per chunk
     int64_t chunks;
@@ -63,7 +63,7 @@ Predictor::Phase Predictor::phase(int64_t index, Scratch& s) const {
         p = {&weights_.projection, s.projected.data(), m, 0, 0};
     } else if (r < 4 * shape_.layers) {
         const PredictorLayer& layer = weights_.layers[r / 4];
-        const Int8Matrix* matrices[] = {&layer.qkv, &layer.o, &layer.gate_up, &layer.down};
+        const WeightMatrix* matrices[] = {&layer.qkv, &layer.o, &layer.gate_up, &layer.down};
         float* outputs[] = {s.qkv.data(), s.o.data(), s.gate_up.data(), s.down.data()};
         p = {matrices[r % 4], outputs[r % 4], m, 0, 0};
     } else {
@@ -71,8 +71,8 @@ Predictor::Phase Predictor::phase(int64_t index, Scratch& s) const {
     }
     // a few chunks per thread, so that one slow thread leaves work for the others
     const int64_t threads = pool_.size();
-    p.chunk_rows = std::min<int64_t>(256, std::max<int64_t>(16, round_up(p.w->rows / (4 * threads), 16)));
-    p.chunks = (p.w->rows + p.chunk_rows - 1) / p.chunk_rows;
+    p.chunk_rows = std::min<int64_t>(256, std::max<int64_t>(16, round_up(p.w->rows() / (4 * threads), 16)));
+    p.chunks = (p.w->rows() + p.chunk_rows - 1) / p.chunk_rows;
     return p;
 }
 
@@ -104,23 +104,11 @@ void Predictor::open_phase(int64_t index, Scratch& s) {
 
 // y rows [c * chunk_rows, ...) for every row of the quantized input.
 void Predictor::run_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
-    const Int8Matrix& w = *p.w;
-    const KernelSet& kernels = w.cols % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
-    const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols, num_groups(w.cols)};
-    const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(w.rows, n_begin + p.chunk_rows);
-    const int nw = weight_rows_per_block(kernels, p.m);
-    const int64_t K = w.cols, N = w.rows;
-    float out[kBlockRows * kBlockRows];
-    for (int64_t n = n_begin; n < n_end; n += nw) {
-        const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
-        for (int64_t r0 = 0; r0 < p.m; r0 += kBlockRows) {
-            const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, p.m - r0));
-            kernels.block_dot(w.data + n * K, rows_w, rows, r0, rows_x, out);
-            for (int r = 0; r < rows_w; ++r)
-                for (int i = 0; i < rows_x; ++i)
-                    p.y[(r0 + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
-        }
-    }
+    const WeightMatrix& w = *p.w;
+    const KernelSet& kernels = w.cols() % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
+    const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols(), num_groups(w.cols())};
+    const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(w.rows(), n_begin + p.chunk_rows);
+    product_rows(kernels, w, rows, n_begin, n_end, weight_rows_per_block(kernels, p.m), p.y);
 }
 
 void Predictor::quantize(const float* x, int64_t m, int64_t cols, Scratch& s) {

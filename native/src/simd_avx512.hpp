@@ -17,6 +17,16 @@ struct Avx512Base {
     static reg widen(const int8_t* p) {
         return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    // kStep INT4 channels (kernels.hpp's Int4Matrix) from the 16 bytes at p, sign-extended, in channel order
+    // (as simd_avx2.hpp's widen4, twice as wide).
+    static reg widen4(const uint8_t* p) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const __m128i nibble = _mm_set1_epi8(0x0f);
+        const __m128i low = _mm_and_si128(bytes, nibble), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+        const __m256i nibbles = _mm256_set_m128i(_mm_unpackhi_epi8(low, high), _mm_unpacklo_epi8(low, high));
+        const __m256i eight = _mm256_set1_epi8(8);
+        return _mm512_cvtepi8_epi16(_mm256_sub_epi8(_mm256_xor_si256(nibbles, eight), eight));
+    }
     static reg add(reg a, reg b) { return _mm512_add_epi32(a, b); }
     // int32 lane j (j < 8) covers channels 2j, 2j+1 of each 32; lane j + 8 channels 2j+16, 2j+17: both are
     // kernels.hpp's lane j (channels mod 16), and adding integers is exact.

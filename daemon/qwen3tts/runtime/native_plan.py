@@ -11,7 +11,9 @@ keeps its graph.
 The code predictor can also run as one fused native frame (runtime/native_decode/: its 15 steps, heads
 and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting. Under
 `auto` it takes the frame only at the batch sizes it measured faster on, per kernel set (FUSED_FASTER_UP_TO),
-and the plugin's graph, compiled beside it, above them. The talker's step can run natively too
+and the plugin's graph, compiled beside it, above them. The frame reads INT8 code-predictor weights and
+INT4_SYM ones in groups of 32, 64 or 128 (INT4_LABEL); the INT4 frame only under `always`, until it is
+measured faster than the plugin's INT4 graph. The talker's step can run natively too
 (runtime/native_decode/talker.py), opt-in only: `choose_native_talker`, by `devices.native_talker`.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +63,15 @@ def vendor_of(cpuinfo: str) -> str:
         if key.strip() == "vendor_id" and value.strip():
             return value.strip()
     return "unknown"
+
+
+# Code-predictor weight labels (manifest precision, model/compression.py) whose INT4 matrices the frame's
+# kernels read: INT4_SYM in groups of 32, 64 or 128, with nncf's fallback groups named in brackets (the
+# tiny checkpoints' "int4_sym_g128 (g32 x 20)") and INT8 matrices of a mixed policy ("+heads8").
+_GROUP = r"g(?:32|64|128)"
+INT4_LABEL = re.compile(
+    rf"int4_sym_{_GROUP}(?:\+(?:heads8|ends8|attn8))?(?: \({_GROUP} x \d+(?:, {_GROUP} x \d+)*\))?"
+)
 
 
 @dataclass(frozen=True)
@@ -113,13 +125,15 @@ def choose_fused_code_predictor(
     weights: str = "int8",
 ) -> FusedChoice:
     """Whether the code predictor runs as the fused native frame, given the library's kernel set and the
-    bundle's code-predictor weights (manifest precision: int8, int4, f16, f32)."""
+    bundle's code-predictor weights (manifest precision: int8, int4_sym_g128 ..., f16, f32)."""
     if settings.native_kernels == "never":
         return FusedChoice(False, "devices.native_kernels is never")
     if settings.inference_precision == "f32":
         return FusedChoice(False, "devices.inference_precision f32 asks for exact f32 arithmetic")
-    if weights != "int8":  # the frame reads INT8 matrices only: nothing to try, nothing to warn about
-        return FusedChoice(False, f"the bundle's code predictor weights are {weights}, not INT8")
+    int4 = INT4_LABEL.fullmatch(weights) is not None
+    if weights != "int8" and not int4:  # matrices the frame cannot read: nothing to try or warn about
+        readable = "INT8 or INT4_SYM in groups of 32 to 128"
+        return FusedChoice(False, f"the bundle's code predictor weights are {weights}, not {readable}")
     if isa is None:
         return FusedChoice(False, "the native library is not built or does not load")
     if _first_device(preferences["code_predictor"], available) != "CPU":
@@ -128,6 +142,9 @@ def choose_fused_code_predictor(
         return FusedChoice(False, "this CPU has no AVX2")
     if settings.native_kernels == "always":
         return FusedChoice(True, "devices.native_kernels is always")
+    if int4:  # FUSED_FASTER_UP_TO was measured against the plugin's INT8 graph, not its INT4 one
+        why = "the INT4 frame is not measured faster yet (devices.native_kernels: always takes it)"
+        return FusedChoice(False, why)
     vendor = cpu_vendor()
     up_to = FUSED_FASTER_UP_TO.get((vendor, isa))
     if up_to is not None:

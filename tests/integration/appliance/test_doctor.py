@@ -82,8 +82,8 @@ def test_a_working_appliance_passes_and_optional_problems_are_shown_with_their_f
     assert found["thermal sensors"].ok and "55.0 °C" in found["thermal sensors"].detail
     assert found["wyoming server"].ok and "disabled" in found["wyoming server"].detail
     assert found["http server"].ok and "port 8080" in found["http server"].detail
-    paths = found["decode paths"].detail  # an f32 bundle: the fused frame reads INT8 weights only
-    assert "code_predictor plugin (the bundle's code predictor weights are f32, not INT8)" in paths
+    paths = found["decode paths"].detail  # an f32 bundle: the fused frame reads INT8 or INT4 weights only
+    assert "code_predictor plugin (the bundle's code predictor weights are f32, not INT8 or INT4" in paths
     text = render_text(checks)
     assert "✔ broker: mqtt://127.0.0.1:" in text and "✘ weights (optional): random" in text
     assert "    fix: build a bundle from a release checkpoint" in text

@@ -133,7 +133,7 @@ def test_the_fused_code_predictor_is_not_tried_when_not_wanted(library, caplog):
     assert got is None and plan.fused == {} and plan.placements == {}
     assert caplog.messages == [
         "code_predictor: the plugin's graph, not the fused native frame "
-        "(the bundle's code predictor weights are f16, not INT8)"
+        "(the bundle's code predictor weights are f16, not INT8 or INT4_SYM in groups of 32 to 128)"
     ]
 
 

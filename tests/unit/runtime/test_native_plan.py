@@ -105,13 +105,37 @@ def test_the_cpu_vendor_is_the_first_vendor_id_of_cpuinfo():
     assert native_plan.vendor_of("") == "unknown"
 
 
-def test_a_code_predictor_without_int8_weights_keeps_its_graph_under_auto_and_always(monkeypatch):
+def test_weights_the_frame_cannot_read_keep_the_graph_under_auto_and_always(monkeypatch):
     monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), "avx512"): 2})
+    unreadable = ("f32", "f16", "int4", "int4_asym_g128", "int4_sym_g256", "int4_sym_g128 (g16 x 3)")
     for settings in (DeviceSettings(), DeviceSettings(native_kernels="always")):
-        for weights in ("f32", "f16", "int4"):
+        for weights in unreadable:
             choice = choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], weights)
-            assert not choice.wanted and f"weights are {weights}, not INT8" in choice.why
+            assert not choice.wanted and f"weights are {weights}, not INT8 or INT4_SYM" in choice.why
         assert choose_fused_code_predictor(settings, "avx512", CPU_ONLY, ["CPU"], "int8").wanted
+
+
+INT4_LABELS = (
+    "int4_sym_g128",  # a real checkpoint's int4-cp build
+    "int4_sym_g128 (g32 x 20)",  # a tiny one's: nncf's fallback groups named
+    "int4_sym_g128 (g32 x 20, g64 x 4)",
+    "int4_sym_g64+heads8",  # a mixed policy: INT8 heads beside INT4 layers
+)
+
+
+def test_int4_weights_take_the_frame_under_always_only_until_measured(monkeypatch):
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), "avx512"): 2})
+    for weights in INT4_LABELS:
+        always = choose_fused_code_predictor(
+            DeviceSettings(native_kernels="always"), "avx512", CPU_ONLY, ["CPU"], weights
+        )
+        assert always.wanted and always.up_to is None, weights
+        auto = choose_fused_code_predictor(DeviceSettings(), "avx512", CPU_ONLY, ["CPU"], weights)
+        assert not auto.wanted and "INT4 frame is not measured faster" in auto.why, weights
+    never = choose_fused_code_predictor(
+        DeviceSettings(native_kernels="never"), "avx512", CPU_ONLY, ["CPU"], INT4_LABELS[0]
+    )
+    assert not never.wanted
 
 
 def test_the_native_talker_is_opt_in_and_off_by_default_whatever_the_kernels_setting():

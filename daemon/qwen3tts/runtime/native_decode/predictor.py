@@ -1,8 +1,8 @@
 """The fused native code predictor (native/src/predictor.hpp) through its C entry: one call per frame.
 
 `NativeCodePredictor.build` hands the library the bundle's tensors (tensors.py): pointers to the mapped
-INT8 matrices and f16 tables, copies of the small f32 vectors. The predictor object holds a persistent
-thread pool; `frame` has the contract of Runner.code_predictor (engine/runner.py).
+INT8 or INT4 matrices and f16 tables, copies of the small f32 vectors and scales. The predictor object
+holds a persistent thread pool; `frame` has the contract of Runner.code_predictor (engine/runner.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ import threading
 import numpy as np
 
 from qwen3tts.model.spec import CodePredictorSpec
-from qwen3tts.runtime.native_decode.tensors import Int8Weights, PredictorTensors, UnreadableTensors
+from qwen3tts.runtime.native_decode.tensors import (
+    Int4Weights,
+    PredictorTensors,
+    UnreadableTensors,
+    Weights,
+)
 
 _MATRIX_KINDS = {"qkv": 0, "o": 1, "gate_up": 2, "down": 3, "head": 4, "projection": 5}
 _VECTOR_KINDS = {"input": 0, "post": 1, "q": 2, "k": 3, "final": 4, "inverse_frequencies": 5, "bias": 6}
@@ -36,6 +41,8 @@ def declare(cdll: ctypes.CDLL) -> bool:
         "qwen3tts_cp_message": (ctypes.c_char_p, [p]),
         "qwen3tts_cp_frame": (i32, [p, i64, p, p, p, p, p, p, p, p, p]),
     }
+    if hasattr(cdll, "qwen3tts_cp_set_matrix4"):  # INT4 matrices (a library before them reads INT8 only)
+        signatures["qwen3tts_cp_set_matrix4"] = (i32, [p, i32, i64, p, p, i64, i64, i64])
     for name, (result, arguments) in signatures.items():
         function = getattr(cdll, name)
         function.restype, function.argtypes = result, arguments
@@ -108,12 +115,33 @@ class NativeCodePredictor:
             status = self._cdll.qwen3tts_cp_set_table(self._handle, index, table.ctypes.data, *table.shape)
             _refused(status, f"embedding table {index}")
 
-    def _matrix(self, kind: str, index: int, weights: Int8Weights) -> None:
+    def _matrix(self, kind: str, index: int, weights: Weights) -> None:
+        if isinstance(weights, Int4Weights):
+            return self._matrix4(kind, index, weights)
         data, scale = _contiguous(weights.data, np.int8), _contiguous(weights.scale, np.float32)
         status = self._cdll.qwen3tts_cp_set_matrix(
             self._handle, _MATRIX_KINDS[kind], index, data.ctypes.data, scale.ctypes.data, *data.shape
         )
         _refused(status, f"{kind} matrix {index}")
+
+    def _matrix4(self, kind: str, index: int, weights: Int4Weights) -> None:
+        if not hasattr(self._cdll, "qwen3tts_cp_set_matrix4"):
+            raise UnreadableTensors(
+                f"the {kind} matrix {index} is INT4 and the library reads INT8 only (rebuild native/)"
+            )
+        data, scale = _contiguous(weights.data, np.uint8), _contiguous(weights.scale, np.float32)
+        rows, cols = data.shape[0], weights.cols
+        status = self._cdll.qwen3tts_cp_set_matrix4(
+            self._handle,
+            _MATRIX_KINDS[kind],
+            index,
+            data.ctypes.data,
+            scale.ctypes.data,
+            rows,
+            cols,
+            weights.group,
+        )
+        _refused(status, f"INT4 {kind} matrix {index} (groups of {weights.group})")
 
     def _vector(self, kind: str, index: int, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)

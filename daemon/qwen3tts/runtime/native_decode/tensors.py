@@ -1,11 +1,14 @@
 """The code predictor's tensors, found in the bundle's graph as OpenVINO read it (memory-mapped).
 
-The fused native frame (native/src/predictor.hpp) reads the INT8 matrices straight from the Constants of
-the code-predictor IR: `get_data()` of a Constant read from a file is a view of the mapped `.bin`, so
-nothing is copied. The matrices and tables are found by the release names the graph builder gave them
+The fused native frame (native/src/predictor.hpp) reads the INT8 or INT4 matrices straight from the
+Constants of the code-predictor IR: `get_data()` of a Constant read from a file is a view of the mapped
+`.bin`, so nothing is copied. INT8 is nncf's INT8_SYM (i8 [N, K], a scale per row); INT4 its INT4_SYM
+(i4 [N, K / G, G], two channels a byte, a scale per row and group of G, G in INT4_GROUPS); a bundle may mix
+them. The matrices and tables are found by the release names the graph builder gave them
 (model/graphs/code_predictor.py); the RMSNorm gains, which it leaves unnamed, by the graph's structure:
 the gain of the norm that feeds a named matrix's MatMul. A bundle whose tensors are not what the native
-path reads (f16/f32 or INT4 weights, an unknown layout) raises UnreadableTensors naming the first one.
+path reads (f16/f32 or asymmetric weights, an INT4 group the kernels do not take, an unknown layout)
+raises UnreadableTensors naming the first one.
 """
 
 from __future__ import annotations
@@ -24,26 +27,45 @@ class UnreadableTensors(ValueError):
     """The graph's tensors are not ones the native frame can read (the message says which)."""
 
 
+# INT4 group sizes the native kernels take (native/src/kernels.hpp: a group must divide the activations'
+# group of 128): 128 on the real checkpoints, 32 and 64 where nncf fell back on the tiny ones.
+INT4_GROUPS = (32, 64, 128)
+
+
 @dataclass(frozen=True)
 class Int8Weights:
     data: np.ndarray  # [rows, cols] int8, a view of the mapped file
     scale: np.ndarray  # [rows] f32 (widened from the bundle's f16)
 
 
+@dataclass(frozen=True)
+class Int4Weights:
+    data: np.ndarray  # [rows, cols / 2] uint8, a view of the mapped file: channel 2i in byte i's low nibble
+    scale: np.ndarray  # [rows, cols / group] f32 (widened from the bundle's f16)
+    group: int  # input channels per scale, one of INT4_GROUPS
+
+    @property
+    def cols(self) -> int:
+        return self.data.shape[1] * 2
+
+
+Weights = Int8Weights | Int4Weights
+
+
 @dataclass
 class PredictorTensors:
-    layers: list[dict[str, Int8Weights]] = field(default_factory=list)  # qkv, o, gate_up, down
+    layers: list[dict[str, Weights]] = field(default_factory=list)  # qkv, o, gate_up, down
     norms: list[dict[str, np.ndarray]] = field(default_factory=list)  # input, post, q, k gains (f32)
-    heads: list[Int8Weights] = field(default_factory=list)
+    heads: list[Weights] = field(default_factory=list)
     final_norm: np.ndarray | None = None
     inverse_frequencies: np.ndarray | None = None
-    projection: Int8Weights | None = None
+    projection: Weights | None = None
     projection_bias: np.ndarray | None = None
     talker_embedding: np.ndarray | None = None  # [talker vocab, input] f16
     code_embeddings: list[np.ndarray] = field(default_factory=list)  # [vocab, input] f16 each
 
     def mapped_bytes(self) -> int:
-        """Bytes of the bundle's file the frame reads in place: the INT8 matrices and the f16 tables."""
+        """Bytes of the bundle's file the frame reads in place: the INT8 / INT4 matrices, the f16 tables."""
         matrices = [m for layer in self.layers for m in layer.values()] + self.heads
         matrices += [self.projection] if self.projection is not None else []
         tables = [self.talker_embedding, *self.code_embeddings]
@@ -60,7 +82,7 @@ def read_tensors(model: ov.Model, spec: CodePredictorSpec) -> PredictorTensors:
     found = PredictorTensors()
     for i in range(spec.num_hidden_layers):
         prefix = f"{cp.PREFIX}.model.layers.{i}"
-        matrices = {key: _int8(constants, f"{prefix}.{name}.weight") for key, name in MATRICES.items()}
+        matrices = {key: _weights(constants, f"{prefix}.{name}.weight") for key, name in MATRICES.items()}
         found.layers.append(matrices)
         q_gain, k_gain = _head_norm_gains(constants[f"{prefix}.self_attn.qkv_proj.weight"], spec)
         found.norms.append(
@@ -72,12 +94,12 @@ def read_tensors(model: ov.Model, spec: CodePredictorSpec) -> PredictorTensors:
             }
         )
     steps = spec.num_code_groups - 1
-    found.heads = [_int8(constants, f"{cp.PREFIX}.lm_head.{j}.weight") for j in range(steps)]
+    found.heads = [_weights(constants, f"{cp.PREFIX}.lm_head.{j}.weight") for j in range(steps)]
     found.final_norm = _feeding_gain(constants[f"{cp.PREFIX}.lm_head.0.weight"], spec.hidden_size)
     found.inverse_frequencies = inverse_frequencies(spec.head_dim, spec.rope_theta)
     if spec.has_input_projection:
         key = f"{cp.PREFIX}.small_to_mtp_projection"
-        found.projection = _int8(constants, f"{key}.weight")
+        found.projection = _weights(constants, f"{key}.weight")
         found.projection_bias = _floats(constants, f"{key}.bias")
     found.talker_embedding = _f16(constants, cp.TALKER_CODEC_EMBEDDING)
     found.code_embeddings = [
@@ -90,6 +112,39 @@ def _constant(constants: dict[str, ov.Node], name: str) -> ov.Node:
     if name not in constants:
         raise UnreadableTensors(f"{name} is not a Constant of the graph")
     return constants[name]
+
+
+def _weights(constants: dict[str, ov.Node], name: str) -> Weights:
+    """The matrix `name`, INT4 if its Constant is i4, else INT8 (or UnreadableTensors saying why not)."""
+    if _constant(constants, name).get_output_element_type(0) == ov.Type.i4:
+        return _int4(constants, name)
+    return _int8(constants, name)
+
+
+def _int4(constants: dict[str, ov.Node], name: str) -> Int4Weights:
+    node = _constant(constants, name)
+    shape = [int(d) for d in node.get_output_shape(0)]
+    if len(shape) != 3:
+        raise UnreadableTensors(f"{name} is i4 {shape}, not INT4 [N, K / G, G]")
+    rows, groups, group = shape
+    if group not in INT4_GROUPS:
+        raise UnreadableTensors(
+            f"{name} is INT4 in groups of {group}; the native kernels take groups of "
+            + ", ".join(map(str, INT4_GROUPS))
+        )
+    data = _packed_view(node.get_data(), rows, groups * group // 2, name)
+    scale = _constant(constants, f"{name}/scale").get_data()
+    if scale.size != rows * groups:
+        raise UnreadableTensors(f"{name}/scale has {scale.size} values for {rows} rows x {groups} groups")
+    scale = np.ascontiguousarray(scale.reshape(rows, groups), dtype=np.float32)
+    return Int4Weights(data, scale, group)
+
+
+def _packed_view(data: np.ndarray, rows: int, row_bytes: int, name: str) -> np.ndarray:
+    """The i4 Constant's bytes as [rows, row_bytes] uint8, without a copy (the library keeps the pointer)."""
+    if data.nbytes != rows * row_bytes or not data.flags.c_contiguous:
+        raise UnreadableTensors(f"{name}: {data.nbytes} packed bytes for {rows} rows of {row_bytes}")
+    return data.reshape(-1).view(np.uint8).reshape(rows, row_bytes)
 
 
 def _int8(constants: dict[str, ov.Node], name: str) -> Int8Weights:
@@ -118,12 +173,13 @@ def _floats(constants: dict[str, ov.Node], name: str) -> np.ndarray:
 
 
 def _matmuls_of(weight: ov.Node) -> list[ov.Node]:
-    """The MatMuls that multiply by `weight` (through its Convert / Multiply(scale) / Convert)."""
+    """The MatMuls that multiply by `weight` (through its Convert / Multiply(scale) / Convert, and for
+    INT4 the Reshape of the groups back to [N, K])."""
     found, frontier = [], [weight]
-    for _ in range(4):
+    for _ in range(5):
         frontier = [t.get_node() for n in frontier for t in n.output(0).get_target_inputs()]
         found += [n for n in frontier if n.get_type_name() == "MatMul"]
-        frontier = [n for n in frontier if n.get_type_name() in ("Convert", "Multiply")]
+        frontier = [n for n in frontier if n.get_type_name() in ("Convert", "Multiply", "Reshape")]
     if not found:
         raise UnreadableTensors(f"{weight.get_friendly_name()} feeds no MatMul")
     return found

@@ -1,0 +1,96 @@
+// BlockDot4 (kernels.hpp: INT4_SYM weights, a scale per group) written once over the SIMD policies of
+// dot_kernels.hpp, which adds V::widen4(const uint8_t* p): the kStep channels packed in the kStep / 2 bytes
+// at p, sign-extended to int16 in channel order. Internal linkage, as dot_kernels.hpp: each kernels_<isa>.cpp
+// compiles its own copy with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "dot_kernels.hpp"
+#include "kernels.hpp"
+
+namespace qwen3tts::native {
+namespace {
+
+template <typename V, int NW, int M>
+struct Block4 {
+    static constexpr int S = kChains<NW, M>;
+    const uint8_t* w[NW];  // each weight row's packed bytes
+    const int16_t* x[M];
+    typename V::reg sums[NW][M][S];
+
+    void clear() {
+        for (int r = 0; r < NW; ++r)
+            for (int i = 0; i < M; ++i)
+                for (int s = 0; s < S; ++s) sums[r][i][s] = V::zero();
+    }
+    // one step of kStep input channels at k (byte k / 2 of each row), into chain s
+    void step(int64_t k, int s) {
+        typename V::reg xv[M];
+        for (int i = 0; i < M; ++i) xv[i] = V::load(x[i] + k);
+        for (int r = 0; r < NW; ++r) {
+            const typename V::reg wv = V::widen4(w[r] + k / 2);
+            for (int i = 0; i < M; ++i) sums[r][i][s] = V::dot(sums[r][i][s], wv, xv[i]);
+        }
+    }
+    __m256i lanes(int r, int i) const {
+        typename V::reg total = sums[r][i][0];
+        for (int s = 1; s < S; ++s) total = V::add(total, sums[r][i][s]);
+        return V::lanes8(total);
+    }
+};
+
+template <typename V, int NW, int M>
+void block_dot4_rows(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row, float* out) {
+    const int64_t K = w.cols, G = w.group, groups = K / G;
+    Block4<V, NW, M> block;
+    const float* scales[NW];
+    for (int r = 0; r < NW; ++r) block.w[r] = w.data + (n + r) * (K / 2), scales[r] = w.scale + (n + r) * groups;
+    for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
+    __m256 acc[NW][M];
+    for (int r = 0; r < NW; ++r)
+        for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps();
+    for (int64_t g0 = 0, g = 0; g0 < K; g0 += G, ++g) {
+        block.clear();
+        if (g0 % 128 == 0)  // a cache line of each row holds 128 channels: prefetched as the INT8 kernel does
+            for (int r = 0; r < NW; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(block.w[r] + g0 / 2 + NW * kPrefetchBytes), _MM_HINT_T0);
+        for (int64_t k = g0, u = 0; k < g0 + G; k += V::kStep, ++u) block.step(k, static_cast<int>(u % block.S));
+        for (int i = 0; i < M; ++i) {
+            const float xs = x.scales[(row + i) * x.groups + g0 / kGroup];
+            for (int r = 0; r < NW; ++r) {
+                const __m256 c = _mm256_set1_ps(scales[r][g] * xs);  // rounded once, as row_dot4 does
+                const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(block.lanes(r, i)), c);
+                acc[r][i] = _mm256_add_ps(acc[r][i], part);  // -ffp-contract=off: never fused
+            }
+        }
+    }
+    for (int r = 0; r < NW; ++r)
+        for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
+}
+
+template <typename V, int NW>
+void block_dot4_m(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row, int m, float* out) {
+    switch (m) {
+        case 4: block_dot4_rows<V, NW, 4>(w, n, x, row, out); break;
+        case 3: block_dot4_rows<V, NW, 3>(w, n, x, row, out); break;
+        case 2: block_dot4_rows<V, NW, 2>(w, n, x, row, out); break;
+        default: block_dot4_rows<V, NW, 1>(w, n, x, row, out); break;
+    }
+}
+
+template <typename V>
+void block_dot4(const Int4Matrix& w, int64_t n, int nw, const QuantizedRows& x, int64_t row, int m, float* out) {
+    switch (nw) {
+        case 4: block_dot4_m<V, 4>(w, n, x, row, m, out); break;
+        case 2: block_dot4_m<V, 2>(w, n, x, row, m, out); break;
+        default:
+            for (int r = 0; r < nw; ++r) block_dot4_m<V, 1>(w, n + r, x, row, m, out + r * kBlockRows);
+            break;
+    }
+}
+
+}  // namespace
+}  // namespace qwen3tts::native
