@@ -35,9 +35,9 @@ from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor, declar
 from qwen3tts.runtime.native_decode.tensors import read_tensors
 
 
-def random_predictor(shape: str, out: Path, seed: int = 0):
-    """(spec, path of the saved INT8 code-predictor IR) of a random checkpoint of `shape`; an IR that a
-    previous run left in `out` is reused."""
+def random_predictor(shape: str, out: Path, seed: int = 0, precision: str = "int8"):
+    """(spec, path of the saved code-predictor IR, compressed as `precision`) of a random checkpoint of
+    `shape`; an IR that a previous run left in `out` is reused."""
     root = out / "checkpoint"
     if not (root / "config.json").is_file():
         write_checkpoint(root, shape=shape, seed=seed, configs_only=True)
@@ -46,7 +46,7 @@ def random_predictor(shape: str, out: Path, seed: int = 0):
         read_json(root / "generation_config.json"),
         read_json(root / "speech_tokenizer" / "config.json"),
     )
-    path = out / "code_predictor.xml"
+    path = out / ("code_predictor.xml" if precision == "int8" else f"code_predictor-{precision}.xml")
     if path.is_file():
         return spec, path
     rng = np.random.default_rng(seed)
@@ -59,21 +59,24 @@ def random_predictor(shape: str, out: Path, seed: int = 0):
         else:
             weights[name] = (0.02 * rng.standard_normal(dims, dtype=np.float32)).astype(np.float32)
     model = cp.build_code_predictor(spec.code_predictor, spec.talker.hidden_size, weights)
-    save_graph(model, path, "int8")
+    save_graph(model, path, precision)
     return spec, path
 
 
 def frame_bytes(tensors) -> int:
-    """INT8 weight bytes one frame reads: every layer matrix once per step, each step's own head."""
+    """INT8 / packed INT4 weight bytes one frame reads: every layer matrix once per step, each step's own
+    head (an INT4 matrix's group scales, 1/64 of its bytes, are not counted)."""
     per_step = sum(w.data.nbytes for layer in tensors.layers for w in layer.values())
     steps = len(tensors.heads)
     projection = tensors.projection.data.nbytes if tensors.projection is not None else 0
     return steps * (per_step + projection) + sum(h.data.nbytes for h in tensors.heads)
 
 
-def run(shape: str, batches: list[int], rounds: int, threads: int, work_dir: Path | None = None) -> dict:
+def run(
+    shape: str, batches: list[int], rounds: int, threads: int, work_dir: Path | None = None, weights="int8"
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="native-frame-") as tmp:
-        spec, path = random_predictor(shape, work_dir or Path(tmp))
+        spec, path = random_predictor(shape, work_dir or Path(tmp), precision=weights)
         core = ov.Core()
         model = core.read_model(str(path))
         tensors = read_tensors(model, spec.code_predictor)
@@ -87,7 +90,8 @@ def run(shape: str, batches: list[int], rounds: int, threads: int, work_dir: Pat
         exact = {**props, "INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
         plugin_f32 = core.compile_model(model, "CPU", exact).create_infer_request()
         weight_bytes = frame_bytes(tensors)
-        report = {"shape": shape, "threads": threads, "isa": isa, "weight_bytes_per_frame": weight_bytes}
+        report = {"shape": shape, "weights": weights, "threads": threads, "isa": isa}
+        report["weight_bytes_per_frame"] = weight_bytes
         report["batches"] = {
             batch: _time_batch(spec, batch, rounds, plugin, plugin_f32, native, weight_bytes)
             for batch in batches
@@ -123,7 +127,8 @@ def _time_batch(spec, batch, rounds, plugin, plugin_f32, native, weight_bytes) -
 
 def render(report: dict) -> str:
     lines = [
-        f"code predictor {report['shape']}: {report['weight_bytes_per_frame'] / 1e6:.0f} MB of INT8 "
+        f"code predictor {report['shape']}: {report['weight_bytes_per_frame'] / 1e6:.0f} MB of "
+        f"{report.get('weights', 'int8').upper()} "
         f"weights per frame, {report['threads']} threads; median ms per frame, GB/s of weights, "
         "median ratio to plugin",
         "| batch | path | ms | GB/s | ratio |",
@@ -141,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work-dir", type=Path, help="keep the random predictor here, reuse it next time")
+    parser.add_argument("--weights", default="int8", choices=("int8", "int4_sym_g128"), help="compression")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batch_sizes.split(",")]
-    report = run(args.shape, batches, args.rounds, args.threads, args.work_dir)
+    report = run(args.shape, batches, args.rounds, args.threads, args.work_dir, args.weights)
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

@@ -265,12 +265,25 @@ def test_the_engine_speaks_through_the_fused_frame(library, tiny_models):
         assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
 
 
-def test_the_frame_benchmark_runs_and_reports_every_path(library, tmp_path):
+@pytest.mark.parametrize("weights", ["int8", "int4_sym_g128"])
+def test_the_frame_benchmark_runs_and_reports_every_path(library, tmp_path, weights):
     out = tmp_path / "frame.json"
-    args = ["--shape", "tiny", "--batch-sizes", "1,3", "--rounds", "1", "--threads", "2"]
+    args = [
+        "--shape",
+        "tiny",
+        "--batch-sizes",
+        "1,3",
+        "--rounds",
+        "1",
+        "--threads",
+        "2",
+        "--weights",
+        weights,
+    ]
     assert native_frame.main([*args, "--work-dir", str(tmp_path), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["isa"] == library.isa and report["weight_bytes_per_frame"] > 0
+    assert report["weights"] == weights
     for batch in ("1", "3"):
         paths = report["batches"][batch]
         assert len(paths) == 3 and any(name.startswith("native frame") for name in paths)
