@@ -20,12 +20,11 @@ import shutil
 import numpy as np
 import openvino as ov
 import pytest
-from test_native_frame import ALL_SETS, _decided, _gumbel_scores, _inputs, _predictor, _runtime
+from test_native_frame import ALL_SETS, _decided_code, _inputs, _predictor, _runtime
 
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs import code_predictor as cp
-from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
 from qwen3tts.runtime.native_decode.code_predictor import fused_code_predictor
 from qwen3tts.runtime.native_decode.tensors import (
     Int4Weights,
@@ -39,13 +38,6 @@ from qwen3tts.runtime.native_decode.tensors import (
 # on the tiny bundles
 LOGIT_TOLERANCE = 1e-3
 ALWAYS = "devices.native_kernels=always"
-
-
-@pytest.fixture(scope="module")
-def library():
-    found = load_library()
-    assert found is not None, f"{DEFAULT_LIBRARY} is missing: scripts/setup.sh builds it"
-    return found
 
 
 def _call_matmul_i4(library, isa, x, packed, scale, group, nw):
@@ -129,21 +121,6 @@ def test_the_library_refuses_an_int4_group_its_kernels_do_not_take(library):
         scale = np.ones((4, max(1, 64 // group)), np.float32)
         assert _call_matmul_i4(library, "generic", x, packed, scale, group, 1)[0] == -1, group
     assert _call_matmul_i4(library, "generic", x, packed, np.ones((4, 2), np.float32), 32, 1)[0] == 0
-
-
-def _decided_code(logits_p, logits_n, noise, temperature, top_k, top_p, margin):
-    """The plugin's code if rounding within `margin` cannot change it, else None. The filters (top-k, top-p)
-    may keep different tokens on the two sides when their edge is a near tie: the code counts as decided
-    when it wins, by more than the margin, both among the tokens either side keeps and among those both do
-    (at top-k 1, a near tie of the two largest logits is then undecided, as greedy's would be)."""
-    raw = _gumbel_scores(logits_p, noise, temperature, 0, 1.0)  # every token's score, unfiltered
-    kept_p = np.isfinite(_gumbel_scores(logits_p, noise, temperature, top_k, top_p))
-    kept_n = np.isfinite(_gumbel_scores(logits_n, noise, temperature, top_k, top_p))
-    either, both = np.where(kept_p | kept_n, raw, -np.inf), np.where(kept_p & kept_n, raw, -np.inf)
-    scaled = margin / min(1.0, temperature) if temperature > 0 else margin
-    if np.argmax(either) != np.argmax(both) or not _decided(either, scaled):
-        return None
-    return int(np.argmax(either))
 
 
 def _mixed_predictor(library, tiny_models, tmp_path):

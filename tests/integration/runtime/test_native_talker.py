@@ -24,7 +24,6 @@ from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs.talker import to_paged
 from qwen3tts.runtime.loader import load_runtime
-from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
 from qwen3tts.runtime.native_decode.talker import BLOCK_SIZE, build_native_talker
 from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
 from qwen3tts.runtime.paged_talker import PagedTalker
@@ -39,13 +38,6 @@ BLOCKS = 16
 # two sequences, each with its own scattered blocks (the engine's block manager hands out any ids)
 TABLES = ([3, 7, 1, 12], [5, 2, 9, 0])
 CPU = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
-
-
-@pytest.fixture(scope="module")
-def library():
-    found = load_library()
-    assert found is not None, f"{DEFAULT_LIBRARY} is missing: scripts/setup.sh builds it"
-    return found
 
 
 def _native(library, bundle, isa=None, threads=2):
