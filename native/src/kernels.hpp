@@ -106,9 +106,9 @@ const KernelSet& avx512_kernels();
 const KernelSet& avx512_vnni_kernels();
 
 // Weight rows per block_dot call for m rows of x in the fused decode (predictor_frame.cpp): the kernel
-// set's stream_block or gemm_block, one on AMD cores at one or two rows of x, or what
+// set's stream_block or gemm_block, one on AMD cores at one or two rows of x of an INT8 matrix, or what
 // QWEN3TTS_NATIVE_BLOCKS asks for. Blocking never changes a result.
-int weight_rows_per_block(const KernelSet& kernels, int64_t m);
+int weight_rows_per_block(const KernelSet& kernels, int64_t m, bool int4 = false);
 
 // One output channel in the same arithmetic: the reference every kernel set is tested against.
 float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row);

@@ -30,15 +30,17 @@ int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1
 
 // Weight rows per kernel call: the kernel set's choice, or QWEN3TTS_NATIVE_BLOCKS=<stream>,<gemm> (as for
 // the op, dispatch.cpp; benchmarks only: blocking never changes a result).
-int weight_rows_per_block(const KernelSet& kernels, int64_t m) {
+int weight_rows_per_block(const KernelSet& kernels, int64_t m, bool int4) {
     static const char* wanted = std::getenv("QWEN3TTS_NATIVE_BLOCKS");
     static const bool valid = wanted != nullptr && wanted[0] != 0 && std::strchr("124", wanted[0]) != nullptr &&
                               wanted[1] == ',' && wanted[2] != 0 && std::strchr("124", wanted[2]) != nullptr;
     if (valid) return (m <= kStreamRowsMax ? wanted[0] : wanted[2]) - '0';
     // On AMD cores one sequential weight stream per thread reads about twice as fast at one or two rows of
-    // x as two or four interleaved ones: Zen 1 (README.md) and Zen 4 (docs/benchmarks.md, issue 34).
+    // x as two or four interleaved ones: Zen 1 (README.md) and Zen 4 (docs/benchmarks.md, issue 34). Not
+    // an INT4 row: half as long, with twice the instructions per byte (nibbles, a scale per group), its
+    // kernel is bound by one row's dependency chain, and two rows a call took 0.75x the time on Zen 4.
     static const bool amd = __builtin_cpu_is("amd");
-    if (amd && m <= 2) return 1;
+    if (amd && m <= 2 && !int4) return 1;
     return m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
 }
 
@@ -108,7 +110,7 @@ void Predictor::run_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
     const KernelSet& kernels = w.cols() % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
     const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols(), num_groups(w.cols())};
     const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(w.rows(), n_begin + p.chunk_rows);
-    product_rows(kernels, w, rows, n_begin, n_end, weight_rows_per_block(kernels, p.m), p.y);
+    product_rows(kernels, w, rows, n_begin, n_end, weight_rows_per_block(kernels, p.m, w.is_int4()), p.y);
 }
 
 void Predictor::quantize(const float* x, int64_t m, int64_t cols, Scratch& s) {
