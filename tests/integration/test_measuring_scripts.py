@@ -49,6 +49,11 @@ RUNS = {
     "measure_shared_subscriptions.py": ([], ["1. ", "7. every member unsubscribed"]),
     "measure_snapcast.py": (["--runs", "1", "--source", "pipe"], ["pipe"]),
     "measure_voice_ttfa.py": (["{base_bundle}", "--runs", "2"], ["prefix_caching=off", "prefix_caching=on"]),
+    "measure_native_heap.py": (
+        ["--workdir", "{tmp}/native-heap", "--bundle", "{bundle}", "--rounds", "2"],
+        ["10 requests, RSS"],
+    ),
+    "measure_tie_fallback_memory.py": (["topk"], ["tie, k 50:", "tie, batch 8:"]),
     "soak.py": (
         [
             "--bundle",
@@ -97,6 +102,7 @@ RUNS = {
 # Scripts a test machine cannot run, and the test below that covers what it can.
 DRY = {
     "compare_http_stacks.py": "a one-off comparison of two HTTP stacks (aiohttp is not installed)",
+    "measure_native_heap_report.py": "reads memray's capture; memray is installed beside the venv, not in it",
     "peers/worker_vox.py": "test_the_peers_workers_parse_their_arguments",
     "peers/worker_qwentts.py": "test_the_peers_workers_parse_their_arguments",
     "peers/worker_qwen3tts.py": "run by peers/compare.py above",
