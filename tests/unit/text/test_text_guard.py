@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from stalling_front_end import STALLING_TEXT, prepare_after_backtracking
@@ -77,10 +78,24 @@ def test_a_stall_in_one_worker_leaves_the_other_reading(guarded):
     ]
 
 
+def dead(pid: int) -> bool:
+    """Exited: gone, or a zombie its parent has not reaped yet (multiprocessing reaps on is_alive)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def test_a_worker_killed_from_outside_is_replaced_and_the_text_still_read(guarded):
     front_end = guarded(workers=2)
-    for pid in front_end.pids():
+    killed = front_end.pids()
+    for pid in killed:
         os.kill(pid, signal.SIGKILL)
+    # Killed while idle, as from outside: wait until they have exited (SIGKILL is not instant on a busy
+    # machine), else the call races the kills and may meet a worker that dies only once it was asked.
+    deadline = time.monotonic() + SLACK_S
+    while not all(dead(pid) for pid in killed) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert front_end("Still here.", "english").pieces[0].normalized == "Still here."
     assert front_end.replaced >= 1 and all(pid > 0 for pid in front_end.pids())
 
