@@ -9,9 +9,9 @@ since the epoch) and the daemon's RSS to `<workdir>/marks.json`, so a profile's 
 "after the warm-up" and "at the end". The daemon gets SIGTERM at the end (memray finishes its file on a
 clean exit).
 
-    PYTHONPATH=daemon:/tmp/memray .venv/bin/python scripts/measure_native_heap.py --workdir var/heap-long \\
+    PYTHONPATH=daemon:var/memray .venv/bin/python scripts/measure_native_heap.py --workdir var/heap-long \\
         --rounds 400 --wrap "python -m memray run --native --no-compress -q -f -o {workdir}/daemon.bin"
-    PYTHONPATH=daemon:/tmp/memray .venv/bin/python scripts/measure_native_heap_report.py var/heap-long \\
+    PYTHONPATH=daemon:var/memray .venv/bin/python scripts/measure_native_heap_report.py var/heap-long \\
         --from 600
 
 `python` in `--wrap` is this interpreter; `{workdir}` is the work directory.

@@ -5,7 +5,7 @@ memory snapshots nearest to the marks at `--from` and `--to` requests answered, 
 the live heap memray tracked (every malloc, mmap and Python arena not yet freed) at both, then the
 stacks whose live bytes grew most between them, in bytes per request.
 
-    PYTHONPATH=daemon:/tmp/memray .venv/bin/python scripts/measure_native_heap_report.py var/heap-long \\
+    PYTHONPATH=daemon:var/memray .venv/bin/python scripts/measure_native_heap_report.py var/heap-long \\
         --from 600
 """
 

@@ -60,6 +60,26 @@ def _inputs(spec, rows, seed):
     }
 
 
+def assert_the_engine_speaks(runtime, first_column: int = 1) -> None:
+    """A greedy and a sampled request run to their frame cap through `runtime`'s engine, every code from
+    `first_column` on within the codebook."""
+    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
+    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
+    handles = {
+        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
+        for rid, (text, greedy) in texts.items()
+    }
+    for _ in range(200):
+        if not engine.step():
+            break
+    for rid, handle in handles.items():
+        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
+        assert handle.frames.shape == (8, 16), rid
+        assert (
+            (handle.frames[:, first_column:] >= 0) & (handle.frames[:, first_column:] < codebook)
+        ).all(), rid
+
+
 def _gumbel_scores(logits, noise, temperature, top_k, top_p):
     """The kept tokens' Gumbel scores of one step (code_predictor.py's docstring, in float64), -inf for the
     filtered ones; plain argmax logits at temperature 0."""
@@ -238,19 +258,7 @@ def test_the_fallbacks_keep_the_plugin_with_one_line_naming_why(
 def test_the_engine_speaks_through_the_fused_frame(library, tiny_models):
     runtime = _runtime(tiny_models.bundle(weights="int8"), "devices.native_kernels=always")
     assert runtime.runner.code_predictor_path == f"fused native {library.isa}"
-    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
-    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
-    handles = {
-        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
-        for rid, (text, greedy) in texts.items()
-    }
-    for _ in range(200):
-        if not engine.step():
-            break
-    for rid, handle in handles.items():
-        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
-        assert handle.frames.shape == (8, 16), rid
-        assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
+    assert_the_engine_speaks(runtime)
 
 
 @pytest.mark.parametrize("weights", ["int8", "int4_sym_g128"])

@@ -20,7 +20,7 @@ import shutil
 import numpy as np
 import openvino as ov
 import pytest
-from test_native_frame import ALL_SETS, _decided_code, _inputs, _predictor, _runtime
+from test_native_frame import ALL_SETS, _decided_code, _inputs, _predictor, _runtime, assert_the_engine_speaks
 
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.compression import save_graph
@@ -187,24 +187,11 @@ def test_every_kernel_set_and_thread_count_gives_the_generic_int4_frame_bit_for_
 
 
 def test_always_runs_the_int4_frame_and_the_engine_speaks_through_it(library, tiny_models):
-    from qwen3tts.engine.sequence import Request, SequenceStatus
 
     runtime = _runtime(tiny_models.bundle(weights="int4-cp"), ALWAYS)
     assert runtime.runner.code_predictor_path == f"fused native {library.isa}"
     assert runtime.plan.decode_paths()["code_predictor"] == f"fused native {library.isa}"
-    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
-    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
-    handles = {
-        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
-        for rid, (text, greedy) in texts.items()
-    }
-    for _ in range(200):
-        if not engine.step():
-            break
-    for rid, handle in handles.items():
-        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
-        assert handle.frames.shape == (8, 16), rid
-        assert ((handle.frames[:, 1:] >= 0) & (handle.frames[:, 1:] < codebook)).all(), rid
+    assert_the_engine_speaks(runtime)
 
 
 @pytest.fixture(scope="module")

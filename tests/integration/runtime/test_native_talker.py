@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import openvino as ov
 import pytest
+from test_native_frame import assert_the_engine_speaks
 
 from qwen3tts.bench import native_talker as native_talker_bench
 from qwen3tts.engine.runner import TalkerChunk
@@ -170,19 +171,7 @@ def test_the_engine_speaks_through_the_native_talker_without_the_plugins_talker(
     assert runtime.plan.decode_paths()["talker"] == f"fused native {library.isa}"
     assert "fused native step" in runtime.plan.describe()
     assert runtime.runner.block_size == BLOCK_SIZE and runtime.runner.kv_cache_bytes > 0
-    engine, codebook = runtime.engine, runtime.spec.code_predictor.vocab_size
-    texts = {"greedy": ("Hello there.", True), "sampled": ("The train leaves from platform four.", False)}
-    handles = {
-        rid: engine.submit(Request(id=rid, text=text, speaker="vivian", greedy=greedy, max_frames=9))
-        for rid, (text, greedy) in texts.items()
-    }
-    for _ in range(200):
-        if not engine.step():
-            break
-    for rid, handle in handles.items():
-        assert handle.status is SequenceStatus.FINISHED_LENGTH, rid
-        assert handle.frames.shape == (8, 16), rid
-        assert ((handle.frames >= 0) & (handle.frames < codebook)).all(), rid
+    assert_the_engine_speaks(runtime, first_column=0)
 
 
 @pytest.mark.parametrize(
