@@ -58,6 +58,21 @@ def test_the_page_shows_the_bundle_and_its_zones_and_fits_a_desktop_and_a_phone(
         service.stop()
 
 
+def a_late_answer_does_not_undo_a_newer_one(page) -> None:
+    """Two loads of the voice list under way (an action's own and the state poll's): the older answer,
+    arriving last, is not drawn over the newer (CI saw "Make default" undone that way)."""
+    held = []
+    page.route("**/status/voices", lambda route: held.append(route) if not held else route.continue_())
+    page.evaluate("() => { window.olderLoad = loadVoices(); }")
+    while not held:
+        page.wait_for_timeout(20)  # lets Playwright deliver the intercepted request
+    page.evaluate("() => loadVoices()")  # the newer load: answered at once, and drawn
+    held[0].fulfill(json={"voices": [], "default": None, "cloning": None, "limits": {}})
+    page.evaluate("() => window.olderLoad")
+    page.unroute("**/status/voices")
+    assert page.locator("#voice-list tr[data-voice=default] .default").count() == 1
+
+
 def test_a_voice_is_cloned_previewed_made_default_and_deleted_from_the_page(
     tmp_path, mosquitto, tiny_models, browser
 ):
@@ -71,6 +86,7 @@ def test_a_voice_is_cloned_previewed_made_default_and_deleted_from_the_page(
         page.goto(f"{url}/status")
         page.wait_for_selector("#voice-list tr[data-voice=default] .default")  # a Base bundle's own voice
         assert page.is_hidden("#clone-off") and "1–30 s" in page.inner_text("#clone-limits")
+        a_late_answer_does_not_undo_a_newer_one(page)
 
         def clone(stem: str, name: str, transcript: str, expect: str) -> str:
             page.fill("#clone-name", name)

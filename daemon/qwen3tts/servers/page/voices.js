@@ -56,10 +56,16 @@ function voiceRow(voice, isDefault) {
   return row;
 }
 
+// Several loads may be under way (an action's own, and the state poll's "voices-changed"): only the one
+// asked for last may draw, or an older answer arriving late would put back the list it replaced.
+let voicesAsked = 0;
+
 async function loadVoices() {
+  const asked = ++voicesAsked;
   const response = await fetch("/status/voices", { cache: "no-store" });
-  if (!response.ok) { voiceAnswer(await voiceError(response)); return; }
-  const listing = await response.json();
+  const listing = response.ok ? await response.json() : null;
+  if (asked !== voicesAsked) return;
+  if (!listing) { voiceAnswer(await voiceError(response)); return; }
   const rows = listing.voices.map((voice) => voiceRow(
     voice, voice.name.toLowerCase() === String(listing.default).toLowerCase()));
   document.getElementById("voice-list").replaceChildren(...rows);
