@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from types import SimpleNamespace
 
@@ -24,9 +25,15 @@ class Running:
         self.settings = settings
         self.handles = []
         self.requests = []
+        self.without_end = False
+        """Set by a test that needs its synthesis still running (to cut it off): every request then runs to
+        its frame cap, since the tiny random model may sample its end of speech at any frame."""
         submit = self.engine.submit
 
         def recording_submit(request):
+            if self.without_end:
+                sampling = {**request.sampling, "min_new_tokens": 1 << 20}
+                request = dataclasses.replace(request, sampling=sampling)
             handle = submit(request)
             self.requests.append(request)
             self.handles.append(handle)

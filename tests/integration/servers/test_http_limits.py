@@ -5,7 +5,6 @@ run past its limit, and an encoder failing mid-stream cuts the body and cancels 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import socket
 import threading
@@ -138,10 +137,8 @@ def hold_before_the_last_frame(running) -> threading.Event:
     suppressed too: the tiny random model may sample it at any frame (CI's ended the first sentence at its
     86th, 7 s of audio, before the client's buffers were full, and again nothing was left to cancel)."""
     release, engine = threading.Event(), running.engine
-    step, submit = engine.step, engine.submit
-
-    def endless_submit(request):  # runs up to its frame cap, where the held step waits
-        return submit(dataclasses.replace(request, sampling={**request.sampling, "min_new_tokens": 1 << 20}))
+    step = engine.step
+    running.without_end = True  # it runs up to its frame cap, where the held step waits
 
     def held_step() -> bool:
         if running.handles and not release.is_set():
@@ -151,7 +148,6 @@ def hold_before_the_last_frame(running) -> threading.Event:
         return step()
 
     engine.step = held_step  # the engine's loop calls self.step()
-    engine.submit = endless_submit  # the gateway calls engine.submit(); the rig's record sees the change
     return release
 
 
@@ -185,11 +181,14 @@ def test_a_client_that_stops_reading_is_disconnected_and_its_synthesis_cancelled
 
 def test_a_request_cannot_hold_its_slot_past_the_request_limit(serve):
     running = serve("engine.max_frames=2048", "servers.max_request_s=1")
+    release = hold_before_the_last_frame(running)  # still synthesising when it is cut off
     started = time.monotonic()
-    with pytest.raises(httpx.RemoteProtocolError):  # the body is cut: incomplete chunked read
-        httpx.post(
-            f"{running.http_url}/v1/audio/speech", json={"input": LONG, "response_format": "pcm"}, timeout=60
-        )
+    try:
+        with pytest.raises(httpx.RemoteProtocolError):  # the body is cut: incomplete chunked read
+            body = {"input": LONG, "response_format": "pcm"}
+            httpx.post(f"{running.http_url}/v1/audio/speech", json=body, timeout=60)
+    finally:
+        release.set()  # the engine may go on: unless the request was cancelled, it finishes the sentence
     assert time.monotonic() - started < 10
     [handle] = running.handles
     assert handle.wait(10) and handle.status is SequenceStatus.FINISHED_CANCELLED
@@ -206,14 +205,18 @@ class FailingEncoder(encoding.PcmEncoder):
 def test_an_encoder_failing_mid_stream_cuts_the_body_and_cancels_the_synthesis(serve, monkeypatch, caplog):
     monkeypatch.setitem(encoding._MAKERS, "mp3", lambda rate: FailingEncoder())
     running = serve("engine.max_frames=2048")
+    release = hold_before_the_last_frame(running)  # still synthesising when it is cut off
     url = f"{running.http_url}/v1/audio/speech"
-    with (
-        caplog.at_level(logging.ERROR),
-        pytest.raises(httpx.RemoteProtocolError),
-        httpx.stream("POST", url, json={"input": LONG}, timeout=60) as response,
-    ):
-        assert response.status_code == 200
-        b"".join(response.iter_raw())
+    try:
+        with (
+            caplog.at_level(logging.ERROR),
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", url, json={"input": LONG}, timeout=60) as response,
+        ):
+            assert response.status_code == 200
+            b"".join(response.iter_raw())
+    finally:
+        release.set()  # the engine may go on: unless the request was cancelled, it finishes the sentence
     [handle] = running.handles
     assert handle.wait(10) and handle.status is SequenceStatus.FINISHED_CANCELLED
     assert running.outcomes("http")["error"] == 1 and active(running) == 0

@@ -113,6 +113,7 @@ def test_an_event_over_the_size_limit_is_refused_before_its_body_is_read(serve):
 
 def test_a_client_that_disconnects_mid_synthesis_cancels_its_engine_request(serve):
     running = serve("engine.max_frames=2048")
+    running.without_end = True  # still synthesising when it is cut off
     text = "This sentence is long enough to keep the tiny model busy for many seconds, " * 2
 
     async def listen_then_hang_up() -> None:
@@ -130,6 +131,7 @@ def test_a_client_that_disconnects_mid_synthesis_cancels_its_engine_request(serv
 
 def test_a_client_that_hangs_up_ends_every_request_it_opened_not_only_the_one_playing(serve):
     running = serve("engine.max_frames=2048")
+    running.without_end = True  # still synthesising when it is cut off
     text = "This sentence is long enough to keep the tiny model busy for many seconds, " * 2
 
     async def ask_twice_then_hang_up() -> None:
@@ -155,6 +157,7 @@ def test_an_unexpected_failure_is_answered_logged_and_closes_only_that_connectio
     from qwen3tts.servers.speech_stream import SpeechStream
 
     running = serve()
+    running.without_end = True  # still synthesising when it is cut off
 
     def broken(self):
         raise LookupError("injected")
