@@ -1,5 +1,6 @@
 """How far the fast precisions drift from the official f32 outputs: INT8 weights, a u8 KV cache, and
-the native INT8 kernels (native/: int16 activations) against the plugin's.
+the native path (native/: int16 activations) against the plugin's: the talker's INT8 MatMuls on the
+native kernels, the code predictor as the fused native frame.
 
 Measured on the golden fixtures (tests/fixtures/golden, official PyTorch f32): max |Δlogit| of the
 teacher-forced talker and code predictor, and how many greedy frames stay identical end to end.
@@ -42,7 +43,7 @@ class Drift:
     logit_scale: float  # max |logit| of the golden talker logits, for scale
     frames_identical: int  # greedy frames equal to the official ones before the first difference
     frames_total: int
-    native: bool = False  # the INT8 MatMuls on native/'s kernels instead of the plugin's
+    native: bool = False  # the native path: the talker's INT8 MatMuls on native/'s kernels, the fused frame
 
 
 def _read(core: ov.Core, path: Path, native) -> ov.Model:
@@ -69,30 +70,45 @@ def teacher_forced_logits(
     return np.array(rows)
 
 
+def _predictor_outputs(
+    core: ov.Core, bundle: Path, feeds: dict, native=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, logits) of one greedy frame: the plugin's graph, or with `native` the fused native frame
+    (what `devices.native_kernels` always, and auto at small batches on a measured CPU class, run)."""
+    if native is None:
+        out = core.compile_model(core.read_model(bundle / layout.CODE_PREDICTOR_XML), "CPU", F32)(feeds)
+        return out[cp.CODES], out[cp.LOGITS]
+    from qwen3tts.runtime.native_decode.code_predictor import default_threads, fused_code_predictor
+
+    model = core.read_model(bundle / layout.CODE_PREDICTOR_XML)
+    spec = layout.read_manifest(bundle).spec.code_predictor
+    frame = fused_code_predictor(native, model, spec, default_threads(0))
+    codes, _embed, logits = frame.frame(*feeds.values(), logits=True)
+    return codes, logits
+
+
 def predictor_drift(core: ov.Core, bundle: Path, golden: dict, native=None) -> float:
     """Max |Δlogit| of the code predictor over the steps before its first greedy code differs.
 
     The graph feeds back its own codes, so after a differing code its logits answer a different
     question than the teacher-forced golden ones; those steps are not drift.
     """
-    model = core.compile_model(_read(core, bundle / layout.CODE_PREDICTOR_XML, native), "CPU", F32)
     frames = golden["predictor_codes"]
     batch, vocab = frames.shape[0], golden["predictor_logits"].shape[-1]
-    out = model(
-        {
-            cp.PAST_HIDDEN: golden["predictor_hidden"],
-            cp.CODE0: frames[:, 0].astype(np.int64),
-            cp.NOISE: np.full((batch, 15, vocab), 0.5, np.float32),
-            cp.TEMPERATURE: np.zeros(batch, np.float32),
-            cp.TOP_K: np.full(batch, 50, np.int64),
-            cp.TOP_P: np.ones(batch, np.float32),
-        }
-    )
+    feeds = {  # in the fused frame's argument order
+        cp.PAST_HIDDEN: golden["predictor_hidden"],
+        cp.CODE0: frames[:, 0].astype(np.int64),
+        cp.NOISE: np.full((batch, 15, vocab), 0.5, np.float32),
+        cp.TEMPERATURE: np.zeros(batch, np.float32),
+        cp.TOP_K: np.full(batch, 50, np.int64),
+        cp.TOP_P: np.ones(batch, np.float32),
+    }
+    codes, logits = _predictor_outputs(core, bundle, feeds, native)
     drift = 0.0
     for row in range(batch):
-        differs = np.flatnonzero(out[cp.CODES][row] != frames[row, 1:])
+        differs = np.flatnonzero(codes[row] != frames[row, 1:])
         steps = int(differs[0]) + 1 if differs.size else 15  # the differing step's logits still count
-        delta = out[cp.LOGITS][row, :steps] - golden["predictor_logits"][row, :steps]
+        delta = logits[row, :steps] - golden["predictor_logits"][row, :steps]
         drift = max(drift, float(np.abs(delta).max()))
     return drift
 
@@ -100,7 +116,8 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict, native=None) -> f
 def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str, native: bool = False) -> np.ndarray:
     # What the product runs: `auto` precision (an f32 hint on CPUs, and on VNNI CPUs the plugin's int8
     # activations for compressed-weight MatMuls, as in the teacher-forced graphs above; an explicit f32
-    # would turn those off) with the MatMuls on the plugin's kernels or on native/'s
+    # would turn those off) on the plugin's kernels, or on the native path (`always`: the talker's MatMuls
+    # on native/'s kernels, the code predictor as the fused frame at every batch)
     precision = "devices.native_kernels=always" if native else "devices.native_kernels=never"
     cpu = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
     settings = load_settings(None, [precision, *cpu, f"engine.kv_cache_precision={kv_cache}"])
@@ -187,7 +204,7 @@ def markdown(results: list[Drift], command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        weights = f"{r.weights}, native kernels" if r.native else r.weights
+        weights = f"{r.weights}, native path" if r.native else r.weights
         lines.append(
             f"| {r.case} | {weights} | {r.kv_cache} | {r.talker_logit_drift:.2e} | "
             f"{r.predictor_logit_drift:.2e} | {r.logit_scale:.1f} | {r.frames_identical}/{r.frames_total} |"
@@ -216,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="write the table as this file (docs/fidelity.md's first part)"
     )
     parser.add_argument("--cases", default="cv-tiny-preset-english,cv-1.7b-instruct,vd-1.7b-instruct")
-    parser.add_argument("--native", action="store_true", help="add rows with the native INT8 kernels")
+    parser.add_argument(
+        "--native", action="store_true", help="add rows with the native path (kernels, fused frame)"
+    )
     args = parser.parse_args(argv)
     index = json.loads((args.golden / "index.json").read_text())
     wanted = args.cases.split(",")

@@ -1,4 +1,4 @@
-"""INT8 weights, a u8 KV cache and the native kernels drift from the official f32 outputs: measured,
+"""INT8 weights, a u8 KV cache and the native path drift from the official f32 outputs: measured,
 printed, bounded.
 
 The numbers are written to docs/fidelity.md by `python -m qwen3tts.bench.fidelity`; this test prints
@@ -39,7 +39,7 @@ def test_int8_and_u8_drift_is_printed_and_stays_within_a_few_percent_of_the_logi
         int8 = results[("int8", kv_cache, False)]
         assert 0 < int8.talker_logit_drift < 0.05 * int8.logit_scale
         assert int8.predictor_logit_drift < 0.05 * int8.logit_scale
-        # the native kernels' int16 activations add little to what the INT8 weights already cost
+        # the native path (int16 activations, the fused frame) adds little to what the INT8 weights cost
         on_native = results[("int8", kv_cache, True)]
         for drift in ("talker_logit_drift", "predictor_logit_drift"):
             assert getattr(on_native, drift) <= 1.25 * getattr(int8, drift) + 1e-3 * int8.logit_scale
