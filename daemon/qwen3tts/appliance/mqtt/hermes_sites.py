@@ -50,7 +50,7 @@ class HermesSites:
         return tuple(zone for zone in box_zones if zone not in satellites) if satellites else ()
 
     def as_say(self, message: HermesSay, inbound: Inbound, box_zones: tuple[str, ...]) -> Say:
-        """The Hermes say as the `Say` the policy admits."""
+        """The Hermes say as the `Say` validate.py admits."""
         return Say(
             text=message.text,
             id=message.id,
