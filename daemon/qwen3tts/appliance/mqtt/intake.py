@@ -28,10 +28,9 @@ from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
 from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.events import Event
-from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished
 from qwen3tts.appliance.mqtt.hermes_sites import HermesSites
 from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message
-from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.appliance.mqtt.validate import Ignored, Rejection, validate
@@ -139,7 +138,7 @@ class Intake:
             return False
         caller = self._caller(inbound)
         if isinstance(verdict, Rejection):
-            return self._rejected(verdict, now, caller, inbound)
+            return self._rejected(verdict, now, caller)
         if isinstance(verdict, Announcement):
             return self._enqueue(verdict, inbound, caller)
         if isinstance(verdict, HermesGetVoices):
@@ -200,24 +199,17 @@ class Intake:
         for message in self._discovery():
             self.publish(message)
 
-    def _rejected(self, rejection: Rejection, now: float, caller: Caller, inbound: Inbound) -> bool:
-        """`rejected` with the caller's id (read, else salvaged from the payload); a Hermes say only for
-        one of our sites, with its siteId and sessionId."""
-        reason, kind, message = rejection.reason, rejection.kind, rejection.message
+    def _rejected(self, rejection: Rejection, now: float, caller: Caller) -> bool:
+        """`rejected` naming the caller's id; a Hermes say's also names its siteId and sessionId."""
         ann = Announcement(
-            id=getattr(message, "id", None) or salvage_id(inbound.payload) or "", text="",
-            response_topic=caller.response_topic, correlation_data=caller.correlation_data,
+            id=rejection.id or "", text="", response_topic=caller.response_topic,
+            correlation_data=caller.correlation_data, hermes_site_id=rejection.hermes_site_id,
+            session_id=rejection.session_id,
         )  # fmt: skip
-        if kind is HermesSay:
-            raw = salvage(inbound.payload)
-            site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
-            if not self.hermes.speaks_for(site):
-                log.info("ignoring an invalid Hermes say for another siteId")
-                return False
-            session = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
-            ann = replace(ann, hermes_site_id=site, session_id=session,
-                          id=ann.id or str(uuid.uuid4()))  # sayFinished always names an id  # fmt: skip
-        log.info("rejected %s message%s: %s", kind.__name__, f" {ann.id}" if ann.id else "", reason)
+        if rejection.hermes_site_id is not None and not ann.id:
+            ann = replace(ann, id=str(uuid.uuid4()))  # sayFinished always names an id
+        kind, reason = rejection.kind.__name__, rejection.reason
+        log.info("rejected %s message%s: %s", kind, f" {ann.id}" if ann.id else "", reason)
         for out in announcement_events(ann, "rejected", reason, now, caller.warnings):
             self.publish(out)
         return False

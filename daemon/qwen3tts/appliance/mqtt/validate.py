@@ -1,36 +1,32 @@
 """The MQTT door's validator: every rule an inbound MQTT message must pass, in the order they apply.
 
-`validate(inbound, topics, policy, hermes, now)` is the one entry point; the intake calls it for every
-message as paho handed it over (`Inbound`: topic, payload bytes, MQTT 5 properties). It returns the
-validated message — for a `say` or a Hermes say the `Announcement` to queue — or a `Rejection` with the
-reason the intake publishes in the `rejected` event, or `Ignored` for what is not ours to answer. No
-payload makes it raise. The walk:
+`validate(inbound, topics, policy, hermes, now)`, the one entry point, takes a message as paho handed it
+to the intake (`Inbound`: topic, payload bytes, MQTT 5 properties) and returns the validated message (a
+say as the `Announcement` to queue), a `Rejection` with the reason of its `rejected` event and the
+caller's id, or `Ignored` for what is not ours to answer. No payload makes it raise. The walk:
 
 1. topic: one we subscribe to (routing.py `inbound_type`), else ignored. Home Assistant's birth and a
    satellite's playFinished are notices, not requests: never answered, dropped when unreadable or retained.
 2. retain: a retained say or command is refused (`RETAINED_REASON`).
 3. size: at most the topic's limit (`say`, Hermes say: `max_payload_bytes`; commands: messages.py
    `COMMAND_MAX_BYTES`), checked before a byte is decoded.
-4. bytes -> typed message: strict UTF-8, then a JSON object (bounded depth and numbers, every string
-   clean) or, for `say`, plain text (clean, stripped); each field by its reader (fields.py: the type, bool
-   is no number, finite numbers, ids, short one-line names, priority, chime, seed, zones). `read_say`
-   below lists a say's fields; the commands read theirs in controls.py, Hermes' notices in hermes.py.
+4. bytes -> typed message: strict UTF-8, a JSON object (bounded depth and numbers, clean strings) or
+   for `say` plain text; each field by its reader (fields.py: types, bool is no number, finite numbers,
+   ids, short one-line names, ...): `read_say` lists a say's, controls.py and hermes.py the others'.
 5. zone topic: a say on `<zone_base>/<zone>/say` is for that zone; a `zones` field there must agree.
-6. Hermes: a say for a siteId that is not ours is ignored; ours becomes a `Say` (hermes_sites.py).
+6. Hermes: a say (valid or not) for a siteId not ours is ignored; ours becomes a `Say` (hermes_sites.py).
 7. content (`admit`), against the configuration (policy.py): text or SSML, volume, repeat,
    repeat_interval, ttl, chime, voice, lang, instruct, the zones of this box; `voice/set`'s voice.
 
 Shared with the HTTP and Wyoming doors, in one place each, so a rule gives the same reason at every door:
 - bytes -> text -> JSON object, clean strings, `quote`: text/checks.py (servers/http_request.py reads
   HTTP bodies with it; servers/wyoming_events.py checks Wyoming's strings with its `check_clean`);
-- text and SSML (clean, something to say, length, well-formed, `<voice>` names): synthesis.py
-  `checked_speech`;
+- text and SSML (clean, not empty, length, well-formed, `<voice>` names): synthesis.py `checked_speech`;
 - the style instruction (`instruct`; HTTP `instructions`): synthesis.py `checked_instruct`;
 - voice and language names: voices/catalog.py `VoiceCatalog.resolve` and `resolve_language`.
 
-What needs run-time state is checked by its owner: a duplicate id or a full queue by the announcer
-(appliance/announcements/), the backlog of answers by backlog.py, a response topic by the intake (a
-warning, never a refusal: topics.py `refusal`).
+Run-time state is checked by its owner: a duplicate id or a full queue by the announcer, the backlog
+of answers by backlog.py, a response topic by the intake (a warning, never a refusal: topics.py).
 """
 
 from __future__ import annotations
@@ -63,24 +59,28 @@ from qwen3tts.appliance.mqtt.messages import (
     MqttMeta,
     Say,
 )
-from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, quote
+from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.routing import inbound_type
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
 from qwen3tts.synthesis import checked_instruct, checked_speech
+from qwen3tts.text.checks import check_clean, decode_json_object, decode_text, quote
 
 RETAINED_REASON = "retained commands are ignored; publish without the retain flag"
 
 
 @dataclass(frozen=True)
 class Rejection:
-    """A refused request: the reason for its `rejected` event, its kind, and what was read of it (its id)."""
+    """A refused request: the reason for its `rejected` event, its kind, and the caller's names as read
+    (else salvaged from the payload) for the answer: its id, a Hermes say's siteId and sessionId."""
 
     reason: str
     kind: type[Message]
-    message: Message | None = None
+    id: str | None = None
+    hermes_site_id: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,17 +101,33 @@ def validate(
     if kind in (HomeAssistantStatus, HermesPlayFinished):
         return _notice(kind, inbound, topics)
     if inbound.retain:
-        return Rejection(RETAINED_REASON, kind)
+        return _refused(RETAINED_REASON, kind, inbound, hermes)
     try:
         message = read(topics, inbound, say_max_bytes=policy.max_payload_bytes)
     except RequestError as exc:
-        return Rejection(str(exc), kind)
+        return _refused(str(exc), kind, inbound, hermes)
     if isinstance(message, HermesSay) and not hermes.speaks_for(message.site_id):
         return Ignored("ignoring a Hermes say for another siteId")
     try:
         return _checked(message, inbound, policy, hermes, now)
     except RequestError as exc:
-        return Rejection(str(exc), kind, message)
+        return _refused(str(exc), kind, inbound, hermes, message)
+
+
+def _refused(
+    reason: str, kind: type[Message], inbound: Inbound, hermes: HermesSites, message: Message | None = None
+) -> Rejection | Ignored:
+    """The rejection, named as far as the payload can be read; an invalid Hermes say is answered only for
+    one of our sites (another site's TTS answers its own)."""
+    caller_id = getattr(message, "id", None) or salvage_id(inbound.payload)
+    if kind is not HermesSay:
+        return Rejection(reason, kind, caller_id)
+    raw = salvage(inbound.payload)
+    site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
+    if not hermes.speaks_for(site):
+        return Ignored("ignoring an invalid Hermes say for another siteId")
+    session = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
+    return Rejection(reason, kind, caller_id, site, session)
 
 
 def _notice(kind: type[Message], inbound: Inbound, topics: Topics) -> Message | Ignored:
@@ -174,11 +190,8 @@ def read_say(payload: bytes, meta: MqttMeta | Inbound | None = None) -> Say:
     """A `say` payload: plain UTF-8 text, or a JSON object with `text` and the fields below; `meta`
     carries the MQTT 5 properties (response topic, correlation data, message expiry)."""
     meta = meta or MqttMeta()
-    extra = {
-        "response_topic": meta.response_topic,
-        "correlation_data": meta.correlation_data,
-        "message_expiry": meta.message_expiry,
-    }
+    extra = {"response_topic": meta.response_topic, "correlation_data": meta.correlation_data,
+             "message_expiry": meta.message_expiry}  # fmt: skip
     text = decode_text(payload)
     if not text.lstrip().startswith("{"):
         return Say(text=check_clean("text", text, allow_line_breaks=True).strip(), plain=True, **extra)

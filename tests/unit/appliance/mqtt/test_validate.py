@@ -94,7 +94,7 @@ def test_a_say_that_cannot_be_read_is_rejected_with_the_reason_users_see(payload
 def test_a_say_the_policy_refuses_keeps_what_was_read_of_it_for_its_rejected_event(payload, reason):
     verdict = check(payload[:-1] + b', "id": "keep"}')
     assert isinstance(verdict, Rejection) and verdict.kind is Say
-    assert verdict.reason == reason and verdict.message.id == "keep"
+    assert (verdict.reason, verdict.id) == (reason, "keep")
 
 
 def test_the_shared_text_rules_give_the_reason_every_door_gives():
@@ -130,7 +130,21 @@ def test_a_hermes_say_for_our_site_is_admitted_in_its_zones_with_its_site_and_se
     got = (ann.id, ann.zones, ann.hermes_site_id, ann.session_id, ann.chime)
     assert got == ("h1", ("porch",), "porch", "s", "none")
     refused = check(b'{"text": "", "id": "h2"}', "hermes/tts/say")
-    assert refused == Rejection("empty text", HermesSay, refused.message) and refused.message.id == "h2"
+    assert refused == Rejection("empty text", HermesSay, "h2", "default")
+
+
+def test_a_request_that_cannot_be_read_is_rejected_naming_the_callers_id_salvaged_from_its_payload():
+    assert check(b'{"text": "a", "id": "keep", "volume": "loud"}') == Rejection(
+        "field 'volume' must be a number, got str", Say, "keep"
+    )
+    assert check(b'{"text": "a", "id": "a b", "volume": "loud"}').id is None  # not an id we would take
+    unread = check(b'{"text": 5, "id": "h3", "siteId": "porch", "sessionId": "s"}', "hermes/tts/say")
+    assert unread == Rejection("field 'text' must be a string, got int", HermesSay, "h3", "porch", "s")
+    elsewhere = check(b'{"text": 5, "siteId": "garage"}', "hermes/tts/say")
+    assert elsewhere == Ignored("ignoring an invalid Hermes say for another siteId")
+    assert check(b'{"text": "a"}', "hermes/tts/say", retain=True) == Rejection(
+        RETAINED_REASON, HermesSay, None, "default"
+    )
 
 
 def test_a_zone_topic_say_is_for_that_zone_and_its_zones_field_must_agree():
