@@ -31,6 +31,7 @@ from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Event
 from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.validate import admit
 from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.runtime.loader import load_runtime
@@ -131,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def say(announcer: Announcer, ann_id: str, text: str) -> None:
-    announcer.enqueue(AnnouncementPolicy(max_text_chars=10_000).admit(Say(text=text, id=ann_id), time.time()))
+    announcer.enqueue(
+        admit(Say(text=text, id=ann_id), AnnouncementPolicy(max_text_chars=10_000), time.time())
+    )
 
 
 def wait_finished(events: list[Event], ids: list[str], timeout: float = 1800) -> dict[str, Event]:

@@ -1,8 +1,10 @@
 """Text + voice -> engine requests, one per piece of text: what every door shares.
 
 The announcer (MQTT announcements) and the network servers (Wyoming, HTTP) turn text into engine work
-the same way, so a change to splitting or to the per-piece frame budget changes both at once. Voice
-names are resolved by the one catalog (voices/catalog.py).
+the same way, so a change to splitting or to the per-piece frame budget changes both at once. The rules
+a request's text and style instruction must pass are here too (`checked_speech`, `checked_instruct`),
+called by every door with the same reasons. Voice names are resolved by the one catalog
+(voices/catalog.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 from qwen3tts.engine.sequence import Request
 from qwen3tts.errors import RequestError
 from qwen3tts.text import MODEL_LANGUAGES, Lexicon, Piece, Prepared, prepare
-from qwen3tts.text.checks import checked_text
+from qwen3tts.text.checks import check_clean, checked_text
 from qwen3tts.text.splitter import weight
 from qwen3tts.text.ssml import is_ssml, parse_ssml
 
@@ -127,6 +129,27 @@ def checked_speech(
     for name in dict.fromkeys(block.voice for block in document.blocks if block.voice):
         voices.resolve(name)
     return text, tuple(document.warnings)
+
+
+INSTRUCT_IGNORED = "{} ignored: this bundle cannot follow style instructions"
+"""The warning when a bundle without an instruct turn (Base, 0.6B CustomVoice) gets an instruction."""
+
+
+def checked_instruct(
+    raw: str | None, max_chars: int, supported: bool, name: str = "instruct"
+) -> tuple[str | None, tuple[str, ...]]:
+    """(the style instruction to follow, warnings) with the checks and reasons every door shares, `name`
+    being the door's word for it (MQTT `instruct`, HTTP `instructions`): blank is none; clean, stripped,
+    at most `max_chars`; on a bundle that cannot follow one it is ignored with a warning (as the official
+    implementation does for 0.6B CustomVoice) instead of failing at synthesis."""
+    if raw is None or not raw.strip():
+        return None, ()
+    instruct = check_clean(name, raw, allow_line_breaks=True).strip()
+    if len(instruct) > max_chars:
+        raise RequestError(f"{name} too long ({len(instruct)} characters > {max_chars})")
+    if not supported:
+        return None, (INSTRUCT_IGNORED.format(name),)
+    return instruct, ()
 
 
 def sentences(text: str, language: str = "auto") -> list[str]:

@@ -33,6 +33,7 @@ from qwen3tts.servers.http_request import ApiError
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.refusals import Busy, InvalidField
 from qwen3tts.servers.speech_stream import SpeechStream
+from qwen3tts.synthesis import checked_instruct
 from qwen3tts.tempo import MAX_SPEED, MIN_SPEED, TimeStretch
 from qwen3tts.text.checks import quote
 
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 PARAMS = {"text": "input", "voice": "voice", "language": "language"}  # InvalidField.field -> OpenAI param
 WARNING_HEADER = "Qwen3tts-Warning"
-INSTRUCTIONS_IGNORED = "instructions ignored: this bundle cannot follow style instructions"
 NUMBER = re.compile(r"[+-]?(?:[0-9]{1,6}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 """A `speed` sent as a string: plain decimal notation only (float() would also take "nan", "1e9", "1_0")."""
 
@@ -101,12 +101,13 @@ def open_speech(gateway: Gateway, voices: VoiceMap, body: dict) -> SpeechOrder:
         if body.get(key) is not None and not isinstance(body[key], str):
             raise ApiError(400, f"{key} must be a string", key)
     voice, warnings = voices.resolve(gateway.offer, body.get("voice"))
-    instructions = (body.get("instructions") or "").strip() or None
-    if instructions and len(instructions) > gateway.max_text_chars:
-        too_long = f"instructions too long ({len(instructions)} characters > {gateway.max_text_chars})"
-        raise ApiError(400, too_long, "instructions")
-    if instructions and not gateway.offer.supports_instruct:
-        instructions, warnings = None, (*warnings, INSTRUCTIONS_IGNORED)
+    try:  # the rule MQTT's `instruct` follows too (synthesis.py)
+        instructions, ignored = checked_instruct(
+            body.get("instructions"), gateway.max_text_chars, gateway.offer.supports_instruct, "instructions"
+        )
+    except RequestError as exc:
+        raise ApiError(400, str(exc), "instructions") from None
+    warnings = (*warnings, *ignored)
     ssml = body.get("ssml")
     if ssml is not None and not isinstance(ssml, bool):
         raise ApiError(400, "ssml must be true or false", "ssml")

@@ -67,6 +67,8 @@ def post(running, content: bytes, headers: dict | None = None) -> httpx.Response
         ('["input", "hi"]', "JSON payload must be an object, got list", None),
         ('{"input": "hi"', "malformed JSON", None),
         ('{"input": 5}', "text must be a string", "input"),
+        ('{"input": "hi", "instructions": "' + "b" * 2001 + '"}',  # MQTT's `instruct` rule (checked_instruct)
+         "instructions too long (2001 characters > 2000)", "instructions"),
     ],
 )  # fmt: skip
 def test_issue_27_inputs_get_a_400_with_the_reason_and_release_everything(running, body, reason, param):

@@ -7,6 +7,7 @@ import pytest
 from qwen3tts.appliance.mqtt import payload
 from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.validate import admit
 from qwen3tts.errors import RequestError
 from qwen3tts.text import checks
 
@@ -34,7 +35,7 @@ def test_json_reasons_are_the_mqtt_doors(text):
 def test_text_reasons_are_the_mqtt_doors(text):
     policy = AnnouncementPolicy(max_text_chars=2000)
     say = Say(text=text, ssml=False)
-    assert reason(checks.checked_text, text, 2000) == reason(policy.admit, say, 0.0)
+    assert reason(checks.checked_text, text, 2000) == reason(admit, say, policy, 0.0)
 
 
 def test_utf8_reasons_are_the_mqtt_doors():

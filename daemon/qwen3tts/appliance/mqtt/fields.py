@@ -78,7 +78,7 @@ def chime_of(obj: dict[str, Any]) -> str | None:
     if isinstance(value, bool):
         return "default" if value else "none"
     chime = name_of(obj, "chime")
-    return None if chime is None else chime.lower()  # the policy checks the name
+    return None if chime is None else chime.lower()  # validate.py `admit` checks the name
 
 
 def seed_of(obj: dict[str, Any]) -> int | None:
@@ -102,7 +102,7 @@ def priority_of(obj: dict[str, Any]) -> Priority:
 
 def zones_of(obj: dict[str, Any]) -> tuple[str, ...]:
     """`zones`: a list of at most MAX_ZONES zone names (duplicates dropped, order kept); () when absent,
-    which is an all-call. The policy checks that this box has them."""
+    which is an all-call. validate.py `admit` checks that this box has them."""
     value = field_of(obj, "zones", list)
     if value is None:
         return ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from qwen3tts.appliance.mqtt.fields import SESSION_MAX_CHARS, field_of, id_of, name_of, number_of
+from qwen3tts.appliance.mqtt.fields import SESSION_MAX_CHARS, id_of, name_of
 from qwen3tts.appliance.mqtt.messages import Message, MqttMeta
 from qwen3tts.appliance.mqtt.payload import decode_json_object, decode_text, encode_json, quote
 from qwen3tts.errors import RequestError
@@ -19,7 +19,7 @@ from qwen3tts.errors import RequestError
 
 @dataclass(frozen=True)
 class HermesSay(Message):
-    """`hermes/tts/say` {text, lang, id, volume, siteId, sessionId}."""
+    """`hermes/tts/say` {text, lang, id, volume, siteId, sessionId}, read by validate.py `read_hermes_say`."""
 
     TOPIC: ClassVar[str] = "hermes/tts/say"
     max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
@@ -38,18 +38,6 @@ class HermesSay(Message):
         body = {"text": self.text, "siteId": self.site_id, "sessionId": self.session_id}
         body.update({k: v for k, v in (("id", self.id), ("lang", self.lang), ("volume", self.volume)) if v})
         return encode_json(body)
-
-    @classmethod
-    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> HermesSay:
-        obj = decode_json_object(decode_text(payload))
-        return cls(
-            text=field_of(obj, "text", str, ""),
-            id=id_of(obj),
-            lang=name_of(obj, "lang"),
-            volume=number_of(obj, "volume"),
-            site_id=name_of(obj, "siteId", SESSION_MAX_CHARS) or "default",
-            session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
-        )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The Hermes sites this box answers for: its own siteId and the satellites it speaks for
 (`mqtt.hermes_satellites`, zones/hermes_satellite.py).
 
-A Hermes say for one of them becomes a `Say` with that site's zones, for the policy like any other; a
+A Hermes say for one of them becomes a `Say` with that site's zones, admitted like any other (validate.py); a
 satellite's playFinished ends the play waiting for it; getVoices is answered for our sites only. What
 names any other site is another box's: the intake drops it (logged), never answers it.
 """
@@ -11,11 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesSay, HermesVoices
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay, HermesVoices
 from qwen3tts.appliance.mqtt.messages import Inbound, Message, Say
-from qwen3tts.appliance.mqtt.routing import parse_inbound
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.errors import RequestError
 from qwen3tts.voices.catalog import VoiceCatalog
 
 log = logging.getLogger(__name__)
@@ -52,7 +50,7 @@ class HermesSites:
         return tuple(zone for zone in box_zones if zone not in satellites) if satellites else ()
 
     def as_say(self, message: HermesSay, inbound: Inbound, box_zones: tuple[str, ...]) -> Say:
-        """The Hermes say as the `Say` the policy admits."""
+        """The Hermes say as the `Say` validate.py admits."""
         return Say(
             text=message.text,
             id=message.id,
@@ -63,16 +61,8 @@ class HermesSites:
             zones=self.zones(message.site_id, box_zones),
         )
 
-    def satellite_played(self, inbound: Inbound) -> None:
-        """A satellite's playFinished: the end of the play waiting for it. Not a request: a bad one is
-        logged and dropped, never answered."""
-        if inbound.retain:
-            return  # an old playFinished says nothing about a play now
-        try:
-            done = parse_inbound(self.topics, inbound)
-        except RequestError as exc:
-            log.warning("ignoring a bad Hermes playFinished: %s", exc)
-            return
+    def satellite_played(self, done: HermesPlayFinished) -> None:
+        """A satellite's playFinished (validated: validate.py): the end of the play waiting for it."""
         if self.play_finished is None or not self.play_finished(done.site_id, done.id):
             log.info("playFinished %s from satellite %s: no play waits for it", done.id, done.site_id)
 

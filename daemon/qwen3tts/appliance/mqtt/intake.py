@@ -1,12 +1,12 @@
 """The door: every inbound MQTT message becomes one request for the announcer, or one answer.
 
-The intake thread (`run`) takes each message paho's thread queued (`post`), in arrival order: size limit
-of its topic -> typed message (bounded, validated) -> `AnnouncementPolicy` -> an `Announcement` handed to
-the announcer, or a stop / volume / voice command handed to it. The intake changes no queue and no
+The intake thread (`run`) takes each message paho's thread queued (`post`), in arrival order, has it
+validated (validate.py: every rule, in order, with the limits of `AnnouncementPolicy`) and hands the
+`Announcement` to the announcer, or a stop / volume / voice command. The intake changes no queue and no
 announcement: the announcer spools, deduplicates, acknowledges and answers (`queued`, `stopped`, ...).
 
-The intake answers itself only what never reaches the announcer: anything invalid gets `rejected` with the
-caller's id when it can be read; retained commands are refused; Hermes requests for another siteId are
+The intake answers itself only what never reaches the announcer: anything invalid (retained commands
+too) gets `rejected` with the caller's id when it can be read; Hermes requests for another siteId are
 dropped (logged; hermes_sites.py says which sites are ours); Home Assistant's birth message gets the
 discovery configs again (throttled). Each answer also goes to the request's MQTT 5 response topic when
 `topics.refusal` allows it, with its correlation data.
@@ -28,26 +28,18 @@ from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.answers import Caller, announcement_events, command_answer
 from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.events import Event
-from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay
+from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished
 from qwen3tts.appliance.mqtt.hermes_sites import HermesSites
-from qwen3tts.appliance.mqtt.messages import (
-    HomeAssistantStatus,
-    Inbound,
-    Message,
-    Say,
-)
-from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
+from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
-from qwen3tts.appliance.mqtt.routing import inbound_type, parse_inbound
 from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.appliance.mqtt.validate import Ignored, Rejection, validate
 from qwen3tts.appliance.systemd.supervisor import isolated
-from qwen3tts.errors import RequestError
 
 log = logging.getLogger(__name__)
 
 DISCOVERY_MIN_INTERVAL_S = 30.0
 """Home Assistant births closer together than this do not republish discovery (configs are retained)."""
-RETAINED_REASON = "retained commands are ignored; publish without the retain flag"
 TICK_S = 0.2
 
 
@@ -134,39 +126,31 @@ class Intake:
     def _handle(self, inbound: Inbound) -> bool:
         """True when the announcer took the message over (and acknowledges it itself)."""
         now = self.clock()
-        kind = inbound_type(self.topics, inbound.topic)
-        if kind is None:
-            log.warning("ignoring a message on a topic we do not serve")
+        verdict = validate(inbound, self.topics, self.policy, self.hermes, now)
+        if isinstance(verdict, Ignored):
+            log.log(verdict.level, "%s", verdict.why)
             return False
-        if kind is HomeAssistantStatus:
-            self._home_assistant(inbound, now)
+        if isinstance(verdict, HomeAssistantStatus):
+            self._home_assistant(verdict, now)
             return False
-        if kind is HermesPlayFinished:
-            self.hermes.satellite_played(inbound)
+        if isinstance(verdict, HermesPlayFinished):
+            self.hermes.satellite_played(verdict)
             return False
         caller = self._caller(inbound)
-        if inbound.retain:
-            return self._rejected(RETAINED_REASON, now, caller, inbound, kind)
-        try:
-            message = parse_inbound(self.topics, inbound, say_max_bytes=self.policy.max_payload_bytes)
-        except RequestError as exc:
-            return self._rejected(str(exc), now, caller, inbound, kind)
-        if isinstance(message, Say | HermesSay):
-            return self._say(message, inbound, caller, now)
-        if isinstance(message, HermesGetVoices):
-            self.hermes.voices(message, self.policy.catalog)
+        if isinstance(verdict, Rejection):
+            return self._rejected(verdict, now, caller)
+        if isinstance(verdict, Announcement):
+            return self._enqueue(verdict, inbound, caller)
+        if isinstance(verdict, HermesGetVoices):
+            self.hermes.voices(verdict, self.policy.catalog)
             return False
         answer = self._answerer(caller)
-        if isinstance(message, Stop):
-            self.announcer.stop(message.scope, message.id, answer)
-        elif isinstance(message, SetVolume):
-            self.announcer.set_volume(message.volume, answer)
-        elif isinstance(message, SetVoice):
-            try:
-                voice = self.policy.catalog.resolve(message.voice)
-            except RequestError as exc:
-                return self._rejected(str(exc), now, caller, inbound, SetVoice)
-            self.announcer.set_voice(voice, answer)
+        if isinstance(verdict, Stop):
+            self.announcer.stop(verdict.scope, verdict.id, answer)
+        elif isinstance(verdict, SetVolume):
+            self.announcer.set_volume(verdict.volume, answer)
+        elif isinstance(verdict, SetVoice):
+            self.announcer.set_voice(verdict.voice, answer)
         return False
 
     def _answerer(self, caller: Caller) -> Callable[..., None]:
@@ -193,16 +177,8 @@ class Intake:
         if inbound.ack is not None:
             inbound.ack()
 
-    # ---- say ----
-
-    def _say(self, message: Say | HermesSay, inbound: Inbound, caller: Caller, now: float) -> bool:
-        if isinstance(message, HermesSay) and not self.hermes.speaks_for(message.site_id):
-            log.info("ignoring a Hermes say for another siteId")
-            return False
-        try:
-            ann = self._admit(message, inbound, now)
-        except RequestError as exc:
-            return self._rejected(str(exc), now, caller, inbound, type(message), message)
+    def _enqueue(self, ann: Announcement, inbound: Inbound, caller: Caller) -> bool:
+        """An admitted say to the announcer, with where its answers go."""
         ann = replace(
             ann, response_topic=caller.response_topic, correlation_data=caller.correlation_data,
             warnings=ann.warnings + caller.warnings, message_id=inbound.message_id,
@@ -210,21 +186,10 @@ class Intake:
         self.announcer.enqueue(ann, redelivered=inbound.dup, ack=inbound.ack)
         return True
 
-    def _admit(self, message: Say | HermesSay, inbound: Inbound, now: float) -> Announcement:
-        if isinstance(message, Say):
-            return self.policy.admit(message, now)
-        say = self.hermes.as_say(message, inbound, self.policy.zones)
-        return replace(self.policy.admit(say, now), hermes_site_id=message.site_id,
-                       session_id=message.session_id)  # fmt: skip
-
     # ---- Home Assistant, refusals ----
 
-    def _home_assistant(self, inbound: Inbound, now: float) -> None:
-        try:
-            status = parse_inbound(self.topics, inbound)
-        except RequestError:
-            return  # not a birth message: nothing to answer
-        if not (isinstance(status, HomeAssistantStatus) and status.online and self._discovery is not None):
+    def _home_assistant(self, status: HomeAssistantStatus, now: float) -> None:
+        if not (status.online and self._discovery is not None):
             return
         if self._last_discovery is not None and now - self._last_discovery < DISCOVERY_MIN_INTERVAL_S:
             log.info("Home Assistant online again within %.0f s; discovery not republished",
@@ -234,29 +199,17 @@ class Intake:
         for message in self._discovery():
             self.publish(message)
 
-    def _rejected(
-        self,
-        reason: str,
-        now: float,
-        caller: Caller,
-        inbound: Inbound,
-        kind: type[Message],
-        message: Message | None = None,
-    ) -> bool:
+    def _rejected(self, rejection: Rejection, now: float, caller: Caller) -> bool:
+        """`rejected` naming the caller's id; a Hermes say's also names its siteId and sessionId."""
         ann = Announcement(
-            id=getattr(message, "id", None) or salvage_id(inbound.payload) or "", text="",
-            response_topic=caller.response_topic, correlation_data=caller.correlation_data,
+            id=rejection.id or "", text="", response_topic=caller.response_topic,
+            correlation_data=caller.correlation_data, hermes_site_id=rejection.hermes_site_id,
+            session_id=rejection.session_id,
         )  # fmt: skip
-        if kind is HermesSay:
-            raw = salvage(inbound.payload)
-            site = getattr(message, "site_id", None) or salvage_name(raw, "siteId") or "default"
-            if not self.hermes.speaks_for(site):
-                log.info("ignoring an invalid Hermes say for another siteId")
-                return False
-            session = getattr(message, "session_id", None) or salvage_name(raw, "sessionId")
-            ann = replace(ann, hermes_site_id=site, session_id=session,
-                          id=ann.id or str(uuid.uuid4()))  # sayFinished always names an id  # fmt: skip
-        log.info("rejected %s message%s: %s", kind.__name__, f" {ann.id}" if ann.id else "", reason)
+        if rejection.hermes_site_id is not None and not ann.id:
+            ann = replace(ann, id=str(uuid.uuid4()))  # sayFinished always names an id
+        kind, reason = rejection.kind.__name__, rejection.reason
+        log.info("rejected %s message%s: %s", kind, f" {ann.id}" if ann.id else "", reason)
         for out in announcement_events(ann, "rejected", reason, now, caller.warnings):
             self.publish(out)
         return False

@@ -1,7 +1,7 @@
 """Typed MQTT messages: the base of every payload the appliance reads or writes, with its topic (relative
 to the base topic `qwen3tts/<site>`), and `say`; each encodes its payload and decodes itself with
-`from_mqtt(topic, payload, meta)`. The other commands are controls.py's, the events events.py's, Hermes
-hermes.py's.
+`from_mqtt(topic, payload, meta)`, but for a say, which validate.py reads (`read_say`: every rule a say
+passes is there). The other commands are controls.py's, the events events.py's, Hermes hermes.py's.
 No paho here: an `Inbound` is a received message as client.py hands it over (MQTT 5 properties, its ack),
 `MqttMeta` the properties a message is published with. A parsing problem raises `RequestError` with the
 reason the intake puts in a `rejected` event. Which topic carries which message is routing.py's.
@@ -11,22 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from qwen3tts.appliance.mqtt.fields import (
-    SESSION_MAX_CHARS,
-    chime_of,
-    field_of,
-    id_of,
-    name_of,
-    number_of,
-    priority_of,
-    seed_of,
-    zones_of,
-)
-from qwen3tts.appliance.mqtt.payload import check_clean, decode_json_object, decode_text, encode_json
+from qwen3tts.appliance.mqtt.payload import encode_json
 from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
-from qwen3tts.errors import RequestError
 
 EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")
 """Events in an announcement's life."""
@@ -100,7 +88,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Say(Message):
-    """An announcement request on `<base>/say`: plain UTF-8 text or a JSON object."""
+    """An announcement request on `<base>/say`: plain UTF-8 text or a JSON object (read by validate.py
+    `read_say`)."""
 
     SUFFIX: ClassVar[str] = "say"
     max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
@@ -156,46 +145,6 @@ class Say(Message):
 
     def meta(self) -> MqttMeta:
         return MqttMeta(False, self.response_topic, self.correlation_data, self.message_expiry)
-
-    @classmethod
-    def from_mqtt(cls, topic: str, payload: bytes, meta: MqttMeta | None = None) -> Say:
-        meta = meta or MqttMeta()
-        extra = {
-            "response_topic": meta.response_topic,
-            "correlation_data": meta.correlation_data,
-            "message_expiry": meta.message_expiry,
-        }
-        text = decode_text(payload)
-        if not text.lstrip().startswith("{"):
-            return cls(text=check_clean("text", text, allow_line_breaks=True).strip(), plain=True, **extra)
-        return cls.from_json(decode_json_object(text), **extra)
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any], **extra: Any) -> Say:
-        if "text" not in obj:
-            raise RequestError("missing field 'text'")
-        return cls(
-            text=field_of(obj, "text", str, ""),
-            id=id_of(obj),
-            lang=name_of(obj, "lang"),
-            voice=name_of(obj, "voice") or name_of(obj, "speaker"),
-            instruct=field_of(obj, "instruct", str),
-            priority=priority_of(obj),
-            volume=number_of(obj, "volume"),
-            chime=chime_of(obj),
-            repeat=field_of(obj, "repeat", int, 1),
-            repeat_interval=number_of(obj, "repeat_interval") or 0.0,
-            ttl=number_of(obj, "ttl"),
-            expires_at=number_of(obj, "expires_at"),
-            interrupt=field_of(obj, "interrupt", bool),
-            session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
-            normalize=field_of(obj, "normalize", bool),
-            ssml=field_of(obj, "ssml", bool),
-            seed=seed_of(obj),
-            cache=field_of(obj, "cache", bool),
-            zones=zones_of(obj),
-            **extra,
-        )
 
 
 _NOT_IN_SAY_JSON = ("plain", "response_topic", "correlation_data", "message_expiry")

@@ -3,8 +3,8 @@
 The spool is input too: a file edited by hand, written by an older version with other limits, or damaged
 on disk must not play what the door would have refused (a 100,000-character text, a `not_before` that
 never comes). So each entry is turned back into the `say` it came from and put through the door's own
-parser and policy (messages.py `Say.from_mqtt`, policy.py `admit`): the same limits and reasons, no
-second copy of the rules. What only a spooled entry has (its response topic, Hermes siteId, packet id,
+validator (validate.py `check_size`, `read_say`, `admit`): the same limits and reasons, no second copy
+of the rules. What only a spooled entry has (its response topic, Hermes siteId, packet id,
 repeat state) is checked with the door's readers and limits too. The announcer quarantines an entry that
 fails, with the reason (queue.py `replay`).
 """
@@ -19,6 +19,7 @@ from qwen3tts.appliance.mqtt.payload import ID_PATTERN
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE
 from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.appliance.mqtt.validate import admit, check_size, read_say
 from qwen3tts.errors import RequestError
 
 
@@ -31,9 +32,8 @@ class SpooledCheck:
 
     def __call__(self, ann: Announcement, now: float) -> None:
         say = _say_of(ann)
-        payload = say.payload()
-        self.policy.check_size(payload)
-        self.policy.admit(Say.from_mqtt(Say.topic_for(self.topics.base), payload), now)
+        payload = check_size(say.payload(), self.policy.max_payload_bytes)
+        admit(read_say(payload), self.policy, now)
         self._check_spooled_only(ann, now)
 
     @staticmethod

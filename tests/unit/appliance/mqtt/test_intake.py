@@ -14,6 +14,7 @@ from qwen3tts.appliance.announcements.announcement import Cut
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Reply
 from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSayFinished
+from qwen3tts.appliance.mqtt.validate import check_size
 from qwen3tts.errors import RequestError
 
 STOP_BUTTON = DiscoveryConfig("button", "n", "stop", {"name": "Stop"})
@@ -174,7 +175,8 @@ def test_hermes_say_is_filtered_by_site_and_answered_after_playback(door):
 class BrokenPolicy:
     max_payload_bytes = 65536
 
-    def admit(self, say, now):
+    @property
+    def max_text_chars(self):  # the first limit admitting a say reads
         raise RuntimeError("policy on fire")
 
 
@@ -210,6 +212,6 @@ def test_spool_write_failure_is_an_error_event_not_an_acceptance(door):
     assert door.acks == [("a", [])] and door.accepted() == []
 
 
-def test_policy_errors_are_request_errors(door):
-    with pytest.raises(RequestError):
-        door.intake.policy.check_size(b"x" * 65537)
+def test_size_errors_are_request_errors(door):
+    with pytest.raises(RequestError, match=r"payload too large \(65537 bytes > 65536\)"):
+        check_size(b"x" * 65537, door.intake.policy.max_payload_bytes)

@@ -16,8 +16,9 @@ from qwen3tts.appliance.announcements.announcement import Cut
 from qwen3tts.appliance.mqtt.events import DiscoveryConfig, Event, Reply
 from qwen3tts.appliance.mqtt.hermes import HermesError, HermesSayFinished
 from qwen3tts.appliance.mqtt.intake import DISCOVERY_MIN_INTERVAL_S
-from qwen3tts.appliance.mqtt.policy import INSTRUCT_IGNORED
 from qwen3tts.appliance.mqtt.topics import Topics
+
+INSTRUCT_IGNORED = "instruct ignored: this bundle cannot follow style instructions"
 
 BASE = "qwen3tts/hall"
 

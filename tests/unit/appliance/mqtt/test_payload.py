@@ -9,15 +9,15 @@ import pytest
 from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
 from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound, Say
 from qwen3tts.appliance.mqtt.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
-from qwen3tts.appliance.mqtt.routing import parse_inbound
 from qwen3tts.appliance.mqtt.topics import Topics
+from qwen3tts.appliance.mqtt.validate import read, read_say
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/hall"
 
 
 def say(body: str | bytes) -> Say:
-    return Say.from_mqtt(f"{BASE}/say", body.encode() if isinstance(body, str) else body)
+    return read_say(body.encode() if isinstance(body, str) else body)
 
 
 @pytest.mark.parametrize(
@@ -106,12 +106,12 @@ def test_volume_set_refuses_non_finite_numbers(text):
 def test_every_command_topic_has_a_size_limit_checked_before_decoding(suffix, cls):
     huge = b"\xff" * (10 * 1024 * 1024)  # not even UTF-8: the size check must come first
     with pytest.raises(RequestError, match=rf"payload too large \(10485760 bytes > {COMMAND_MAX_BYTES}\)"):
-        parse_inbound(Topics(BASE), Inbound(f"{BASE}/{suffix}", huge))
+        read(Topics(BASE), Inbound(f"{BASE}/{suffix}", huge))
 
 
 def test_say_size_limit_is_the_policy_one():
     with pytest.raises(RequestError, match="payload too large"):
-        parse_inbound(Topics(BASE), Inbound(f"{BASE}/say", b"x" * 101), say_max_bytes=100)
+        read(Topics(BASE), Inbound(f"{BASE}/say", b"x" * 101), say_max_bytes=100)
 
 
 def test_stop_and_voice_refuse_bad_ids_and_names():
