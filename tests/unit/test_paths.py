@@ -60,14 +60,21 @@ def test_the_runtime_directory_is_systemds_else_xdgs_else_under_the_state():
     assert runtime_dir({"XDG_RUNTIME_DIR": "rel", "XDG_STATE_HOME": "/s"}) == Path("/s/qwen3tts/run")
 
 
-def test_temporary_files_are_made_in_the_runtime_directory_created_private(tmp_path, monkeypatch):
+def test_temporary_files_are_made_in_the_runtime_directory_created_private(monkeypatch):
+    import shutil
     import tempfile
 
+    # a short directory of its own, as /run/user/N is: a parallel worker's tmp_path is too deep for the
+    # forkserver's socket path, which the function refuses (the next test)
+    runtime = Path(tempfile.mkdtemp(prefix="q3-", dir="/tmp"))
     monkeypatch.setattr(tempfile, "tempdir", None)  # restored after the test: this process's default
-    directory = keep_temporary_files_in_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path)})
-    assert directory == tmp_path / "qwen3tts" and directory.stat().st_mode & 0o777 == 0o700
-    with tempfile.NamedTemporaryFile() as made:
-        assert Path(made.name).parent == directory
+    try:
+        directory = keep_temporary_files_in_runtime_dir({"XDG_RUNTIME_DIR": str(runtime)})
+        assert directory == runtime / "qwen3tts" and directory.stat().st_mode & 0o777 == 0o700
+        with tempfile.NamedTemporaryFile() as made:
+            assert Path(made.name).parent == directory
+    finally:
+        shutil.rmtree(runtime)
 
 
 def test_a_runtime_directory_too_deep_for_the_forkservers_socket_is_refused_and_tempfile_kept(
