@@ -6,9 +6,10 @@ the body runs and keeps it, growing it to the largest batch that had a tie; ties
 without this the daemon's memory crept up by ~2 MiB over its first ~800 requests (docs/benchmarks.md,
 "Whose memory it is"). No input can force a tie (the logits come out of an RMSNorm), so the loader adds
 one boolean input, FORCE_TIE_FALLBACK, OR'd into every fallback's condition: the warm-up sets it for one
-frame at the engine's largest batch, every real inference feeds False (feed_for). The bundle on disk
-does not change: this runs on the model as read, for bundles built before and after the fallbacks
-got their friendly name.
+frame at the engine's largest batch, every real inference feeds False (switch_feed). The bundle on disk
+does not change: this runs on the model as read, and finds the fallbacks by their structure
+(is_tie_fallback), which every bundle's exact_topk has had, so bundles built before this keep loading and
+get the switch too; a builder-given name would exist only in bundles built after it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def has_fallback_switch(compiled) -> bool:
     return any(FORCE_TIE_FALLBACK in port.get_names() for port in compiled.inputs)
 
 
-def switch_feed(compiled, force: bool = False) -> dict[str, np.ndarray]:
-    """The switch's entry for an infer feed: {} for a graph without it."""
-    return {FORCE_TIE_FALLBACK: np.array(force)} if has_fallback_switch(compiled) else {}
+def switch_feed(compiled) -> dict[str, np.ndarray]:
+    """The switch off, as an infer feed's entry (every real inference); {} for a graph without it."""
+    return {FORCE_TIE_FALLBACK: np.array(False)} if has_fallback_switch(compiled) else {}
 
 
 def is_tie_fallback(node: ov.Node) -> bool:

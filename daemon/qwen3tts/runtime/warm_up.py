@@ -4,7 +4,8 @@ The CPU plugin repacks compressed weights on a graph's first inference, reading 
 `.bin` to do so. Doing that at load, one graph at a time, and releasing the file's pages right after,
 keeps the load's peak at one graph's file plus the copies, instead of every file plus every copy;
 and the first request no longer pays for the repacking. Later shapes (more rows, longer prefills)
-reuse the packed copy: measured, nothing faults back in (docs/benchmarks.md, issue 16 memory).
+reuse the packed copy: measured, nothing faults back in (docs/benchmarks.md, issue 16 memory). The
+code predictor gets one more frame before its own, forcing its tie fallbacks (runtime/tie_fallback.py).
 """
 
 from __future__ import annotations
