@@ -6,11 +6,14 @@ memory"). Two measurements:
 
     PYTHONPATH=daemon .venv/bin/python scripts/measure_tie_fallback_memory.py topk
     PYTHONPATH=daemon .venv/bin/python scripts/measure_tie_fallback_memory.py bundle var/heap-long/bundle \\
-        --frames 12000
+        --frames 12000 [--as-loaded]
 
 `topk`: exact_topk alone, with and without a forced tie, for a new k and larger batches. `bundle`: a
-bundle's code predictor compiled as the daemon compiles it on CPU (f32), random hidden states, top-k 50;
-prints every infer after which live memory rose by more than 32 KiB and the first frame each step tied.
+bundle's code predictor compiled on CPU (f32), random hidden states, top-k 50; prints every infer after
+which live memory rose by more than 32 KiB and the first frame each step tied. As the bundle's graph is,
+or with `--as-loaded` as the daemon loads it since the tie fallbacks take their memory at load: the
+switch added (runtime/tie_fallback.py), warmed up with the fallbacks forced (runtime/warm_up.py), then
+every frame with the switch off.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
+from qwen3tts.model.bundle import read_manifest
 from qwen3tts.model.graphs import code_predictor as cp
 from qwen3tts.model.graphs.gumbel_sampler import exact_topk
+from qwen3tts.runtime.tie_fallback import add_fallback_switch, switch_feed
+from qwen3tts.runtime.warm_up import warm_up_code_predictor
+from qwen3tts.settings import EngineSettings
 
 PROPERTIES = {"INFERENCE_PRECISION_HINT": "f32"}  # as the daemon's log says it compiles on this CPU class
 WIDTH = 2048
@@ -70,8 +77,17 @@ def topk() -> None:
     print("tie, batch 8:", [kept(True, 50, 8) for _ in range(3)])
 
 
-def bundle(path: Path, frames: int, top_k: int = 50) -> None:
-    compiled = ov.Core().compile_model(path / "code_predictor.xml", "CPU", PROPERTIES)
+def bundle(path: Path, frames: int, as_loaded: bool = False, top_k: int = 50) -> None:
+    model = ov.Core().read_model(path / "code_predictor.xml")
+    if as_loaded:
+        add_fallback_switch(model)
+    compiled = ov.Core().compile_model(model, "CPU", PROPERTIES)
+    if as_loaded:
+        spec = read_manifest(path).spec
+        engine = EngineSettings(max_num_seqs=1, subtalker_top_k=top_k)  # the frames below: one row, this k
+        print(
+            "warm-up:", warm_up_code_predictor(compiled, spec.code_predictor, spec.talker.hidden_size, engine)
+        )
     request = compiled.create_infer_request()
     noise_shape = compiled.input(cp.NOISE).get_partial_shape()
     hidden = compiled.input(cp.PAST_HIDDEN).get_partial_shape()[1].get_length()
@@ -87,6 +103,7 @@ def bundle(path: Path, frames: int, top_k: int = 50) -> None:
             cp.TEMPERATURE: np.array([0.9], np.float32),
             cp.TOP_K: np.array([top_k], np.int64),
             cp.TOP_P: np.array([1.0], np.float32),
+            **switch_feed(compiled),
         }
         before = live()
         logits = request.infer(feed)[cp.LOGITS][0]  # [steps, vocab], raw: what exact_topk sorts
@@ -110,11 +127,12 @@ def main() -> None:
     parser.add_argument("what", choices=["topk", "bundle"])
     parser.add_argument("bundle_dir", type=Path, nargs="?")
     parser.add_argument("--frames", type=int, default=3000)
+    parser.add_argument("--as-loaded", action="store_true", help="bundle: the graph as the daemon loads it")
     args = parser.parse_args()
     if args.what == "topk":
         topk()
     else:
-        bundle(args.bundle_dir, args.frames)
+        bundle(args.bundle_dir, args.frames, args.as_loaded)
 
 
 if __name__ == "__main__":

@@ -76,8 +76,14 @@ RUNS = {
             "1",
             "--max-frames",
             "6",
+            "--small-memories",
         ],
-        ['"slope_mb_per_1000"', '"ids_with_other_than_one_terminal_event": 0', "flood of 10: drained in"],
+        [
+            '"slope_mb_per_1000"',
+            '"slope_steady_mb_per_1000"',
+            '"ids_with_other_than_one_terminal_event": 0',
+            "flood of 10: drained in",
+        ],
     ),
     "peers/compare.py": (
         [

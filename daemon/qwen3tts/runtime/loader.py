@@ -30,6 +30,7 @@ from qwen3tts.runtime.native_paths import fused_code_predictor_or_none, native_k
 from qwen3tts.runtime.ov_runner import CodePredictorRoute, OVRunner, kv_block_size, kv_bytes_per_block
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
+from qwen3tts.runtime.tie_fallback import add_fallback_switch
 from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
 from qwen3tts.runtime.weight_pages import mapped_files
 from qwen3tts.settings import Settings
@@ -174,10 +175,10 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
         # The fused frame reads its weights from the mapped file at every step: nothing to give back, and
         # no compiled copy of them is ever made (the plugin's graph is compiled only without the frame).
         return fused, 0
-    graph, placement = compiler.compile(
+    add_fallback_switch(model)  # after the frame read the model: the bundle's graph, one input more
+    graph, plan.placements["code_predictor"] = compiler.compile(
         "code_predictor", native("code_predictor", model), prefs["code_predictor"]
     )
-    plan.placements["code_predictor"] = placement
     # Where the graph's weights are mapped from: the bundle's .bin, or the compile-cache blobs mapped since
     # its read began (the codec's, released before, would be counted twice). Beside the frame the .bin's
     # pages stay: the frame reads them at every small batch.
@@ -189,7 +190,9 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
             plan,
             "code_predictor",
             weight_files,
-            lambda: warm_up_code_predictor(graph, spec.code_predictor, spec.talker.hidden_size),
+            lambda: warm_up_code_predictor(
+                graph, spec.code_predictor, spec.talker.hidden_size, settings.engine
+            ),
         ),
     )
     return (graph if fused is None else CodePredictorRoute(fused, graph, up_to)), released

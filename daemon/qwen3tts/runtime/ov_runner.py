@@ -24,6 +24,7 @@ from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec, StreamStart
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor
 from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
+from qwen3tts.runtime.tie_fallback import switch_feed
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class OVRunner:
         fused, graph, self._fused_up_to = _paths(code_predictor)
         self._fused_code_predictor = fused
         self._code_predictor = graph.create_infer_request() if graph is not None else None
+        # every real inference leaves the tie fallbacks to the ties (the warm-up alone forces them)
+        self._code_predictor_switch = switch_feed(graph) if graph is not None else {}
         self.code_predictor_path = _path_name(fused, self._fused_up_to)  # as DevicePlan says
         self.codec_models = codec
         self._streams: dict[int, StreamingCodec] = {}
@@ -118,6 +121,7 @@ class OVRunner:
             cp_names.TEMPERATURE: np.ascontiguousarray(temperature, dtype=np.float32),
             cp_names.TOP_K: np.ascontiguousarray(top_k, dtype=np.int64),
             cp_names.TOP_P: np.ascontiguousarray(top_p, dtype=np.float32),
+            **self._code_predictor_switch,
         }
         result = self._code_predictor.infer(feed)
         codes = result[cp_names.CODES].astype(np.int64, copy=True)

@@ -51,6 +51,8 @@ def exact_topk(x: ov.Output, k: ov.Output, width: int) -> tuple[ov.Output, ov.Ou
     fast_ids = ops.parameter([-1, -1], np.int64)
     else_body = ov.Model([ops.result(fast_values), ops.result(fast_ids)], [unused_x, fast_values, fast_ids])
 
+    # runtime/tie_fallback.py finds this If by its bodies' shape (one stable TopK / inputs handed through)
+    # to force it at load: a change here must keep that shape or teach is_tie_fallback the new one
     node = ops8.if_op(tie.output(0))
     node.set_then_body(then_body)
     node.set_else_body(else_body)
