@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Run the whole test suite (installing first if this checkout has no venv yet).
-# Extra arguments go to pytest, e.g. scripts/test.sh -k settings -x
+# Extra arguments go to pytest as they are, e.g. scripts/test.sh -k settings -x (one process, no workers).
+#
+# With no arguments, the suite runs in two parts. Everything but the packaging folder runs on parallel
+# workers (pytest-xdist, QWEN3TTS_TEST_WORKERS of them, 2 by default; a module stays on one worker, so
+# its module-scoped daemons and servers are made once): most of those tests wait on daemons, brokers,
+# browsers and timeouts, not on the CPU. The packaging folder then runs alone in one process: its
+# Debian roots, packages and container store are made once for the session and shared by its modules,
+# which workers would each make again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # (also when native/ is not built yet: its tests are part of the suite and need the library)
@@ -8,4 +15,11 @@ if [ ! -x .venv/bin/qwen3tts ] || [ ! -f native/build/libqwen3tts_native.so ]; t
     scripts/setup.sh
 fi
 # pytest exits 5 when it collects no test: that is a failure here, never a silent pass.
-exec .venv/bin/python -m pytest "$@"
+if [ $# -gt 0 ]; then
+    exec .venv/bin/python -m pytest "$@"
+fi
+status=0
+.venv/bin/python -m pytest -n "${QWEN3TTS_TEST_WORKERS:-2}" --dist loadscope \
+    --ignore=tests/integration/packaging || status=$?
+.venv/bin/python -m pytest tests/integration/packaging || status=$((status ? status : $?))
+exit "$status"
