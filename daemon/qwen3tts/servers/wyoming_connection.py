@@ -87,9 +87,7 @@ class WyomingHandler(AsyncEventHandler):
             ending = self._ended.result() if self._ended.done() else self._broken(tasks)
         finally:
             self._cancel_pause()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await _cancel(tasks)
             for stream, timer in self._open.items():  # every slot the connection held is released
                 timer.cancel()
                 stream.close(ending.outcome)
@@ -270,3 +268,15 @@ class WyomingHandler(AsyncEventHandler):
                 return self.finish(failed(f"internal error: {type(exc).__name__}", type(exc).__name__))
             finally:
                 self._working = False
+
+
+async def _cancel(tasks: list[asyncio.Task]) -> None:
+    """Cancel the connection's tasks and wait until they have ended. On Python 3.11 `asyncio.wait_for`
+    (every read and write here) can swallow a cancellation that lands as the awaited write completes
+    (fixed in 3.12): the worker then went on and waited for more work, and the connection was never
+    closed. A task still running after a cancel is cancelled again."""
+    while pending := [task for task in tasks if not task.done()]:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=0.05)
+    await asyncio.gather(*tasks, return_exceptions=True)  # every exception retrieved, none raised
