@@ -36,7 +36,6 @@ ALLOWED = {
     # reporting: what is broken is exactly what these report
     "commands/doctor.py::run_checks": "a broken OpenVINO install is what the doctor is for",
     "commands/devices.py::devices": "a plugin that does not know a property is shown, not fatal",
-    "doctor/daemon.py::codec_variant_check": "no bundle or no OpenVINO: their own checks say so",
     "doctor/platform.py::driver_versions": "a plugin that cannot answer is itself worth showing",
     "servers/metrics.py::ServerMetrics.figures": "/metrics answers whatever the read-out does",
     "servers/__init__.py::Servers._shutdown": "shutdown goes on past a listener that fails to close",

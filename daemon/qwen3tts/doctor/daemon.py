@@ -50,10 +50,11 @@ def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Che
     from qwen3tts.model.bundle import loadable_codec_variants, read_manifest
     from qwen3tts.runtime.codec_variants import choose_codec_variant
 
+    # no bundle, or a CPU plugin that cannot answer (OpenVINO raises RuntimeError): their own checks say so
     try:
         manifest = read_manifest(bundle, verify_files=False)
         capabilities = tuple(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
-    except Exception:  # no bundle or no OpenVINO: their own checks say so
+    except (BundleError, OSError, RuntimeError):
         return []
     chosen, why = choose_codec_variant(loadable_codec_variants(manifest), devices, "CPU", capabilities)
     return [Check("codec graphs", True, f"{chosen.name if chosen else 'f32 exact'} on the CPU: {why}")]
