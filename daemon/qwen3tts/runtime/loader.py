@@ -116,13 +116,11 @@ def load_runtime(
     else:
         num_blocks, precision = _plugin_kv_blocks(talker, settings), settings.engine.kv_cache_precision
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
-    log.info(
-        "KV cache: %d blocks of %d positions (%s, %.0f MiB)",
-        num_blocks,
-        runner.block_size,
-        precision,
-        runner.kv_cache_bytes / 2**20,
-    )
+    log.info("KV cache: %d blocks of %d positions (%s, %.0f MiB)", num_blocks, runner.block_size, precision,
+             runner.kv_cache_bytes / 2**20)  # fmt: skip
+    limits = settings.engine  # the largest steps' buffers now, not hours later (runtime/talker_reserve.py)
+    compiler.warm_up("talker", lambda: runner.reserve_talker_memory(
+        limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_frames))  # fmt: skip
     tokenizer = TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR)
     voice_encoder = _voice_encoder(compiler, bundle_dir, spec, plan, tokenizer)
     predictor_tables = bundle_dir / layout.PREDICTOR_TABLES

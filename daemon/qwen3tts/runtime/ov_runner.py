@@ -24,6 +24,7 @@ from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec, StreamStart
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor
 from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.paged_talker import KEY_CACHE, VALUE_CACHE, PagedTalker
+from qwen3tts.runtime.talker_reserve import reserve, reserve_shapes
 from qwen3tts.runtime.tie_fallback import switch_feed
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,17 @@ class OVRunner:
     def fused_code_predictor(self) -> NativeCodePredictor | None:
         """The fused native frame the code predictor runs on, or None (the plugin's graph)."""
         return self._fused_code_predictor
+
+    def reserve_talker_memory(self, max_num_seqs: int, max_num_batched_tokens: int, max_frames: int) -> int:
+        """The plugin talker's buffers for the largest steps these limits allow, taken now
+        (runtime/talker_reserve.py); returns the steps run (0: the native talker, whose buffers are fixed)."""
+        if self._native_talker is not None:
+            return 0
+        steps = reserve_shapes(
+            max_num_seqs, max_num_batched_tokens, max_frames, self.num_kv_blocks, self.block_size
+        )
+        reserve(self._talker, self.hidden_size, steps)
+        return len(steps)
 
     def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
         if self._native_talker is not None:
