@@ -54,6 +54,10 @@ RUNS = {
         ["10 requests, RSS"],
     ),
     "measure_tie_fallback_memory.py": (["topk"], ["tie, k 50:", "tie, batch 8:"]),
+    "measure_talker_steps.py": (
+        ["{bundle}", "9@0", "3@0+1@40", "--random", "10", "--repeat", "--set", "engine.num_kv_blocks=16"],
+        ["loaded in", "3@0+1@40", "random step 10 (", "random step 20 ("],
+    ),
     "soak.py": (
         [
             "--bundle",

@@ -31,7 +31,7 @@ from qwen3tts.runtime.ov_runner import CodePredictorRoute, OVRunner, kv_block_si
 from qwen3tts.runtime.parts import PartCompiler
 from qwen3tts.runtime.prompt import PromptBuilder
 from qwen3tts.runtime.tie_fallback import add_fallback_switch
-from qwen3tts.runtime.warm_up import settle, warm_up_code_predictor, warm_up_talker
+from qwen3tts.runtime.warm_up import settle, settle_on_cpu, warm_up_code_predictor, warm_up_talker
 from qwen3tts.runtime.weight_pages import mapped_files
 from qwen3tts.settings import Settings
 
@@ -118,9 +118,8 @@ def load_runtime(
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)
     log.info("KV cache: %d blocks of %d positions (%s, %.0f MiB)", num_blocks, runner.block_size, precision,
              runner.kv_cache_bytes / 2**20)  # fmt: skip
-    limits = settings.engine  # the largest steps' buffers now, not hours later (runtime/talker_reserve.py)
-    compiler.warm_up("talker", lambda: runner.reserve_talker_memory(
-        limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_frames))  # fmt: skip
+    if runner.talker_path == "plugin":  # every kind of step's buffers now, not hours later
+        released["talker"] += _reserve_talker(compiler, plan, runner, bundle_dir, settings)
     tokenizer = TextTokenizer.from_dir(bundle_dir / layout.TOKENIZER_DIR)
     voice_encoder = _voice_encoder(compiler, bundle_dir, spec, plan, tokenizer)
     predictor_tables = bundle_dir / layout.PREDICTOR_TABLES
@@ -150,7 +149,7 @@ def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, mod
     )
     released = compiler.warm_up(  # (through the compiler: a bench accounts each graph's growth)
         "talker",
-        lambda: _settle_on_cpu(
+        lambda: settle_on_cpu(
             plan,
             "talker",
             [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")],  # never cached: see to_paged
@@ -158,6 +157,17 @@ def _compile_talker(compiler: PartCompiler, prefs, plan: DevicePlan, native, mod
         ),
     )
     return talker, released
+
+
+def _reserve_talker(compiler: PartCompiler, plan: DevicePlan, runner: OVRunner, bundle_dir, settings) -> int:
+    """runtime/talker_reserve.py on the runner's own request; its new kernels read the weight file again."""
+    limits = settings.engine
+    steps = (limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_frames)
+    weights = [(bundle_dir / layout.TALKER_XML).with_suffix(".bin")]
+    return compiler.warm_up(
+        "talker",
+        lambda: settle_on_cpu(plan, "talker", weights, lambda: runner.reserve_talker_memory(*steps)),
+    )
 
 
 def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manifest, bundle_dir, settings):
@@ -184,7 +194,7 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
     weight_files = blobs if fused else [xml.with_suffix(".bin"), *blobs]
     released = compiler.warm_up(
         "code_predictor",
-        lambda: _settle_on_cpu(
+        lambda: settle_on_cpu(
             plan,
             "code_predictor",
             weight_files,
@@ -198,19 +208,6 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
 
 def _cached_files(cache_dir: Path | None) -> set[Path]:
     return mapped_files(Path(cache_dir)) if cache_dir else set()
-
-
-def _settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
-    """Warm a CPU-placed graph up and release its weight file's pages (runtime/warm_up.py).
-
-    Other plugins copy the weights to their device at compile; their files are not ours to judge. The
-    native op reads its INT8 weights from the mapped file at every step: those pages fault back in at
-    the first steps (from the page cache), the rest (tables read at compile, a copy a compile-cache
-    blob duplicates) stay out.
-    """
-    if base_device(plan.device(component)) != "CPU":
-        return 0
-    return settle(component, weight_files, warm_up)
 
 
 def _plugin_kv_blocks(compiled_talker, settings: Settings) -> int:

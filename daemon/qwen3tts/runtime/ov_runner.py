@@ -104,16 +104,15 @@ class OVRunner:
         """The fused native frame the code predictor runs on, or None (the plugin's graph)."""
         return self._fused_code_predictor
 
-    def reserve_talker_memory(self, max_num_seqs: int, max_num_batched_tokens: int, max_frames: int) -> int:
-        """The plugin talker's buffers for the largest steps these limits allow, taken now
-        (runtime/talker_reserve.py); returns the steps run (0: the native talker, whose buffers are fixed)."""
+    def reserve_talker_memory(self, max_num_seqs: int, max_num_batched_tokens: int, max_frames: int) -> str:
+        """The plugin talker's buffers for every kind of step these limits allow, taken now
+        (runtime/talker_reserve.py); a note for the log. The native talker's buffers are fixed: no call."""
         if self._native_talker is not None:
-            return 0
+            raise TypeError("the native talker has no plugin buffers to reserve")
         steps = reserve_shapes(
             max_num_seqs, max_num_batched_tokens, max_frames, self.num_kv_blocks, self.block_size
         )
-        reserve(self._talker, self.hidden_size, steps)
-        return len(steps)
+        return reserve(self._talker, self.hidden_size, steps)
 
     def talker(self, chunks: Sequence[TalkerChunk]) -> tuple[np.ndarray, np.ndarray]:
         if self._native_talker is not None:

@@ -3,9 +3,11 @@
 The CPU plugin repacks compressed weights on a graph's first inference, reading the whole mapped
 `.bin` to do so. Doing that at load, one graph at a time, and releasing the file's pages right after,
 keeps the load's peak at one graph's file plus the copies, instead of every file plus every copy;
-and the first request no longer pays for the repacking. Later shapes (more rows, longer prefills)
-reuse the packed copy: measured, nothing faults back in (docs/benchmarks.md, issue 16 memory). The
-code predictor gets one more frame before its own, forcing its tie fallbacks (runtime/tie_fallback.py).
+and the first request no longer pays for the repacking. The talker's prefills of 8-127 positions pack a
+second copy from the file (measured: 0.6B INT8, AVX-512 VNNI), so the runner's own talker runs every kind
+of step once more when it is built, and its file's pages are released again after that
+(runtime/talker_reserve.py). The code predictor gets one more frame before its own, forcing its tie
+fallbacks (runtime/tie_fallback.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import openvino as ov
 
 from qwen3tts.model.graphs import code_predictor as cp_names
 from qwen3tts.model.spec import CodePredictorSpec
+from qwen3tts.runtime.devices import DevicePlan, base_device
 from qwen3tts.runtime.paged_talker import PagedTalker
 from qwen3tts.runtime.tie_fallback import FORCE_TIE_FALLBACK, has_fallback_switch, switch_feed
 from qwen3tts.runtime.weight_pages import release_file_pages
@@ -79,3 +82,16 @@ def settle(component: str, weight_files: Sequence[Path], warm_up: Callable[[], s
     detail = f" ({note})" if note else ""
     log.info("%s: warmed up%s, released %.0f MiB of weight file pages", component, detail, released / 2**20)
     return released
+
+
+def settle_on_cpu(plan: DevicePlan, component: str, weight_files: list[Path], warm_up) -> int:
+    """Warm a CPU-placed graph up and release its weight file's pages (`settle`).
+
+    Other plugins copy the weights to their device at compile; their files are not ours to judge. The
+    native op reads its INT8 weights from the mapped file at every step: those pages fault back in at
+    the first steps (from the page cache), the rest (tables read at compile, a copy a compile-cache
+    blob duplicates) stay out.
+    """
+    if base_device(plan.device(component)) != "CPU":
+        return 0
+    return settle(component, weight_files, warm_up)

@@ -28,7 +28,8 @@ def test_every_step_fits_the_budget_and_the_cache(seqs, budget, frames, blocks):
 def test_the_largest_step_of_each_kind_at_the_daemons_limits():
     steps = reserve_shapes(4, 256, 24, 516, BLOCK)
 
-    spread, mixed, decodes = steps
+    *ladder, spread, mixed, decodes = steps
+    assert ladder == [[(n, 0)] for n in (2, 4, 8, 16, 32, 64, 128)]  # each kernel size once
     assert spread == [(64, 256)] * 4  # the budget over every sequence, after a past of one budget
     assert mixed == [(253, 256)] + [(1, 256 + 24)] * 3  # one prompt beside the longest decodes
     assert decodes == [(1, 256 + 24)] * 4
@@ -45,4 +46,4 @@ def test_the_longest_past_is_cut_to_a_sequences_share_of_the_cache():
 def test_one_sequence_runs_each_kind_once():
     steps = reserve_shapes(1, 128, 100, 50, BLOCK)
 
-    assert steps == [[(128, 128)], [(1, 228)]]
+    assert steps == [*([(n, 0)] for n in (2, 4, 8, 16, 32, 64)), [(128, 128)], [(1, 228)]]
