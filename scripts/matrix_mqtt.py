@@ -220,7 +220,7 @@ def spool_files(daemon, count: int):
         if kept != count:
             row.failures.append(f"{kept} files in the quarantine, {count} malformed written")
         if started is not None:
-            row.failures.append(started)
+            row.failures.insert(0, started)
         if any(not e.get("reason", "").startswith("quarantined: ") for e in errors):
             row.failures.append("an error event at start that is not a quarantine")
         return row
