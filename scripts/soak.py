@@ -26,11 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,6 +37,7 @@ import paho.mqtt.client as paho
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
+from qwen3tts.bench.live_daemon import daemon_config, free_port, launch_daemon, start_broker, tiny_bundle
 from qwen3tts.bench.process_usage import ProcessUsage, slope_per_1000, usage
 
 TERMINAL = {"finished", "cancelled", "expired", "rejected", "error"}
@@ -51,45 +48,15 @@ SMALL_MEMORIES = {"announcements": {"dedup_window": 30}, "cache": {"max_bytes": 
 SITE = "soak"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_broker(workdir: Path) -> tuple[subprocess.Popen, int]:
-    """mosquitto on a free loopback port; it queues up to 100,000 messages for the daemon's session (a
-    stock mosquitto drops all but 1000: docs/operations.md, "What the broker may drop")."""
-    port = free_port()
-    config = workdir / "mosquitto.conf"
-    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                      "max_queued_messages 100000\nmax_inflight_messages 20\n")  # fmt: skip
-    log = (workdir / "mosquitto.log").open("ab")
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"  # Debian's is in sbin
-    broker = subprocess.Popen([binary, "-c", str(config)], stdout=log, stderr=log)
-    return broker, port
-
-
 def start_daemon(
     workdir: Path, args, broker_port: int, http_port: int, wyoming_port: int
 ) -> subprocess.Popen:
-    config = workdir / "qwen3tts.yaml"
-    small = SMALL_MEMORIES if args.small_memories else {}
-    config.write_text(json.dumps({
-        "model": {"bundle": str(args.bundle)},
-        "mqtt": {"host": "127.0.0.1", "port": broker_port, "site": SITE, "discovery": False},
-        "announcements": {"spool_dir": str(workdir / "spool"), **small.get("announcements", {})},
-        "audio": {"sink": "wav", "wav_dir": str(workdir / "wav"), "lead_in_ms": 0, "tail_ms": 0},
-        "thermal": {"enabled": False},
-        "cache": {"phrase_dir": str(workdir / "phrases"), **small.get("cache", {})},
-        "engine": {"max_frames": args.max_frames},
-        "servers": {"http": {"enabled": True, "port": http_port},
-                    "wyoming": {"enabled": True, "port": wyoming_port}},
-    }))  # fmt: skip
-    env = {**os.environ, "XDG_STATE_HOME": str(workdir / "state"), "XDG_CACHE_HOME": str(workdir / "cache")}
-    log = (workdir / "daemon.log").open("ab")
-    return subprocess.Popen([sys.executable, "-m", "qwen3tts", "--config", str(config), "run"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+    config = daemon_config(
+        workdir, args.bundle, SITE, (broker_port, http_port, wyoming_port), args.max_frames
+    )
+    for section, values in (SMALL_MEMORIES if args.small_memories else {}).items():
+        config[section].update(values)
+    return launch_daemon(workdir, config)
 
 
 class Events:
@@ -266,12 +233,7 @@ def report(
 
 def run(args, workdir: Path) -> None:
     if args.bundle is None:
-        from qwen3tts.model.build import build_bundle
-        from qwen3tts.model.tiny import write_checkpoint
-
-        checkpoint = write_checkpoint(workdir / "ckpt", variant="custom_voice", shape="tiny")
-        build_bundle(checkpoint, workdir / "bundle", weights="f32", report=lambda line: None)
-        args.bundle = workdir / "bundle"
+        args.bundle = tiny_bundle(workdir)
     broker, broker_port = start_broker(workdir)
     http_port, wyoming_port = free_port(), free_port()
     daemon = start_daemon(workdir, args, broker_port, http_port, wyoming_port)

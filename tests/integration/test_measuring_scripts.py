@@ -8,6 +8,7 @@ Nothing here asserts a figure's value, only that the figures are there.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -119,12 +120,15 @@ DRY = {
     "peers/worker_protocol.py": "imported by every worker",
     "peers/qwentts_gguf.py": "needs the peers' venv (gguf, torch): test_compare_names_the_missing_peers",
     "peers/elf_weaken_version.py": "test_elf_weaken_version_marks_a_needed_version_weak",
+    "hostile_matrix.py": "test_the_hostile_matrix_runs_clean_and_writes_its_summary",
 }
 
 
 def measuring_scripts() -> set[str]:
     names = {
-        p.name for p in SCRIPTS.glob("*.py") if p.name.startswith(("bench_", "measure_", "compare_", "soak"))
+        p.name
+        for p in SCRIPTS.glob("*.py")
+        if p.name.startswith(("bench_", "measure_", "compare_", "soak", "hostile_"))
     }
     return names | {f"peers/{p.name}" for p in (SCRIPTS / "peers").glob("*.py")}
 
@@ -166,6 +170,34 @@ def test_the_script_runs_and_prints_its_figures(name, fill):
     assert result.returncode == 0, result.stderr[-3000:]
     missing = [text for text in expected if text not in result.stdout]
     assert not missing, f"{missing} not in:\n{result.stdout[-3000:]}"
+
+
+MATRIX_ROWS = ["mqtt", "http", "lexicon", "says", "emergencies", "idle", "spool", "after"]
+
+
+@pytest.mark.slow
+def test_the_hostile_matrix_runs_clean_and_writes_its_summary(fill, tmp_path):
+    """Every row at a small count against one live daemon: exit 0, one line per row, and the summary's
+    shape. That a row can be found unclean is shown on made-up events (unit/bench/test_matrix_tally.py)."""
+    counts = {"mqtt": 30, "http": 12, "lexicon": 2, "says": 6, "emergencies": 1, "idle": 20, "spool": 4}
+    arguments = [f"--{row}={count}" for row, count in counts.items()]
+    summary = tmp_path / "matrix.json"
+    result = _run([str(SCRIPTS / "hostile_matrix.py"), "--bundle", fill["bundle"], "--max-frames", "8",
+                   "--workdir", str(tmp_path / "work"), "--json", str(summary), *arguments])  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.split(" ", 1)[0] in MATRIX_ROWS]
+    assert [line.split()[0] for line in lines] == MATRIX_ROWS and all(
+        line.endswith(" clean") for line in lines
+    )
+    written = json.loads(summary.read_text())
+    assert written["clean"] is True and [row["row"] for row in written["rows"]] == MATRIX_ROWS
+    sent = {row["row"]: row["sent"] for row in written["rows"]}
+    assert sent["mqtt"] == counts["mqtt"] and sent["says"] == counts["says"]
+    assert sent["spool"] == counts["spool"] + 2  # and the two valid entries beside them
+    for row in written["rows"]:
+        assert row["answered"] + row["silent"] == row["sent"] and row["lost"] == row["doubled"] == 0, row
+        assert row["tracebacks"] == 0 and row["failures"] == [], row
+    assert "Traceback" not in (tmp_path / "work" / "daemon.log").read_text()
 
 
 def test_compare_names_the_missing_peers(tmp_path):
