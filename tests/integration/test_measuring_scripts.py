@@ -179,7 +179,7 @@ MATRIX_ROWS = ["mqtt", "http", "lexicon", "says", "emergencies", "idle", "spool"
 def test_the_hostile_matrix_runs_clean_and_writes_its_summary(fill, tmp_path):
     """Every row at a small count against one live daemon: exit 0, one line per row, and the summary's
     shape. That a row can be found unclean is shown on made-up events (unit/bench/test_matrix_tally.py)."""
-    counts = {"mqtt": 30, "http": 12, "lexicon": 2, "says": 6, "emergencies": 1, "idle": 20, "spool": 4}
+    counts = {"mqtt": 30, "http": 12, "lexicon": 2, "says": 6, "emergencies": 1, "idle": 20, "spool": 30}
     arguments = [f"--{row}={count}" for row, count in counts.items()]
     summary = tmp_path / "matrix.json"
     result = _run([str(SCRIPTS / "hostile_matrix.py"), "--bundle", fill["bundle"], "--max-frames", "8",

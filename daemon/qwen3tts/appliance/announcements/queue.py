@@ -135,6 +135,9 @@ class AnnouncementQueue:
             check(ann, now)
         except RequestError as exc:  # SSMLError is one too
             return f"the door would refuse it: {exc}"
+        except ValueError as exc:  # content no check foresaw: set this entry aside, never stop the start
+            log.error("%s: the spool check failed on it: %r", ann.id, exc)
+            return f"it could not be checked: {type(exc).__name__}: {exc}"
         return None
 
     def _remove_ended(self, ann: Announcement) -> None:

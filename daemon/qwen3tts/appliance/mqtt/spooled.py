@@ -31,8 +31,13 @@ class SpooledCheck:
         self.topics = topics
 
     def __call__(self, ann: Announcement, now: float) -> None:
-        say = _say_of(ann)
-        payload = check_size(say.payload(), self.policy.max_payload_bytes)
+        try:  # the door's bytes of it: a lone surrogate (a JSON escape in the file) has none
+            encoded = _say_of(ann).payload()
+        except UnicodeEncodeError as exc:
+            raise RequestError(
+                f"a field is not valid Unicode text ({exc.reason}: {exc.object[exc.start]!r})"
+            ) from exc
+        payload = check_size(encoded, self.policy.max_payload_bytes)
         admit(read_say(payload), self.policy, now)
         self._check_spooled_only(ann, now)
 
