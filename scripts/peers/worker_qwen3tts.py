@@ -47,12 +47,12 @@ def synthesise(engine: Engine, timing: TimingRunner, args, seed: int) -> dict:
 
 
 def loaded_description(runtime, settings) -> str:
-    """What this process really runs: the bundle's stored precisions, the codec graphs and native kernels
-    the device plan loaded, the KV cache element type."""
+    """What this process really runs: the bundle's stored precisions, the codec graphs and each decode
+    stage's path (plugin, plugin+op, fused native: the ready line's words), the KV cache element type."""
     stored = ", ".join(f"{name} {value}" for name, value in sorted(runtime.manifest.precision.items()))
-    native = ", ".join(f"{c} {isa}" for c, isa in sorted(runtime.plan.native.items())) or "none"
+    paths = "; ".join(f"{stage} {path}" for stage, path in sorted(runtime.plan.decode_paths().items()))
     return (
-        f"weights: {stored}; codec graphs {runtime.plan.codec_variant}; native kernels: {native}; "
+        f"weights: {stored}; codec graphs {runtime.plan.codec_variant}; decode paths: {paths}; "
         f"KV {settings.engine.kv_cache_precision}; inference precision {settings.devices.inference_precision}"
     )
 
