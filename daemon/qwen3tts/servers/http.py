@@ -22,6 +22,7 @@ import logging
 import time
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -95,8 +96,16 @@ def build_app(gateway: Gateway, config, token: str | None, console=None) -> Star
         from qwen3tts.servers.status_page import status_routes
 
         routes += status_routes(console, gateway, config.max_body_bytes, config.read_timeout_s, token)
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _openai_error})
     return _TokenAuth(app, token, gateway) if token else app
+
+
+async def _openai_error(request: Request, exc: HTTPException) -> Response:
+    """Starlette's own refusals (no such path: 404, a method the path has not: 405) in OpenAI's error
+    shape like every other answer, so an OpenAI client reads their reason instead of a parse error."""
+    reason = f"{request.method} {quote(request.url.path, 80)}: {exc.detail}"
+    code = "not_found" if exc.status_code == 404 else None
+    return ApiError(exc.status_code, reason, None, code).response(exc.headers)
 
 
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")

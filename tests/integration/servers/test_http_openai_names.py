@@ -106,3 +106,31 @@ def test_a_speed_string_that_is_not_a_number_in_range_is_a_400(running, speed):
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["param"] == "speed" and "0.25 to 4.0" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/v1/audio/transcriptions", 404),
+        ("GET", "/nowhere/%01", 404),  # a control character, escaped in the reason
+        ("GET", "/v1/audio/speech", 405),
+    ],
+)
+def test_a_path_or_method_the_server_does_not_have_is_refused_in_openais_error_shape(
+    running, method, path, status
+):
+    answer = httpx.request(method, f"{running.http_url}{path}", timeout=30)
+
+    assert answer.status_code == status
+    error = answer.json()["error"]  # JSON, as every other refusal: an OpenAI client reads its reason
+    assert error["type"] == "invalid_request_error" and error["message"].startswith(f"{method} '")
+    assert "\x01" not in error["message"]  # the path is quoted with its control characters escaped
+    if status == 405:
+        assert answer.headers["allow"] == "POST"
+
+
+def test_the_openai_client_reads_the_reason_of_a_missing_route(running):
+    client = client_for(running)
+    with pytest.raises(openai.NotFoundError, match="Not Found") as raised:
+        client.audio.transcriptions.create(model="whisper-1", file=("a.wav", b"RIFF"))
+    assert raised.value.body["message"] == "POST '/v1/audio/transcriptions': Not Found"
