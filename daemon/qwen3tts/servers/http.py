@@ -97,7 +97,7 @@ def build_app(gateway: Gateway, config, token: str | None, console=None) -> Star
 
         routes += status_routes(console, gateway, config.max_body_bytes, config.read_timeout_s, token)
     app = Starlette(routes=routes, exception_handlers={HTTPException: _openai_error})
-    return _TokenAuth(app, token, gateway) if token else app
+    return _HeadLimit(_TokenAuth(app, token, gateway) if token else app)
 
 
 async def _openai_error(request: Request, exc: HTTPException) -> Response:
@@ -117,6 +117,27 @@ def model_list(bundle: str, created: int) -> list[dict]:
     """/v1/models' entries, OpenAI's shape: the bundle first; `created` is when the server started."""
     names = dict.fromkeys((bundle, *OPENAI_MODELS))  # a bundle named like one is listed once
     return [{"id": name, "object": "model", "created": created, "owned_by": "qwen3tts"} for name in names]
+
+
+MAX_HEAD_BYTES = 16 * 1024
+"""Largest request head (its header lines). h11 refuses a longer head only while it is incomplete in its
+buffer; one that arrives whole in a read is checked here."""
+
+
+class _HeadLimit:
+    """ASGI wrapper: 431 for a request whose headers add up to more than MAX_HEAD_BYTES."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            size = sum(len(name) + len(value) + 4 for name, value in scope["headers"])  # ": " and CRLF
+            if size > MAX_HEAD_BYTES:
+                reason = f"request headers of {size} bytes exceed the limit of {MAX_HEAD_BYTES}"
+                await ApiError(431, reason, None, "too_large").response()(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _TokenAuth:

@@ -134,3 +134,13 @@ def test_the_openai_client_reads_the_reason_of_a_missing_route(running):
     with pytest.raises(openai.NotFoundError, match="Not Found") as raised:
         client.audio.transcriptions.create(model="whisper-1", file=("a.wav", b"RIFF"))
     assert raised.value.body["message"] == "POST '/v1/audio/transcriptions': Not Found"
+
+
+def test_a_request_head_over_16_kib_is_refused_even_when_it_arrives_whole(running):
+    padding = {"X-Padding": "p" * 20_000}  # httpx sends the head in one write
+
+    answer = httpx.get(f"{running.http_url}/v1/models", headers=padding, timeout=30)
+    fits = httpx.get(f"{running.http_url}/v1/models", headers={"X-Padding": "p" * 8000}, timeout=30)
+
+    assert answer.status_code == 431 and answer.json()["error"]["code"] == "too_large"
+    assert fits.status_code == 200
