@@ -2,7 +2,7 @@
 
 The CPU plugin picks the talker's matrix kernels by the number of new positions in a step and sizes its
 buffers (PagedAttention's scratch among them) to the largest step it has run, and keeps both. Measured
-with the 0.6B INT8 talker on an AVX-512 VNNI machine: a step of 8-127 positions makes the plugin pack a
+with the 0.6B INT8 talker on an AVX2 machine (AMD Zen 3): a step of 8-127 positions makes the plugin pack a
 second copy of weights (+146 MiB, read from the weight file the warm-up had released), one of 128 or
 more +53 MiB, and longer pasts and more sequences grow the scratch. Under a daemon's traffic such steps
 are coincidences (several prompts prefilling at once), so RSS rose in steps of MiBs to hundreds of MiB

@@ -4,7 +4,7 @@ The CPU plugin repacks compressed weights on a graph's first inference, reading 
 `.bin` to do so. Doing that at load, one graph at a time, and releasing the file's pages right after,
 keeps the load's peak at one graph's file plus the copies, instead of every file plus every copy;
 and the first request no longer pays for the repacking. The talker's prefills of 8-127 positions pack a
-second copy from the file (measured: 0.6B INT8, AVX-512 VNNI), so the runner's own talker runs every kind
+second copy from the file (measured: 0.6B INT8, AVX2), so the runner's own talker runs every kind
 of step once more when it is built, and its file's pages are released again after that
 (runtime/talker_reserve.py). The code predictor gets one more frame before its own, forcing its tie
 fallbacks (runtime/tie_fallback.py).
