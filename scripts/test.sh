@@ -2,12 +2,14 @@
 # Run the whole test suite (installing first if this checkout has no venv yet).
 # Extra arguments go to pytest as they are, e.g. scripts/test.sh -k settings -x (one process, no workers).
 #
-# With no arguments, the suite runs in two parts. Everything but the packaging folder runs on parallel
-# workers (pytest-xdist, QWEN3TTS_TEST_WORKERS of them, 2 by default; a module stays on one worker, so
-# its module-scoped daemons and servers are made once): most of those tests wait on daemons, brokers,
-# browsers and timeouts, not on the CPU. The packaging folder then runs alone in one process: its
-# Debian roots, packages and container store are made once for the session and shared by its modules,
-# which workers would each make again.
+# With no arguments, the suite runs in two parts at once. Everything but the packaging folder runs on
+# parallel workers (pytest-xdist, QWEN3TTS_TEST_WORKERS of them, 2 by default; a module stays on one
+# worker, so its module-scoped daemons and servers are made once): most of those tests wait on daemons,
+# brokers, browsers and timeouts, not on the CPU. The packaging folder runs beside them in one process
+# of its own: its Debian roots, packages and container store are made once for the session and shared
+# by its modules, which workers would each make again, and most of its time is spent waiting on
+# debootstrap, apt and dpkg. Its output is kept in var/ and printed once both parts have ended, so the
+# two reports do not interleave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # (also when native/ is not built yet: its tests are part of the suite and need the library)
@@ -18,8 +20,17 @@ fi
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
+mkdir -p var
+packaging_log=var/test-packaging.log
+.venv/bin/python -m pytest tests/integration/packaging >"$packaging_log" 2>&1 &
+packaging=$!
+# stopping this script (Ctrl-C, a CI timeout) stops the packaging part too
+trap 'kill "$packaging" 2>/dev/null || true' INT TERM
 status=0
 .venv/bin/python -m pytest -n "${QWEN3TTS_TEST_WORKERS:-2}" --dist loadscope \
     --ignore=tests/integration/packaging || status=$?
-.venv/bin/python -m pytest tests/integration/packaging || status=$((status ? status : $?))
-exit "$status"
+packaging_status=0
+wait "$packaging" || packaging_status=$?
+echo "=== the packaging part (tests/integration/packaging), run beside the part above ==="
+cat "$packaging_log"
+exit $((status ? status : packaging_status))
