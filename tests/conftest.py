@@ -46,6 +46,21 @@ def _state_and_cache_in_tmp(tmp_path_factory) -> Iterator[None]:
             os.environ[key] = value
 
 
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """Each test leaves the root logger as it found it. An in-process `qwen3tts` command (cli.main) sets
+    up logging on the sys.stderr it sees, which is pytest's capture of that one test: kept, it made every
+    later record (a module's server thread logging after the test ended) a "Logging error ... I/O
+    operation on closed file" in the suite's output."""
+    import logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    yield
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
     """Tiny release-layout checkpoints and their bundles, each written once per session."""

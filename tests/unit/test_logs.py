@@ -10,15 +10,6 @@ import pytest
 from qwen3tts.logs import priority, quiet_libraries, setup_logging, stderr_is_journal
 
 
-@pytest.fixture
-def restore_root_logging():
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    yield
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-
-
 def journal_env(stream) -> dict[str, str]:
     stat = os.fstat(stream.fileno())
     return {"JOURNAL_STREAM": f"{stat.st_dev}:{stat.st_ino}"}
@@ -29,7 +20,7 @@ def test_syslog_priorities_of_the_logging_levels():
     assert priority(35) == 4  # between WARNING and ERROR: as urgent as the lower named level
 
 
-def test_journal_lines_carry_the_priority_on_every_line_and_no_timestamp(tmp_path, restore_root_logging):
+def test_journal_lines_carry_the_priority_on_every_line_and_no_timestamp(tmp_path):
     path = tmp_path / "journal"
     with open(path, "w+") as stream:
         setup_logging(logging.DEBUG, environ=journal_env(stream), stream=stream)
@@ -46,7 +37,7 @@ def test_journal_lines_carry_the_priority_on_every_line_and_no_timestamp(tmp_pat
     assert len(lines) > 4 and all(line.startswith("<3>") for line in lines[2:])  # the traceback too
 
 
-def test_a_terminal_gets_timestamps_and_no_prefix(tmp_path, restore_root_logging):
+def test_a_terminal_gets_timestamps_and_no_prefix(tmp_path):
     other = tmp_path / "other"
     other.write_text("")
     with open(other) as elsewhere, open(tmp_path / "terminal", "w+") as stream:
@@ -57,7 +48,7 @@ def test_a_terminal_gets_timestamps_and_no_prefix(tmp_path, restore_root_logging
     assert line.endswith(" INFO qwen3tts.test: ready") and not line.startswith("<")
 
 
-def test_setting_up_twice_keeps_one_handler_so_no_line_is_written_twice(tmp_path, restore_root_logging):
+def test_setting_up_twice_keeps_one_handler_so_no_line_is_written_twice(tmp_path):
     with open(tmp_path / "log", "w+") as stream:
         setup_logging(logging.INFO, environ={}, stream=stream)
         setup_logging(logging.INFO, environ={}, stream=stream)
@@ -65,9 +56,7 @@ def test_setting_up_twice_keeps_one_handler_so_no_line_is_written_twice(tmp_path
     assert (tmp_path / "log").read_text().count("once") == 1
 
 
-def test_nncf_info_tables_are_dropped_and_its_warnings_come_through_our_handler(
-    tmp_path, restore_root_logging
-):
+def test_nncf_info_tables_are_dropped_and_its_warnings_come_through_our_handler(tmp_path):
     import nncf  # noqa: F401 - installs nncf's own stdout handler
 
     nncf_logger = logging.getLogger("nncf")
