@@ -29,9 +29,8 @@ from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
 from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Event
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
-from qwen3tts.appliance.mqtt.validate import admit
+from qwen3tts.appliance.mqtt.say_reader import admit
 from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.runtime.loader import load_runtime
@@ -132,9 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def say(announcer: Announcer, ann_id: str, text: str) -> None:
-    announcer.enqueue(
-        admit(Say(text=text, id=ann_id), AnnouncementPolicy(max_text_chars=10_000), time.time())
-    )
+    announcer.enqueue(admit(AnnouncementPolicy(max_text_chars=10_000), time.time(), text=text, id=ann_id))
 
 
 def wait_finished(events: list[Event], ids: list[str], timeout: float = 1800) -> dict[str, Event]:

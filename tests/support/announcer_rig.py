@@ -25,9 +25,8 @@ from qwen3tts.appliance.announcements.lookahead import LookAhead
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
-from qwen3tts.appliance.mqtt.validate import admit
+from qwen3tts.appliance.mqtt.say_reader import admit
 from qwen3tts.appliance.priority import Priority
 from qwen3tts.appliance.systemd.supervisor import Supervisor
 from qwen3tts.engine.config import EngineConfig, SamplingParams
@@ -207,7 +206,7 @@ class Rig:
     def say(self, ann_id: str, text: str, **fields):
         if isinstance(fields.get("priority"), str):
             fields["priority"] = Priority.announcement_level(fields["priority"])
-        ann = admit(Say(text=text, id=ann_id, **fields), AnnouncementPolicy(), time.time())
+        ann = admit(AnnouncementPolicy(), time.time(), text=text, id=ann_id, **fields)
         self.announcer.enqueue(ann)
         return ann
 

@@ -17,8 +17,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from qwen3tts.appliance.mqtt.messages import Say
-from qwen3tts.appliance.mqtt.validate import admit
+from qwen3tts.appliance.mqtt.say_reader import admit
 from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
 from qwen3tts.errors import BundleError, RequestError
 from qwen3tts.runtime.voice_maker import VoiceOrder, make_voice
@@ -57,7 +56,7 @@ class Console:
         checked as any `say` is, then queued like one."""
         service = self.service
         level = Priority.announcement_level(priority) or Priority.NORMAL
-        ann = admit(Say(text=text, voice=voice, priority=level), service.mqtt.intake.policy, time.time())
+        ann = admit(service.mqtt.intake.policy, time.time(), text=text, voice=voice, priority=level)
         service.announcer.enqueue(ann)
         return ann.id
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from qwen3tts.appliance.mqtt import payload
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
-from qwen3tts.appliance.mqtt.validate import admit
+from qwen3tts.appliance.mqtt.say_reader import admit
 from qwen3tts.errors import RequestError
 from qwen3tts.text import checks
 
@@ -18,9 +17,9 @@ HOSTILE_JSON = [
 HOSTILE_TEXT = ["a \ud800 b", "a\x00b", "\x1b[31mred", "\u200b\ufeff", "   ", "x" * 2001, "fine text"]
 
 
-def reason(call, *args) -> str:
+def reason(call, *args, **kwargs) -> str:
     try:
-        call(*args)
+        call(*args, **kwargs)
     except RequestError as exc:
         return str(exc)
     return "accepted"
@@ -34,8 +33,8 @@ def test_json_reasons_are_the_mqtt_doors(text):
 @pytest.mark.parametrize("text", HOSTILE_TEXT)
 def test_text_reasons_are_the_mqtt_doors(text):
     policy = AnnouncementPolicy(max_text_chars=2000)
-    say = Say(text=text, ssml=False)
-    assert reason(checks.checked_text, text, 2000) == reason(admit, say, policy, 0.0)
+    say = {"text": text, "ssml": False}
+    assert reason(checks.checked_text, text, 2000) == reason(admit, policy, 0.0, **say)
 
 
 def test_utf8_reasons_are_the_mqtt_doors():

@@ -1,18 +1,20 @@
 """The Hermes sites this box answers for: its own siteId and the satellites it speaks for
 (`mqtt.hermes_satellites`, zones/hermes_satellite.py).
 
-A Hermes say for one of them becomes a `Say` with that site's zones, admitted like any other (validate.py); a
-satellite's playFinished ends the play waiting for it; getVoices is answered for our sites only. What
-names any other site is another box's: the intake drops it (logged), never answers it.
+A Hermes say for one of them becomes a say's fields with that site's zones, admitted like any other
+(validate.py, say_reader.py `admit`); a satellite's playFinished ends the play waiting for it; getVoices
+is answered for our sites only. What names any other site is another box's: the intake drops it
+(logged), never answers it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from qwen3tts.appliance.mqtt.hermes import HermesGetVoices, HermesPlayFinished, HermesSay, HermesVoices
-from qwen3tts.appliance.mqtt.messages import Inbound, Message, Say
+from qwen3tts.appliance.mqtt.messages import Inbound, Message
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -49,17 +51,17 @@ class HermesSites:
             return (site_id,)
         return tuple(zone for zone in box_zones if zone not in satellites) if satellites else ()
 
-    def as_say(self, message: HermesSay, inbound: Inbound, box_zones: tuple[str, ...]) -> Say:
-        """The Hermes say as the `Say` validate.py admits."""
-        return Say(
-            text=message.text,
-            id=message.id,
-            lang=message.lang,
-            volume=message.volume,
-            chime=None if self.chime else "none",
-            message_expiry=inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
-            zones=self.zones(message.site_id, box_zones),
-        )
+    def say_fields(self, message: HermesSay, inbound: Inbound, box_zones: tuple[str, ...]) -> dict[str, Any]:
+        """The Hermes say as a say's fields (say_reader.py `admit`'s keywords), admitted like any other."""
+        return {
+            "text": message.text,
+            "id": message.id,
+            "lang": message.lang,
+            "volume": message.volume,
+            "chime": None if self.chime else "none",
+            "message_expiry": inbound.message_expiry,  # MQTT 5 expiry bounds a Hermes say like any other
+            "zones": self.zones(message.site_id, box_zones),
+        }
 
     def satellite_played(self, done: HermesPlayFinished) -> None:
         """A satellite's playFinished (validated: validate.py): the end of the play waiting for it."""

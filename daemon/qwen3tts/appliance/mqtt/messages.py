@@ -1,7 +1,8 @@
 """Typed MQTT messages: the base of every payload the appliance reads or writes, with its topic (relative
-to the base topic `qwen3tts/<site>`), and `say`; each encodes its payload and decodes itself with
-`from_mqtt(topic, payload, meta)`, but for a say, which validate.py reads (`read_say`: every rule a say
-passes is there). The other commands are controls.py's, the events events.py's, Hermes hermes.py's.
+to the base topic `qwen3tts/<site>`); each encodes its payload and decodes itself with
+`from_mqtt(topic, payload, meta)`. A say is the exception: `Say` only names its topic, and say_reader.py
+reads its payload straight into the `Announcement` it queues (every rule a say passes is there). The
+other commands are controls.py's, the events events.py's, Hermes hermes.py's.
 No paho here: an `Inbound` is a received message as client.py hands it over (MQTT 5 properties, its ack),
 `MqttMeta` the properties a message is published with. A parsing problem raises `RequestError` with the
 reason the intake puts in a `rejected` event. Which topic carries which message is routing.py's.
@@ -10,11 +11,10 @@ reason the intake puts in a `rejected` event. Which topic carries which message 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import ClassVar
 
-from qwen3tts.appliance.mqtt.payload import encode_json
-from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS, Priority
+from qwen3tts.appliance.priority import ANNOUNCEMENT_LEVELS
 
 EVENTS = ("queued", "started", "first_audio", "finished", "cancelled", "expired", "rejected", "error")
 """Events in an announcement's life."""
@@ -86,69 +86,14 @@ class Message:
 # --- commands in ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Say(Message):
-    """An announcement request on `<base>/say`: plain UTF-8 text or a JSON object (read by validate.py
-    `read_say`)."""
+    """The `say` topic (`<base>/say`; a zone's `<zone_base>/<zone>/say` routes to it too) and its size
+    limit: the kind the routing table (routing.py) and discovery name, and a `Rejection`'s kind. It is no
+    record and is never instantiated: the door reads a say payload straight into the `Announcement` it
+    queues (say_reader.py `read_say`, `admit`); `say_payload` there writes one."""
 
     SUFFIX: ClassVar[str] = "say"
     max_bytes: ClassVar[int] = 0  # the policy's max_payload_bytes
-
-    text: str
-    id: str | None = None
-    lang: str | None = None
-    voice: str | None = None
-    instruct: str | None = None
-    priority: Priority = Priority.NORMAL
-    volume: float | None = None
-    chime: str | None = None
-    repeat: int = 1
-    repeat_interval: float = 0.0
-    ttl: float | None = None
-    expires_at: float | None = None
-    """Absolute expiry, Unix time in seconds."""
-    interrupt: bool | None = None
-    session_id: str | None = None
-    normalize: bool | None = None
-    """Run the text normaliser (numbers, dates, units); None follows the setting."""
-    ssml: bool | None = None  # read the text as SSML; None: when it starts with `<speak`
-    seed: int | None = None
-    """Sampling seed for a reproducible rendition, 0..2^32-1; None draws one."""
-    cache: bool | None = None
-    """May the rendition come from / go to the audio cache; None follows the setting."""
-    zones: tuple[str, ...] = ()
-    """The zones it is for; empty is an all-call (every zone of the box)."""
-    plain: bool = False
-    """The request came as plain text, not JSON (kept so the payload round-trips)."""
-    response_topic: str | None = None
-    correlation_data: bytes | None = None
-    message_expiry: int | None = None
-
-    def payload(self) -> bytes:
-        if self.plain:
-            return self.text.encode("utf-8")
-        body = {k: v for k, v in asdict(self).items() if k not in _NOT_IN_SAY_JSON and v is not None}
-        body["priority"] = self.priority.label
-        if self.priority is Priority.NORMAL:
-            del body["priority"]
-        if body.get("repeat") == 1:
-            del body["repeat"]
-        if body.get("repeat_interval") == 0.0:
-            del body["repeat_interval"]
-        if "session_id" in body:
-            body["sessionId"] = body.pop("session_id")
-        if body.get("zones") == ():
-            del body["zones"]
-        elif "zones" in body:
-            body["zones"] = list(body["zones"])
-        return encode_json(body)
-
-    def meta(self) -> MqttMeta:
-        return MqttMeta(False, self.response_topic, self.correlation_data, self.message_expiry)
-
-
-_NOT_IN_SAY_JSON = ("plain", "response_topic", "correlation_data", "message_expiry")
-"""Say fields that are not payload: how it came (plain text) and its MQTT 5 properties."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What the MQTT door accepts, from the configuration: limits from settings, voices, languages and
 instruct from the bundle, the zones and chimes of this box, and the time line deadlines are kept on.
 
-The rules that use them are validate.py's (`admit`); `expiry` turns a say's ttl, expires_at and MQTT 5
+The rules that use them are say_reader.py's (`admit`); `expiry` turns a say's ttl, expires_at and MQTT 5
 message expiry into its deadline on the steady time line.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.steady_clock import STEADY, SteadyClock
 from qwen3tts.voices.catalog import VoiceCatalog
 
@@ -60,15 +59,19 @@ class AnnouncementPolicy:
             chimes=chimes,
         )
 
-    def expiry(self, say: Say) -> float | None:
-        """The earliest deadline on the steady time line: durations count from now on the monotonic clock,
-        `expires_at` is read against the wall clock now; a later step of the wall clock moves neither."""
+    def expiry(
+        self, *, ttl: float | None, expires_at: float | None, message_expiry: int | None
+    ) -> float | None:
+        """A say's earliest deadline on the steady time line: durations (its ttl, else `default_ttl` when it
+        names no `expires_at`; its MQTT 5 message expiry) count from now on the monotonic clock,
+        `expires_at` (Unix time) is read against the wall clock now; a later step of the wall clock moves
+        neither."""
         now = self.timeline()
-        deadlines = [self.timeline.from_wall(say.expires_at)] if say.expires_at is not None else []
-        if say.ttl is not None:
-            deadlines.append(now + say.ttl)
-        elif say.expires_at is None and self.default_ttl > 0:
+        deadlines = [self.timeline.from_wall(expires_at)] if expires_at is not None else []
+        if ttl is not None:
+            deadlines.append(now + ttl)
+        elif expires_at is None and self.default_ttl > 0:
             deadlines.append(now + self.default_ttl)
-        if say.message_expiry is not None:
-            deadlines.append(now + say.message_expiry)
+        if message_expiry is not None:
+            deadlines.append(now + message_expiry)
         return min(deadlines) if deadlines else None

@@ -2,24 +2,26 @@
 
 The spool is input too: a file edited by hand, written by an older version with other limits, or damaged
 on disk must not play what the door would have refused (a 100,000-character text, a `not_before` that
-never comes). So each entry is turned back into the `say` it came from and put through the door's own
-validator (validate.py `check_size`, `read_say`, `admit`): the same limits and reasons, no second copy
-of the rules. What only a spooled entry has (its response topic, Hermes siteId, packet id,
-repeat state) is checked with the door's readers and limits too. The announcer quarantines an entry that
-fails, with the reason (queue.py `replay`).
+never comes). So each entry is turned back into the `say` payload it came from (say_reader.py
+`say_payload`) and put through the door's own validator (validate.py `check_size`, say_reader.py
+`read_say`, `admit`): the same limits and reasons, no second copy of the rules. What only a spooled
+entry has (its response topic, Hermes siteId, packet id, repeat state) is checked with the door's readers
+and limits too. The announcer quarantines an entry that fails, with the reason (queue.py `replay`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.fields import SESSION_MAX_CHARS, name_of
-from qwen3tts.appliance.mqtt.messages import Say
 from qwen3tts.appliance.mqtt.payload import ID_PATTERN
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE
+from qwen3tts.appliance.mqtt.say_reader import admit, read_say, say_payload
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.appliance.mqtt.validate import admit, check_size, read_say
+from qwen3tts.appliance.mqtt.validate import check_size
 from qwen3tts.errors import RequestError
 
 
@@ -32,13 +34,13 @@ class SpooledCheck:
 
     def __call__(self, ann: Announcement, now: float) -> None:
         try:  # the door's bytes of it: a lone surrogate (a JSON escape in the file) has none
-            encoded = _say_of(ann).payload()
+            encoded = say_payload(_asked(ann))
         except UnicodeEncodeError as exc:
             raise RequestError(
                 f"a field is not valid Unicode text ({exc.reason}: {exc.object[exc.start]!r})"
             ) from exc
         payload = check_size(encoded, self.policy.max_payload_bytes)
-        admit(read_say(payload), self.policy, now)
+        admit(self.policy, now, **read_say(payload))
         self._check_spooled_only(ann, now)
 
     @staticmethod
@@ -67,11 +69,13 @@ class SpooledCheck:
             )
 
 
-def _say_of(ann: Announcement) -> Say:
-    """The `say` a door would have parsed for `ann` (its JSON form: every field the door reads)."""
-    return Say(
-        text=ann.text, id=ann.id, lang=ann.lang, voice=ann.voice, instruct=ann.instruct,
-        priority=ann.priority, volume=ann.volume, chime=ann.chime, repeat=ann.repeat,
-        repeat_interval=ann.repeat_interval, interrupt=ann.interrupt, session_id=ann.session_id,
-        normalize=ann.normalize, ssml=ann.ssml, seed=ann.seed, cache=ann.cache, zones=ann.zones,
-    )  # fmt: skip
+_ASKED = ("text", "id", "lang", "voice", "instruct", "priority", "volume", "chime", "repeat",
+          "repeat_interval", "interrupt", "session_id", "normalize", "ssml", "seed", "cache",
+          "zones")  # fmt: skip
+"""What of a spooled announcement a say payload carries (its deadline is on the steady time line, not
+in the payload: it is not checked again)."""
+
+
+def _asked(ann: Announcement) -> dict[str, Any]:
+    """The fields of the `say` a door would have parsed for `ann` (its JSON form: every field it reads)."""
+    return {name: getattr(ann, name) for name in _ASKED}

@@ -12,11 +12,14 @@ caller's id, or `Ignored` for what is not ours to answer. No payload makes it ra
    `COMMAND_MAX_BYTES`), checked before a byte is decoded.
 4. bytes -> typed message: strict UTF-8, a JSON object (bounded depth and numbers, clean strings) or
    for `say` plain text; each field by its reader (fields.py: types, bool is no number, finite numbers,
-   ids, short one-line names, ...): `read_say` lists a say's, controls.py and hermes.py the others'.
+   ids, short one-line names, ...): say_reader.py `read_say` lists a say's (read into the keywords of
+   `admit`, no record of its own), controls.py and hermes.py the others'.
 5. zone topic: a say on `<zone_base>/<zone>/say` is for that zone; a `zones` field there must agree.
-6. Hermes: a say (valid or not) for a siteId not ours is ignored; ours becomes a `Say` (hermes_sites.py).
-7. content (`admit`), against the configuration (policy.py): text or SSML, volume, repeat,
-   repeat_interval, ttl, chime, voice, lang, instruct, the zones of this box; `voice/set`'s voice.
+6. Hermes: a say (valid or not) for a siteId not ours is ignored; ours becomes a say's fields with that
+   site's zones (hermes_sites.py `say_fields`).
+7. content (say_reader.py `admit`, which builds the `Announcement`), against the configuration
+   (policy.py): text or SSML, volume, repeat, repeat_interval, ttl, chime, voice, lang, instruct, the
+   zones of this box; `voice/set`'s voice.
 
 Shared with the HTTP and Wyoming doors, in one place each, so a rule gives the same reason at every door:
 - bytes -> text -> JSON object, clean strings, `quote`: text/checks.py (servers/http_request.py reads
@@ -32,41 +35,21 @@ of answers by backlog.py, a response topic by the intake (a warning, never a ref
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass, replace
-from typing import Any
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt.controls import SetVoice
-from qwen3tts.appliance.mqtt.fields import (
-    SESSION_MAX_CHARS,
-    chime_of,
-    field_of,
-    id_of,
-    name_of,
-    number_of,
-    priority_of,
-    seed_of,
-    zones_of,
-)
+from qwen3tts.appliance.mqtt.fields import SESSION_MAX_CHARS, field_of, id_of, name_of, number_of
 from qwen3tts.appliance.mqtt.hermes import HermesPlayFinished, HermesSay
 from qwen3tts.appliance.mqtt.hermes_sites import HermesSites
-from qwen3tts.appliance.mqtt.messages import (
-    CHIME_VALUES,
-    HomeAssistantStatus,
-    Inbound,
-    Message,
-    MqttMeta,
-    Say,
-)
+from qwen3tts.appliance.mqtt.messages import HomeAssistantStatus, Inbound, Message, Say
 from qwen3tts.appliance.mqtt.payload import salvage, salvage_id, salvage_name
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.appliance.mqtt.routing import inbound_type
+from qwen3tts.appliance.mqtt.say_reader import SayFields, admit, for_zone, read_say
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.appliance.priority import Priority
 from qwen3tts.errors import RequestError
-from qwen3tts.synthesis import checked_instruct, checked_speech
-from qwen3tts.text.checks import check_clean, decode_json_object, decode_text, quote
+from qwen3tts.text.checks import decode_json_object, decode_text, quote
 
 RETAINED_REASON = "retained commands are ignored; publish without the retain flag"
 
@@ -115,11 +98,17 @@ def validate(
 
 
 def _refused(
-    reason: str, kind: type[Message], inbound: Inbound, hermes: HermesSites, message: Message | None = None
+    reason: str,
+    kind: type[Message],
+    inbound: Inbound,
+    hermes: HermesSites,
+    message: Message | SayFields | None = None,
 ) -> Rejection | Ignored:
-    """The rejection, named as far as the payload can be read; an invalid Hermes say is answered only for
-    one of our sites (another site's TTS answers its own)."""
-    caller_id = getattr(message, "id", None) or salvage_id(inbound.payload)
+    """The rejection, named as far as the payload can be read (a say by the id read from it, which
+    `admit` refused); an invalid Hermes say is answered only for one of our sites (another site's TTS
+    answers its own)."""
+    read_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+    caller_id = read_id or salvage_id(inbound.payload)
     if kind is not HermesSay:
         return Rejection(reason, kind, caller_id)
     raw = salvage(inbound.payload)
@@ -142,13 +131,17 @@ def _notice(kind: type[Message], inbound: Inbound, topics: Topics) -> Message | 
 
 
 def _checked(
-    message: Message, inbound: Inbound, policy: AnnouncementPolicy, hermes: HermesSites, now: float
+    message: Message | SayFields,
+    inbound: Inbound,
+    policy: AnnouncementPolicy,
+    hermes: HermesSites,
+    now: float,
 ) -> Message | Announcement:
     """Step 7: the rules that depend on the configuration; RequestError naming the first broken one."""
-    if isinstance(message, Say):
-        return admit(message, policy, now)
+    if isinstance(message, dict):  # a say's fields, read by say_reader.py
+        return admit(policy, now, **message)
     if isinstance(message, HermesSay):
-        ann = admit(hermes.as_say(message, inbound, policy.zones), policy, now)
+        ann = admit(policy, now, **hermes.say_fields(message, inbound, policy.zones))
         return replace(ann, hermes_site_id=message.site_id, session_id=message.session_id)
     if isinstance(message, SetVoice):
         return SetVoice(policy.catalog.resolve(message.voice))
@@ -158,8 +151,9 @@ def _checked(
 # --- steps 3 to 5: bytes -> a typed message ---------------------------------------------------------
 
 
-def read(topics: Topics, inbound: Inbound, *, say_max_bytes: int = 65536) -> Message:
-    """The typed message of a topic we serve, its size checked before anything is decoded."""
+def read(topics: Topics, inbound: Inbound, *, say_max_bytes: int = 65536) -> Message | SayFields:
+    """The typed message of a topic we serve (a say: its fields, say_reader.py), its size checked before
+    anything is decoded."""
     cls = inbound_type(topics, inbound.topic)
     if cls is None:
         raise RequestError(f"no handler for topic {quote(inbound.topic, 80)}")
@@ -170,59 +164,13 @@ def read(topics: Topics, inbound: Inbound, *, say_max_bytes: int = 65536) -> Mes
         return cls.from_mqtt(inbound.topic, payload, inbound)
     say = read_say(payload, inbound)
     zone = topics.zone_of(inbound.topic)
-    return say if zone is None else _for_zone(say, zone)
+    return say if zone is None else for_zone(say, zone)
 
 
 def check_size(payload: bytes, limit: int) -> bytes:
     if len(payload) > limit:
         raise RequestError(f"payload too large ({len(payload)} bytes > {limit})")
     return payload
-
-
-def _for_zone(say: Say, zone: str) -> Say:
-    """A message on one zone's topic never reaches another zone."""
-    if say.zones not in ((), (zone,)):
-        raise RequestError(f"field 'zones' {list(say.zones)} disagrees with the zone topic of {quote(zone)}")
-    return replace(say, zones=(zone,))
-
-
-def read_say(payload: bytes, meta: MqttMeta | Inbound | None = None) -> Say:
-    """A `say` payload: plain UTF-8 text, or a JSON object with `text` and the fields below; `meta`
-    carries the MQTT 5 properties (response topic, correlation data, message expiry)."""
-    meta = meta or MqttMeta()
-    extra = {"response_topic": meta.response_topic, "correlation_data": meta.correlation_data,
-             "message_expiry": meta.message_expiry}  # fmt: skip
-    text = decode_text(payload)
-    if not text.lstrip().startswith("{"):
-        return Say(text=check_clean("text", text, allow_line_breaks=True).strip(), plain=True, **extra)
-    return _say_of(decode_json_object(text), extra)
-
-
-def _say_of(obj: dict[str, Any], extra: dict[str, Any]) -> Say:
-    if "text" not in obj:
-        raise RequestError("missing field 'text'")
-    return Say(
-        text=field_of(obj, "text", str, ""),
-        id=id_of(obj),
-        lang=name_of(obj, "lang"),
-        voice=name_of(obj, "voice") or name_of(obj, "speaker"),
-        instruct=field_of(obj, "instruct", str),
-        priority=priority_of(obj),
-        volume=number_of(obj, "volume"),
-        chime=chime_of(obj),
-        repeat=field_of(obj, "repeat", int, 1),
-        repeat_interval=number_of(obj, "repeat_interval") or 0.0,
-        ttl=number_of(obj, "ttl"),
-        expires_at=number_of(obj, "expires_at"),
-        interrupt=field_of(obj, "interrupt", bool),
-        session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
-        normalize=field_of(obj, "normalize", bool),
-        ssml=field_of(obj, "ssml", bool),
-        seed=seed_of(obj),
-        cache=field_of(obj, "cache", bool),
-        zones=zones_of(obj),
-        **extra,
-    )
 
 
 def read_hermes_say(payload: bytes) -> HermesSay:
@@ -236,65 +184,3 @@ def read_hermes_say(payload: bytes) -> HermesSay:
         site_id=name_of(obj, "siteId", SESSION_MAX_CHARS) or "default",
         session_id=name_of(obj, "sessionId", SESSION_MAX_CHARS),
     )
-
-
-# --- step 7: a say's content, against the configuration ------------------------------------------------
-
-
-def admit(say: Say, policy: AnnouncementPolicy, now: float) -> Announcement:
-    """The announcement for a valid say, queued at `now` (`warnings` says what was ignored); else
-    RequestError naming the first problem. A request the bundle cannot serve is refused (or adjusted,
-    with a warning) here, before it is queued, never at synthesis."""
-    text, ssml_warnings = checked_speech(
-        say.text, say.ssml, policy.max_text_chars, policy.catalog, policy.chimes
-    )
-    _check_numbers(say, policy)
-    if say.chime is not None and say.chime not in CHIME_VALUES:
-        raise RequestError(f"unknown chime {quote(say.chime)}; expected one of {', '.join(CHIME_VALUES)}")
-    voice = policy.catalog.resolve(say.voice) if say.voice is not None else None
-    lang = policy.catalog.resolve_language(say.lang) if say.lang is not None else None
-    instruct, warnings = checked_instruct(say.instruct, policy.max_text_chars, policy.supports_instruct)
-    _check_zones(say.zones, policy.zones)
-    return Announcement(
-        id=say.id or str(uuid.uuid4()),
-        text=text,
-        priority=say.priority,
-        lang=lang,
-        voice=voice,
-        instruct=instruct,
-        volume=say.volume,
-        chime=say.chime,
-        interrupt=say.interrupt if say.interrupt is not None else say.priority is not Priority.NORMAL,
-        repeat=say.repeat,
-        repeat_interval=say.repeat_interval,
-        expires_at=policy.expiry(say),
-        response_topic=say.response_topic,
-        correlation_data=say.correlation_data,
-        session_id=say.session_id,
-        normalize=say.normalize,
-        ssml=say.ssml,
-        seed=say.seed,
-        cache=say.cache,
-        zones=say.zones,
-        t_queued=now,
-        warnings=warnings + ssml_warnings,
-    )
-
-
-def _check_numbers(say: Say, policy: AnnouncementPolicy) -> None:
-    if say.volume is not None and not 0.0 <= say.volume <= 1.0:
-        raise RequestError(f"volume must be between 0 and 1, got {say.volume}")
-    if not 1 <= say.repeat <= policy.max_repeat:
-        raise RequestError(f"repeat must be between 1 and {policy.max_repeat}, got {say.repeat}")
-    if not 0.0 <= say.repeat_interval <= policy.max_repeat_interval:
-        raise RequestError(f"repeat_interval must be 0..{policy.max_repeat_interval:g} s")
-    if say.ttl is not None and say.ttl <= 0:
-        raise RequestError(f"ttl must be positive, got {say.ttl}")
-
-
-def _check_zones(zones: tuple[str, ...], box_zones: tuple[str, ...]) -> None:
-    """A say may name only zones this box has (no zones configured: not checked)."""
-    unknown = [zone for zone in zones if box_zones and zone not in box_zones]
-    if unknown:
-        names = ", ".join(quote(zone) for zone in unknown)
-        raise RequestError(f"unknown zone {names}; this box has {', '.join(box_zones)}")

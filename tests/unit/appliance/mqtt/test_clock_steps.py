@@ -9,8 +9,7 @@ import pytest
 from audio_fakes import FakeClock
 
 from qwen3tts.appliance.announcements.queue import AnnouncementQueue
-from qwen3tts.appliance.mqtt import validate
-from qwen3tts.appliance.mqtt.messages import Say
+from qwen3tts.appliance.mqtt import say_reader
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
 from qwen3tts.steady_clock import SteadyClock
 
@@ -24,9 +23,7 @@ def clocks():
 
 
 def admit(timeline: SteadyClock, wall: FakeClock, **fields):
-    return validate.admit(
-        Say(text="Platform three.", **fields), AnnouncementPolicy(timeline=timeline), wall()
-    )
+    return say_reader.admit(AnnouncementPolicy(timeline=timeline), wall(), text="Platform three.", **fields)
 
 
 def test_the_steady_clock_reads_as_unix_time_and_does_not_move_when_the_wall_clock_steps(clocks):

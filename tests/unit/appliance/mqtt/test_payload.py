@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from qwen3tts.appliance.mqtt.controls import SetVoice, SetVolume, Stop
-from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound, Say
+from qwen3tts.appliance.mqtt.messages import COMMAND_MAX_BYTES, Inbound
 from qwen3tts.appliance.mqtt.payload import MAX_JSON_DEPTH, has_speakable_text, quote, salvage_id
+from qwen3tts.appliance.mqtt.say_reader import read_say, say_payload
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.appliance.mqtt.validate import read, read_say
+from qwen3tts.appliance.mqtt.validate import read
 from qwen3tts.errors import RequestError
 
 BASE = "qwen3tts/hall"
 
 
-def say(body: str | bytes) -> Say:
-    return read_say(body.encode() if isinstance(body, str) else body)
+def say(body: str | bytes) -> SimpleNamespace:
+    """The fields of a say as read, by attribute."""
+    return SimpleNamespace(**read_say(body.encode() if isinstance(body, str) else body))
 
 
 @pytest.mark.parametrize(
@@ -81,7 +84,7 @@ def test_chime_booleans_mean_default_and_none_and_names_are_case_insensitive():
 def test_normalize_seed_and_cache_are_read_and_round_trip():
     message = say('{"text": "hi", "normalize": false, "seed": 42, "cache": true}')
     assert (message.normalize, message.seed, message.cache) == (False, 42, True)
-    assert say(message.payload()) == message
+    assert say(say_payload(vars(message))) == message
 
 
 def test_a_leading_byte_order_mark_is_not_part_of_the_text():

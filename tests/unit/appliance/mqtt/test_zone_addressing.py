@@ -13,8 +13,9 @@ from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.mqtt.fields import MAX_ZONES
 from qwen3tts.appliance.mqtt.messages import Inbound, Say
 from qwen3tts.appliance.mqtt.routing import inbound_type, subscriptions
+from qwen3tts.appliance.mqtt.say_reader import SayFields, admit, read_say, say_payload
 from qwen3tts.appliance.mqtt.topics import Topics
-from qwen3tts.appliance.mqtt.validate import admit, read, read_say
+from qwen3tts.appliance.mqtt.validate import read
 from qwen3tts.errors import RequestError
 
 NOW = 1_000_000.0
@@ -22,20 +23,20 @@ ZONES = ("platform-3", "concourse")
 TOPICS = Topics("qwen3tts/hall", zone_base="qwen3tts/zone", zones=ZONES)
 
 
-def say_json(**fields) -> Say:
+def say_json(**fields) -> SayFields:
     return read_say(json.dumps({"text": "Mind the gap", **fields}).encode())
 
 
 def test_zones_are_read_in_order_without_repeats_and_round_trip_through_the_payload():
     say = say_json(zones=["platform-3", "concourse", "platform-3"])
-    assert say.zones == ("platform-3", "concourse")
-    assert json.loads(say.payload())["zones"] == ["platform-3", "concourse"]
-    assert read_say(say.payload()) == say
+    assert say["zones"] == ("platform-3", "concourse")
+    assert json.loads(say_payload(say))["zones"] == ["platform-3", "concourse"]
+    assert read_say(say_payload(say)) == say
 
 
 def test_a_say_without_zones_is_an_all_call_and_its_payload_has_no_zones_field():
     say = say_json()
-    assert say.zones == () and "zones" not in json.loads(say.payload())
+    assert say["zones"] == () and "zones" not in json.loads(say_payload(say))
 
 
 @pytest.mark.parametrize(
@@ -62,12 +63,12 @@ def test_hostile_zones_are_refused_with_a_reason_that_names_the_problem(zones, r
 def test_the_policy_refuses_a_zone_this_box_does_not_have_naming_it_and_passes_known_zones_on():
     policy = policy_for(zones=ZONES)
     with pytest.raises(RequestError) as err:
-        admit(say_json(zones=["concourse", "platform-9"]), policy, NOW)
+        admit(policy, NOW, **say_json(zones=["concourse", "platform-9"]))
     assert str(err.value) == "unknown zone 'platform-9'; this box has platform-3, concourse"
-    ann = admit(say_json(zones=["concourse"]), policy, NOW)
+    ann = admit(policy, NOW, **say_json(zones=["concourse"]))
     assert ann.zones == ("concourse",)
     assert Announcement.from_json(ann.to_json()).zones == ("concourse",)  # spooled with its zones
-    assert admit(say_json(), policy, NOW).zones == ()  # all-call
+    assert admit(policy, NOW, **say_json()).zones == ()  # all-call
 
 
 def test_each_zone_of_the_box_has_its_say_topic_without_the_site_and_it_is_routed_to_say():
@@ -80,9 +81,9 @@ def test_each_zone_of_the_box_has_its_say_topic_without_the_site_and_it_is_route
 
 def test_a_message_on_a_zone_topic_is_for_that_zone_only():
     plain = read(TOPICS, Inbound("qwen3tts/zone/concourse/say", b"Mind the gap"))
-    assert (plain.text, plain.zones) == ("Mind the gap", ("concourse",))
+    assert (plain["text"], plain["zones"]) == ("Mind the gap", ("concourse",))
     agreeing = read(TOPICS, Inbound("qwen3tts/zone/concourse/say", b'{"text": "x", "zones": ["concourse"]}'))
-    assert agreeing.zones == ("concourse",)
+    assert agreeing["zones"] == ("concourse",)
     with pytest.raises(RequestError) as err:
         read(TOPICS, Inbound("qwen3tts/zone/concourse/say", b'{"text": "x", "zones": ["platform-3"]}'))
     assert "disagrees with the zone topic of 'concourse'" in str(err.value)
