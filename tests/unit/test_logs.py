@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import os
 
-import pytest
-
 from qwen3tts.logs import priority, quiet_libraries, setup_logging, stderr_is_journal
 
 
