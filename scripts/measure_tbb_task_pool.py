@@ -13,7 +13,7 @@ With no --pid it measures itself: one thread runs `--infers` inferences of a sma
 (a chain of 40 MatMuls, the batch cycling through `--distinct` sizes) on the CPU plugin, beside `--hogs`
 busy processes that compete for the cores, then prints what that thread's pool holds. It is the control,
 not a reproduction: on the 2-vCPU machine of docs/benchmarks.md ("The long soak") it left 56-439 objects
-whatever the hogs and sizes, where the daemon's engine thread held 48,000-96,000.
+whatever the hogs and sizes, where the daemon's engine thread held 7,000-95,000.
 
     PYTHONPATH=daemon .venv/bin/python scripts/measure_tbb_task_pool.py --infers 5000 --hogs 3
 """
