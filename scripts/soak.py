@@ -56,6 +56,8 @@ def start_daemon(
     )
     for section, values in (SMALL_MEMORIES if args.small_memories else {}).items():
         config[section].update(values)
+    for section, values in json.loads(args.set or "{}").items():  # e.g. {"devices": {"num_threads": 1}}
+        config.setdefault(section, {}).update(values)
     return launch_daemon(workdir, config)
 
 
@@ -279,6 +281,7 @@ def main() -> None:
     parser.add_argument("--max-frames", type=int, default=24)
     parser.add_argument("--small-memories", action="store_true", help="dedup window 30, phrase cache 2 MiB")
     parser.add_argument("--bundle", type=Path, help="default: a tiny random bundle built in the work dir")
+    parser.add_argument("--set", help='more settings as JSON by section: \'{"devices": {"num_threads": 1}}\'')
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--json", type=Path, help="also write every sample here")
     args = parser.parse_args()

@@ -55,6 +55,10 @@ RUNS = {
         ["10 requests, RSS"],
     ),
     "measure_tie_fallback_memory.py": (["topk"], ["tie, k 50:", "tie, batch 8:"]),
+    "measure_tbb_task_pool.py": (
+        ["--infers", "20"],
+        ["20 infers (7 batch sizes)", "the inferring thread's pool holds"],
+    ),
     "measure_talker_steps.py": (
         ["{bundle}", "9@0", "3@0+1@40", "--random", "10", "--repeat", "--set", "engine.num_kv_blocks=16"],
         ["loaded in", "3@0+1@40", "random step 10 (", "random step 20 ("],
@@ -82,6 +86,8 @@ RUNS = {
             "--max-frames",
             "6",
             "--small-memories",
+            "--set",
+            '{{"devices": {{"num_threads": 1}}}}',  # format()'s braces
         ],
         [
             '"slope_mb_per_1000"',
