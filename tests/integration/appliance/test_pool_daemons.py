@@ -61,6 +61,12 @@ class Daemon:
     def log(self) -> str:
         return (self.dir / "stderr.txt").read_text(errors="replace")[-3000:]
 
+    def lines_about(self, ann_ids: list[str], limit: int = 40) -> list[str]:
+        """Its log lines that name one of `ann_ids`, or its pool's lifecycle (joins, rescues, replays)."""
+        text = (self.dir / "stderr.txt").read_text(errors="replace")
+        keys = (*ann_ids, "pool:", "pool g:", "replayed", "Traceback", "ERROR")
+        return [line[11:260] for line in text.splitlines() if any(k in line for k in keys)][-limit:]
+
 
 def events(recorder, kind: str) -> list[tuple[str, dict]]:
     """(site, event) for every `kind` event any box published, in arrival order."""
@@ -71,6 +77,22 @@ def events(recorder, kind: str) -> list[tuple[str, dict]]:
             if event.get("event") == kind:
                 out.append((m.topic.split("/")[1], event))
     return out
+
+
+def wait_until_finished(recorder, daemons: dict[str, Daemon], ann_ids: set[str], timeout: float) -> None:
+    """Wait for a `finished` event for every id; else fail naming the missing ones, every event each got
+    and what each box logged about them (the recorder's own message list is too long to read)."""
+    try:
+        recorder.wait_for(lambda _: {e["id"] for _, e in events(recorder, "finished")} >= ann_ids, timeout)
+        return
+    except pytest.fail.Exception:
+        pass  # failed again below, outside this block: the recorder's own message is not chained to it
+    missing = sorted(ann_ids - {e["id"] for _, e in events(recorder, "finished")})
+    seen = [(m.topic.split("/")[1], json.loads(m.payload)) for m in list(recorder.messages)
+            if m.topic.endswith("/event")]  # fmt: skip
+    trail = {i: [f"{site}:{e.get('event')}" for site, e in seen if e.get("id") == i] for i in missing}
+    logs = "\n".join(f"--- {site}\n" + "\n".join(d.lines_about(missing)) for site, d in daemons.items())
+    pytest.fail(f"{len(missing)} not finished after {timeout} s: {trail}\n{logs}", pytrace=False)
 
 
 def in_round_robin(recorder, site: str) -> bool:
@@ -102,7 +124,7 @@ def test_sixty_pooled_announcements_are_each_finished_once_across_a_sigkill(
         daemons[victim].kill()  # mid-run: some of its share spooled, some held at the broker
         recorder.wait_for(lambda _: not in_round_robin(recorder, victim), 30)
         daemons[victim].start()
-        recorder.wait_for(lambda _: len({e["id"] for _, e in events(recorder, "finished")}) >= COUNT, 180)
+        wait_until_finished(recorder, daemons, set(published), 180)
         finished = events(recorder, "finished")
         by_id = Counter(e["id"] for _, e in finished)
         assert set(by_id) == set(published)  # nothing lost
