@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 POOL_PACKET_BASE = 1 << 16
 """Pooled messages' packet ids are spooled as this + the id, rescued ones as twice this + the id: each
 session numbers its packets itself, and the duplicate memory must not match one session's against another."""
+SPOOLED_PACKET_ID_END = 3 * POOL_PACKET_BASE
+"""Past the last packet id a spooled announcement can carry (own session, pool session, rescued session)."""
 OWN_RECORD_INTERVAL_S = 2.0
 
 

@@ -18,7 +18,7 @@ from qwen3tts.appliance.mqtt import topics as topic_rules
 from qwen3tts.appliance.mqtt.fields import SESSION_MAX_CHARS, name_of
 from qwen3tts.appliance.mqtt.payload import ID_PATTERN
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
-from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE
+from qwen3tts.appliance.mqtt.pool_link import SPOOLED_PACKET_ID_END
 from qwen3tts.appliance.mqtt.say_reader import admit, read_say, say_payload
 from qwen3tts.appliance.mqtt.topics import Topics
 from qwen3tts.appliance.mqtt.validate import check_size
@@ -55,7 +55,7 @@ class SpooledCheck:
                 raise RequestError(refusal)
         if ann.hermes_site_id is not None:
             name_of({"siteId": ann.hermes_site_id}, "siteId", SESSION_MAX_CHARS)
-        if ann.message_id is not None and not 0 < ann.message_id < 2 * POOL_PACKET_BASE:
+        if ann.message_id is not None and not 0 < ann.message_id < SPOOLED_PACKET_ID_END:
             raise RequestError(f"packet id {ann.message_id} is not an MQTT (or pool) packet id")
         if ann.plays_done >= ann.repeat:
             raise RequestError(f"it already played {ann.plays_done} of {ann.repeat} times")

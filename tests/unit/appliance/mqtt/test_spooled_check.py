@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.spool import MAX_FILE_BYTES, Spool, quarantined
 from qwen3tts.appliance.mqtt.policy import AnnouncementPolicy
+from qwen3tts.appliance.mqtt.pool_link import POOL_PACKET_BASE
 from qwen3tts.appliance.mqtt.spooled import SpooledCheck
 from qwen3tts.appliance.mqtt.topics import Topics
 
@@ -55,6 +56,7 @@ REFUSED = {
     "a seed out of range": ({"seed": 2**40}, "seed must be between"),
     "plays done": ({"plays_done": 3, "repeat": 3}, "it already played 3 of 3 times"),
     "a packet id out of range": ({"message_id": 10**9}, "not an MQTT (or pool) packet id"),
+    "a packet id past the rescued range": ({"message_id": 3 * 2**16}, "not an MQTT (or pool) packet id"),
     "control characters": ({"text": "Bell\x07"}, "text"),
     "a long sessionId": ({"session_id": "s" * 300}, "sessionId"),
     # a JSON escape of a lone surrogate reads back as a str no bytes encode (stopped every start)
@@ -102,6 +104,18 @@ def test_an_unreadable_entry_is_quarantined_with_an_event_naming_its_id_when_it_
     assert said.startswith("quarantined: unreadable spool file 000000000007.json: ")
     assert len(quarantined(spool_dir)) == 1
     rig.run_until_event("good", "finished")
+
+
+@pytest.mark.parametrize("message_id", [7, POOL_PACKET_BASE + 7, 2 * POOL_PACKET_BASE + 7],
+                         ids=["own session", "pool session", "rescued session"])  # fmt: skip
+def test_an_entry_with_any_packet_id_a_door_spools_plays(tmp_path, message_id):
+    """The box's own session, its pool session and a rescued member's session each number their packets
+    (pool_link.py): a rescuer restarted with rescued announcements in its spool speaks them."""
+    spool_dir = tmp_path / "spool"
+    Spool(spool_dir).write(Announcement(id="rescued", text="Pooled notice.", seq=1, message_id=message_id))
+    rig = started(tmp_path)
+    rig.run_until_event("rescued", "finished")
+    assert quarantined(spool_dir) == [] and terminal(rig) == [("rescued", "finished", "")]
 
 
 def test_a_second_entry_with_the_same_id_is_quarantined_and_the_first_plays(tmp_path):
