@@ -112,8 +112,9 @@ class MqttDoor:
     def pool_status(self) -> dict[str, object]:
         return self.pool.status() if self.pool is not None else {}
 
-    def publish(self, message) -> None:
-        self.client.publish(message)
+    def publish(self, message):
+        """paho's message info (None: dropped)."""
+        return self.client.publish(message)
 
     def announce_voices(self) -> None:
         """The retained `voices` topic and Home Assistant's entities (its voice select lists them all)."""

@@ -22,7 +22,6 @@ from pathlib import Path
 from qwen3tts.appliance.announcements.announcer import Announcer
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
-from qwen3tts.appliance.mqtt.answers import announcement_events
 from qwen3tts.appliance.mqtt.events import Status
 from qwen3tts.appliance.systemd.notify import ExtendStartTimeout, Notifier
 from qwen3tts.appliance.systemd.supervisor import Supervisor
@@ -38,6 +37,7 @@ from qwen3tts.service.memory_trim import MemoryTrim
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.outbox import Outbox
 from qwen3tts.service.outputs import OutputStates, audio_worker, open_sinks, zone_playbacks
+from qwen3tts.service.owed_events import OwedEvents
 from qwen3tts.service.reload import carry_changes, read_settings
 from qwen3tts.service.renderer_outlet import QueueOutlet
 from qwen3tts.service.status import appliance_figures, build_status
@@ -105,6 +105,8 @@ class Service:
         self.announcer = make_announcer(settings, engine, spec.speakers, chimes, self.text, self.catalog,
                                         self.playbacks, self._on_event, heartbeat=self._beat("announcer"),
                                         on_change=self._status_dirty.set)  # fmt: skip
+        self.outbox.owed = OwedEvents(self.announcer.queue.spool.directory)  # ends a crash must not lose
+        self.announcer.reporter.on_ending = self.outbox.owe
         if settings.thermal.enabled:
             beat = self._beat("thermal")
             self.thermal = ThermalMonitor(settings.thermal, engine, self._on_thermal, heartbeat=beat)
@@ -125,7 +127,9 @@ class Service:
                  ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
-        self.announcer.replay(check=self.mqtt.spooled_check)  # checked as the door does; texts read here
+        # checked as the door does, texts read here; what ended before the stop is not replayed
+        self.announcer.replay(check=self.mqtt.spooled_check, ended=self.outbox.owed.ids())
+        self.outbox.resend()  # the ends the last process owed, before anything new
         self.supervisor.start("announcer", self.announcer.run)
         self.mqtt.start(self.supervisor)
         self._status_dirty.set()
@@ -170,6 +174,7 @@ class Service:
             self._status_dirty.wait(1.0)
             stats = self.runtime.engine.stats()
             memory.maybe_trim(idle=not (stats.num_running or stats.num_waiting))
+            self.outbox.settle()  # the ends the broker acknowledged are paid
             if self._status_dirty.is_set() or time.monotonic() - last > STATUS_INTERVAL_S:
                 self._status_dirty.clear()
                 last = time.monotonic()
@@ -178,8 +183,7 @@ class Service:
     def _on_event(self, ann, event: str, reason: str, warnings: tuple[str, ...], **zones) -> None:
         """The announcer's lifecycle events, as MQTT messages (the event, its reply, Hermes answers)."""
         self.events.add(ann.id, event, reason)
-        for message in announcement_events(ann, event, reason, time.time(), warnings, **zones):
-            self.outbox.publish(message)
+        self.outbox.announce(ann, event, reason, warnings, **zones)
         if self.mqtt is not None:
             self.mqtt.on_queue(self.announcer.queue)
 

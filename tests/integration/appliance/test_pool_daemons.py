@@ -69,10 +69,13 @@ class Daemon:
 
 
 def events(recorder, kind: str) -> list[tuple[str, dict]]:
-    """(site, event) for every `kind` event any box published, in arrival order."""
-    out = []
+    """(site, event) for every `kind` event any box published, in arrival order. An end a killed box
+    had not seen acknowledged is sent again at its restart, the same bytes (service/owed_events.py):
+    counted once; a second play of an announcement would be another event (its own times)."""
+    out, seen = [], set()
     for m in list(recorder.messages):
-        if m.topic.endswith("/event"):
+        if m.topic.endswith("/event") and (m.topic, m.payload) not in seen:
+            seen.add((m.topic, m.payload))
             event = json.loads(m.payload)
             if event.get("event") == kind:
                 out.append((m.topic.split("/")[1], event))

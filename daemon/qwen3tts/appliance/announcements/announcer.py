@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.choosing import Choosing
@@ -234,14 +234,15 @@ class Announcer:
         if not self.commands.accepting and not self.plays.playing:
             self._drained.set()
 
-    def replay(self, check: SpooledCheck | None = None) -> None:
+    def replay(self, check: SpooledCheck | None = None, ended: Collection[str] = ()) -> None:
         """Load the spool of the previous process, once: what was waiting waits again, its text read on
         this thread (the service calls it before the announcer's thread starts); the rest is reported.
-        `check` is the door's validation of a spooled entry (queue.py `replay`)."""
+        `check` is the door's validation of a spooled entry, `ended` the ids whose end is owed
+        (queue.py `replay`)."""
         if self._replayed:
             return
         self._replayed = True
-        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read, check=check)
+        _, expired = self.queue.replay(self._clock(), read=self.lookahead.read, check=check, ended=ended)
         for ann in expired:
             self.reporter.emit(ann, "expired", "expired while the appliance was down")
         for ann, why in self.queue.quarantined:

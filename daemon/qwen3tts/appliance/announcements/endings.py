@@ -104,12 +104,21 @@ class Endings:
     def _finished(self, play: Play, track: Track) -> None:
         play.t_finished = track.t_ended
         played = tuple(zone for zone, heard in track.zones().items() if heard.played_out)
-        _, again = self.reporter.spool_write("record the end", self.queue.done, play.ann, self.clock())
+        now = self.clock()
+        record = ("record the end", self.queue.done, play.ann, now)
+        if self.queue.repeats(play.ann, now):
+            _, again = self.reporter.spool_write(*record)
+            self._played(play, plays_again=again is not None)
+            self.reporter.emit(play.ann, "finished", "repeats later" if again else "", play.runaway, play,
+                               zones=played)  # fmt: skip
+            return
+        self._played(play, plays_again=False)
+        self.reporter.end(play.ann, "finished", "", record, play.runaway, play, zones=played)
+
+    def _played(self, play: Play, *, plays_again: bool) -> None:
         if self.lookahead.replay is not None:
-            self.lookahead.replay.keep(play, plays_again=again is not None)  # played out, not cut
+            self.lookahead.replay.keep(play, plays_again=plays_again)  # played out, not cut
         play.drop()
-        reason = "repeats later" if again else ""
-        self.reporter.emit(play.ann, "finished", reason, play.runaway, play, zones=played)
 
     def _interrupted(self, play: Play, from_piece: int, cut: Cut) -> None:
         remaining = len(play.pieces) - from_piece
@@ -125,8 +134,8 @@ class Endings:
     def _cancelled(self, play: Play, why: str) -> None:
         play.drop()
         self.gone(play.ann)
-        self.reporter.spool_write("remove a cancelled announcement", self.queue.discard, play.ann)
-        self.reporter.emit(play.ann, "cancelled", why, play=play, zones=play.zones)
+        forget = ("remove a cancelled announcement", self.queue.discard, play.ann)
+        self.reporter.end(play.ann, "cancelled", why, forget, play=play, zones=play.zones)
 
     # ---- cuts and failures ----
 
@@ -168,21 +177,20 @@ class Endings:
         if play is not None:
             play.drop()
         self.gone(ann)
-        self.reporter.spool_write("remove a failed announcement", self.queue.discard, ann)
-        self.reporter.emit(ann, "error", why, play=play, zones=play.zones if play is not None else ())
+        forget = ("remove a failed announcement", self.queue.discard, ann)
+        self.reporter.end(ann, "error", why, forget, play=play, zones=play.zones if play is not None else ())
 
     # ---- announcements that end while they wait ----
 
     def cancel_waiting(self, ann: Announcement, why: str = "stop") -> None:
         self.gone(ann)
-        self.reporter.spool_write("remove a cancelled announcement", self.queue.discard, ann)
-        self.reporter.emit(ann, "cancelled", why)
+        self.reporter.end(ann, "cancelled", why, ("remove a cancelled announcement", self.queue.discard, ann))
 
     def expire(self, ann: Announcement) -> None:
         """A waiting announcement whose time ran out: removed, its synthesis cancelled, `expired`."""
         self.gone(ann)
-        self.reporter.spool_write("remove an expired announcement", self.queue.discard, ann)
-        self.reporter.emit(ann, "expired", "time to live ran out before it could play")
+        forget = ("remove an expired announcement", self.queue.discard, ann)
+        self.reporter.end(ann, "expired", "time to live ran out before it could play", forget)
 
     def gone(self, ann: Announcement) -> None:
         """`ann` will not play again: its play ahead is dropped, and the rendition kept for its repeats."""

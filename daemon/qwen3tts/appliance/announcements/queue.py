@@ -22,7 +22,7 @@ copies, for the status and the servers' /metrics).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
@@ -83,7 +83,7 @@ class AnnouncementQueue:
 
     def replay(
         self, now: float, read: Callable[[Announcement], Announcement] = lambda ann: ann,
-        check: SpooledCheck | None = None,
+        check: SpooledCheck | None = None, ended: Collection[str] = (),
     ) -> tuple[list[Announcement], list[Announcement]]:  # fmt: skip
         """Load the spool after a start: (replayed and waiting again, expired and removed); `read` gives
         each one that waits again its text as read (LookAhead.read).
@@ -91,7 +91,8 @@ class AnnouncementQueue:
         `check(ann, now)` is the door's own validation of a spooled entry (RequestError says why it
         would not take it). Entries it refuses, entries that reached `max_attempts` and files that were
         not announcements at all are quarantined instead, returned with neither and listed with their
-        reason in `quarantined`.
+        reason in `quarantined`. An entry whose id is in `ended` ended before the stop (its end is owed,
+        service/owed_events.py): it is removed, neither replayed nor reported.
         """
         replayed, expired, ids = [], [], set()
         loaded = self.spool.load()
@@ -103,7 +104,10 @@ class AnnouncementQueue:
                 "another spooled announcement has its id" if ann.id in ids else self._refusal(ann, now, check)
             )
             ids.add(ann.id)
-            if why is not None:
+            if ann.id in ended:
+                log.info("%s: it ended before the last stop; not replayed", ann.id)
+                self._remove_ended(ann)
+            elif why is not None:
                 self._set_aside(ann, why)
             elif ann.expired(now):
                 self._remove_ended(ann)
@@ -199,11 +203,15 @@ class AnnouncementQueue:
             self._remove_ended(ann)
             raise
 
+    def repeats(self, ann: Announcement, now: float) -> bool:
+        """Whether `ann`, finishing a round now, plays another one (`done` spools it again) or ends."""
+        return ann.plays_done + 1 < ann.repeat and not ann.expired(now + ann.repeat_interval)
+
     def done(self, ann: Announcement, now: float) -> Announcement | None:
         """The current announcement finished playing; the copy that waits again for a repeat, or None."""
-        ann = replace(ann, plays_done=ann.plays_done + 1, attempts=0, cursor=0)
-        if ann.plays_done < ann.repeat and not ann.expired(now + ann.repeat_interval):
-            ann = replace(ann, not_before=now + ann.repeat_interval)
+        if self.repeats(ann, now):
+            ann = replace(ann, plays_done=ann.plays_done + 1, attempts=0, cursor=0,
+                          not_before=now + ann.repeat_interval)  # fmt: skip
             self._waiting.append(ann)
             try:
                 self._write(ann)

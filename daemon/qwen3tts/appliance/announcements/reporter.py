@@ -33,6 +33,9 @@ class Reporter:
         self.zone_count = zone_count
         """Zones of this box: with more than one, a log line names the zones of the step."""
         self.trouble: str | None = None
+        self.on_ending: OnEvent = lambda *args, **kwargs: None
+        """Called with a terminal event's arguments before the spool forgets its announcement (`end`):
+        the service keeps what it will publish on disk, so a crash in between does not lose it."""
 
     def emit(
         self, ann: Announcement, event: str, reason: str = "", warnings: tuple[str, ...] = (),
@@ -48,6 +51,18 @@ class Reporter:
         if ann.media is not None and ann.media.listener is not None and zones.get("zone") is None:
             ann.media.listener(event, reason)  # the requester's own account (a zone's error is not an end)
         self.on_change()
+
+    def end(
+        self, ann: Announcement, event: str, reason: str, spool: tuple, warnings: tuple[str, ...] = (),
+        play: Play | None = None, **zones,
+    ) -> tuple[bool, object]:  # fmt: skip
+        """The last event of `ann`: `on_ending` first, then the spool change `spool` (what, change,
+        *args, as `spool_write` takes them) that forgets it, then the event; the spool change's result."""
+        if ann.spooled:
+            self.on_ending(ann, event, reason, warnings, play=play, **zones)
+        done = self.spool_write(*spool)
+        self.emit(ann, event, reason, warnings, play, **zones)
+        return done
 
     def spool_write(self, what: str, change: Callable, *args) -> tuple[bool, object]:
         """Apply a queue change that writes the spool: (True, its result); on OSError say so once and go
