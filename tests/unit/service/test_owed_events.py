@@ -71,7 +71,7 @@ def test_an_end_the_process_did_not_live_to_send_is_sent_at_the_next_start_and_n
     outbox.resend()
     [event] = door.events()
     assert (event["event"], event["id"]) == ("finished", "a1")
-    [(topic, payload, meta)] = [s for s in door.sent if s[0] == f"{BASE}/reply/x"]  # its reply too
+    [(_, payload, meta)] = [s for s in door.sent if s[0] == f"{BASE}/reply/x"]  # its reply too
     assert json.loads(payload)["event"] == "finished" and meta.correlation_data == b"\x01\x02"
     assert again.queue.ids() == [] and again.events() == []  # nothing replayed, no second end said
 
@@ -122,7 +122,8 @@ def test_a_torn_or_hostile_line_is_skipped_and_the_rest_still_owed(tmp_path, cap
     good = Announcement(id="d1", text="x", seq=1)
     OwedEvents(tmp_path).owe("d1", announcement_events(good, "expired"), BASE)
     with open(tmp_path / FILE_NAME, "a") as f:
-        f.write('{"owe": 5, "messages": 3}\n["not", "an", "object"]\n{"owe": "e1", "messages": [{"topic": ""}]}\n')
+        f.write('{"owe": 5, "messages": 3}\n["not", "an", "object"]\n')
+        f.write('{"owe": "e1", "messages": [{"topic": ""}]}\n')
         f.write('{"owe": "f1", "messa')  # torn by the crash
     with caplog.at_level(logging.WARNING):
         assert OwedEvents(tmp_path).ids() == {"d1"}

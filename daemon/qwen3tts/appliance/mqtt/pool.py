@@ -74,6 +74,10 @@ class PoolTopics:
     def member(self, site: str) -> str:
         return f"{self.base}/members/{self.group}/{site}"
 
+    def drain(self, site: str) -> str:
+        """Where a rescue of `site`'s session sends itself the marker that follows what waited there."""
+        return f"{self.base}/drain/{self.group}/{site}"
+
     def site_of(self, topic: str) -> str | None:
         """The site a record topic names, None for any other topic."""
         head = f"{self.base}/members/{self.group}/"

@@ -152,6 +152,8 @@ class PoolLink:
         log.info("pool %s: connected as %s (session present: %s)", self.topics.group, self.client_id,
                  flags.session_present)  # fmt: skip
         self._connected.set()
+        if flags.session_present:  # a rescue interrupted by our return left its drain topic in the session
+            client.unsubscribe(self.topics.drain(self.site))
         client.subscribe(self.topics.members, options=SubscribeOptions(qos=1))
         if self._member:
             self._subscribe_shared()
@@ -174,11 +176,13 @@ class PoolLink:
     def _on_message(self, client, userdata, msg: paho.MQTTMessage) -> None:
         try:
             site = self.topics.site_of(msg.topic)
-            if site is None:
+            if site is None and msg.topic == self.topics.say:
                 self._on_inbound(pooled_inbound(msg, POOL_PACKET_BASE, self._ack))
                 return
             if msg.qos:
                 client.ack(msg.mid, msg.qos)
+            if site is None:  # a rescue's drain marker (pool_rescue.py): not a say, nothing to do
+                return
             record = MemberRecord.parse(site, bytes(msg.payload))
             if site == self.site:
                 self._own_record(record)

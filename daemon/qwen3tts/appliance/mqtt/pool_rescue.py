@@ -5,7 +5,13 @@ docs/operations.md), and a dead member with a persistent session keeps its place
 the anchor (pool.py) connects once with the dead member's pool client id (clean start off: the session
 and what waits in it are handed over, in-flight messages again with DUP), unsubscribes that session from
 the round robin, hands every message over like a pooled one (acknowledged once spooled) and ends the
-session (session expiry 0 on DISCONNECT) once all were acknowledged and nothing more came. If the owner
+session (session expiry 0 on DISCONNECT) once all were acknowledged and its marker came. The marker is
+how the rescue knows the session is empty without guessing from a quiet moment: the broker sends what
+waits beyond Receive Maximum only as the in-flight messages are acknowledged, later than any fixed pause
+once the box is busy spooling; so the session is also subscribed to a drain topic of its own, and after
+the unsubscription the rescue publishes a nonce there. mosquitto queues a session's messages in order,
+so the nonce comes after everything that waited (measured: a session holding 30 with 20 in flight,
+tests/unit/appliance/mqtt/test_pool_rescue.py). If the owner
 comes back meanwhile, the broker gives it the session again (taking it from us): what we had not
 acknowledged stays there for it, and we never reconnect. What the broker flagged as redelivered may
 also be in the owner's spool (it died before its acknowledgement reached the broker): each one taken is
@@ -15,6 +21,7 @@ noted (`took`, before its acknowledgement) for the `rescued` record, which tells
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -34,9 +41,6 @@ from qwen3tts.appliance.mqtt.pool_link import (
 from qwen3tts.settings import MqttSettings, read_mqtt_password
 
 log = logging.getLogger(__name__)
-
-RESCUE_QUIET_S = 1.0
-"""A rescue ends once everything was acknowledged and nothing more came for this long."""
 
 
 class Rescue:
@@ -58,8 +62,10 @@ class Rescue:
         self._pending: set[int] = set()
         self._received = 0
         self._taken: list[str] = []
-        self._last = time.monotonic()
-        self._unsubscribed = False
+        self._drain = topics.drain(record.site)
+        self._nonce = secrets.token_hex(16).encode()
+        self._drain_mid: int | None = None
+        self._drained = False
         self._outcome: str | None = None
 
     @property
@@ -81,7 +87,8 @@ class Rescue:
         try:
             client = pool_client(self.settings, self.record.client_id, self._password)
             client.on_connect, client.on_message = self._on_connect, self._on_message
-            client.on_unsubscribe, client.on_disconnect = self._on_unsubscribe, self._on_disconnect
+            client.on_subscribe, client.on_unsubscribe = self._on_subscribe, self._on_unsubscribe
+            client.on_disconnect = self._on_disconnect
             s = self.settings
             client.connect(s.host, s.port, s.keepalive, clean_start=False, properties=connect_properties(s))
             self._client = client
@@ -117,7 +124,7 @@ class Rescue:
                 now = time.monotonic()
                 if now >= deadline:
                     return "timeout"
-                if self._unsubscribed and not self._pending and now - self._last >= RESCUE_QUIET_S:
+                if self._drained and not self._pending:
                     return "rescued"
                 self._cond.wait(0.1)
             return self._outcome
@@ -133,13 +140,20 @@ class Rescue:
             self._end("interrupted")
         elif not flags.session_present:
             self._end("empty")
-        else:
-            client.unsubscribe(self.topics.shared)
+        else:  # the drain topic first: the marker must have a subscription to come back through
+            self._drain_mid = client.subscribe(self._drain, qos=1)[1]
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        if mid != self._drain_mid:
+            return
+        if any(rc.is_failure for rc in reason_codes):
+            log.warning("pool: the broker refused %s: %s", self._drain, reason_codes)
+            self._end("interrupted")
+            return
+        client.unsubscribe(self.topics.shared)
 
     def _on_unsubscribe(self, client, userdata, mid, reason_codes, properties) -> None:
-        with self._cond:
-            self._unsubscribed = True
-            self._last = time.monotonic()  # what was queued behind the in-flight ones still comes
+        client.publish(self._drain, self._nonce, qos=1)  # queued behind whatever still waits
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         self._end("interrupted")  # our own disconnect comes after the outcome is set: this is then a no-op
@@ -147,17 +161,29 @@ class Rescue:
 
     def _on_message(self, client, userdata, msg: paho.MQTTMessage) -> None:
         try:
+            if msg.topic != self.topics.say:
+                self._on_drain(client, msg)
+                return
             with self._cond:
                 self._received += 1
-                self._last = time.monotonic()
                 if msg.qos:
                     self._pending.add(msg.mid)
             self._on_inbound(pooled_inbound(msg, 2 * POOL_PACKET_BASE, self._ack), self)
         except Exception:  # the library's thread boundary (as PoolLink._on_message)
             log.exception("pool: could not take a rescued message")
 
+    def _on_drain(self, client, msg: paho.MQTTMessage) -> None:
+        """Our marker: everything that waited in the session came before it. Anything else there is not
+        a say (and not ours to speak): acknowledged and left."""
+        if msg.qos:
+            client.ack(msg.mid, msg.qos)
+        if msg.topic == self._drain and bytes(msg.payload) == self._nonce:
+            with self._cond:
+                self._drained = True
+                self._cond.notify_all()
+
     def _ack(self, mid: int) -> None:
+        self._client.ack(mid, 1)
         with self._cond:
             self._pending.discard(mid)
             self._cond.notify_all()
-        self._client.ack(mid, 1)

@@ -6,6 +6,7 @@ code or the broker signals (on_end, a delivered message), bounded only to fail a
 
 import queue
 import threading
+import time
 
 import paho.mqtt.client as paho
 import pytest
@@ -141,3 +142,33 @@ def test_the_owner_coming_back_interrupts_the_rescue_and_gets_what_was_not_ackno
     assert redelivered.payload == taken[0]
     owner.client.disconnect()
     owner.client.loop_stop()
+
+
+def test_a_session_holding_more_than_receive_maximum_is_taken_over_whole_after_a_slow_handover(
+    mosquitto, recorder_factory
+):
+    """30 wait where 20 can be in flight: the broker sends the other 10 only as the first are
+    acknowledged, and here those acknowledgements come after a stall (a box busy spooling): the rescue
+    ends the session only after its drain marker, which comes after them. (Ended after a quiet second
+    instead, it lost the 10 every time: the session went with them.)"""
+    Owner(mosquitto).join_and_die()
+    publisher = recorder_factory(mosquitto, [])
+    for n in range(30):
+        publisher.publish(TOPICS.say, f'{{"text": "notice {n}"}}'.encode())
+    taken, arrived = [], threading.Event()
+
+    def on_inbound(inbound, r):
+        taken.append(inbound)
+        if len(taken) == 20:
+            arrived.set()
+        elif len(taken) > 20:
+            inbound.ack()  # the rest at once
+
+    r, ended = rescue(mosquitto, on_inbound)
+    r.start()
+    assert arrived.wait(BOUND_S)
+    time.sleep(1.5)  # the stall: longer than RESCUE_QUIET_S since the last message came
+    for inbound in taken[:20]:
+        inbound.ack()
+    assert ended.get(timeout=BOUND_S)[1] == "rescued"
+    assert sorted(i.payload for i in taken) == sorted(f'{{"text": "notice {n}"}}'.encode() for n in range(30))
