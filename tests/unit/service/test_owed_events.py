@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import paho.mqtt.client as paho
 from announcer_fakes import TurnRig
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.spool import Spool
@@ -164,3 +168,34 @@ def test_a_message_published_while_disconnected_is_paid_once_paho_had_it_acknowl
     full = paho.MQTTMessageInfo(8)
     full.rc = paho.MQTT_ERR_QUEUE_SIZE  # never sent: owed until the next start
     assert not _acknowledged(full)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+_LINE = (
+    st.binary(max_size=80).map(lambda b: b.replace(b"\n", b" "))
+    | _JSON.map(lambda v: json.dumps(v).encode())
+    | st.fixed_dictionaries({"owe": _JSON, "messages": _JSON}).map(lambda v: json.dumps(v).encode())
+    | st.fixed_dictionaries({"paid": _JSON}).map(lambda v: json.dumps(v).encode())
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINE, max_size=8))
+def test_whatever_the_file_holds_a_start_reads_it_without_raising_and_keeps_the_valid_entries(lines):
+    """The file is the daemon's own, but a start must not stop on it: hostile lines are skipped."""
+    good = Announcement(id="v1", text="x", seq=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        OwedEvents(Path(tmp)).owe("v1", announcement_events(good, "finished"), BASE)
+        with open(Path(tmp) / FILE_NAME, "ab") as f:
+            f.write(b"\n".join(lines) + b"\n")
+        owed = OwedEvents(Path(tmp))
+        door = Door()
+        owed.resend(door.publish)
+        paid_later = any(b'"paid": "v1"' in line for line in lines)
+        owed_again = any(b'"owe": "v1"' in line for line in lines)
+        assert ("v1" in owed.ids()) or paid_later or owed_again
+        assert all(isinstance(payload, bytes) for _, payload, _ in door.sent)
