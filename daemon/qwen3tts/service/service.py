@@ -273,7 +273,8 @@ class Service:
             self.runtime.engine.stop(timeout=5)  # wakes its loop; what is unfinished ends cancelled
         if self.mqtt is not None:
             self._publish_status()
-            self.mqtt.stop()
+            self.mqtt.stop()  # its `offline` acknowledged: so is every end published before it
+            self.outbox.settle()  # paid, not sent again at the next start
         self.supervisor.stop(timeout=5)
         for sink in self.sinks.values():
             sink.close()
