@@ -3,7 +3,8 @@
 // everything here has internal linkage (anonymous namespace), so the linker can never hand one
 // instruction set's copy to another's caller. The f32 lanes are 256-bit AVX code in every one of them.
 //
-// V provides: kStep (int16 lanes per register); reg; zero(); widen(const int8_t*) (kStep int8 -> int16);
+// V provides: kStep (int16 lanes per register); kStraightGroups (and with it kRowPrefetchBytes: see
+// straight_row); reg; zero(); widen(const int8_t*) (kStep int8 -> int16);
 // load(const int16_t*); dot(acc, a, b) = acc + pairwise a*b in int32 lanes (vpmaddwd + vpaddd, or
 // vpdpwssd); add(a, b) in int32 lanes; lanes8(reg) -> __m256i, the 8 lanes of kernels.hpp (256 bits: as
 // is; 512 bits: lane j plus lane j + 8, which covers the same channels mod 16).
@@ -59,39 +60,81 @@ struct Block {
     }
 };
 
+// Adds group g's integer sums, times x's scale for the group, to the f32 lanes (kernels.hpp's order).
 template <typename V, int NW, int M>
-void block_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
-    const int64_t K = x.cols;
-    Block<V, NW, M> block;
-    for (int r = 0; r < NW; ++r) block.w[r] = w + r * K;
-    for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
-    __m256 acc[NW][M];
-    for (int r = 0; r < NW; ++r)
-        for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps();
-    constexpr int64_t kStepsPerLine = 64 / V::kStep;
-    for (int64_t g0 = 0, g = 0; g0 < K; g0 += kGroup, ++g) {
-        const int64_t g1 = g0 + kGroup < K ? g0 + kGroup : K;
-        block.clear();
-        int64_t k = g0;
-        // One cache line of each weight row per iteration, each row prefetched NW kilobytes ahead: with one
-        // prefetch per block (the last row's) a batch of 8 rows of x, compute-bound, streamed its weights
-        // from DRAM 13 % slower at two weight rows and 18 % at four (docs/benchmarks.md, issue 34).
-        for (; k + 64 <= g1; k += 64) {
-            for (int r = 0; r < NW; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(block.w[r] + k + NW * kPrefetchBytes), _MM_HINT_T0);
-            for (int64_t u = 0; u < kStepsPerLine; ++u) block.step(k + u * V::kStep, static_cast<int>(u % block.S));
-        }
-        for (; k < g1; k += V::kStep) block.step(k, 0);
-        for (int i = 0; i < M; ++i) {
-            const __m256 scale = _mm256_set1_ps(x.scales[(row + i) * x.groups + g]);
-            for (int r = 0; r < NW; ++r) {
-                const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(block.lanes(r, i)), scale);
-                acc[r][i] = _mm256_add_ps(acc[r][i], part);  // -ffp-contract=off: never fused
-            }
+void add_group(const Block<V, NW, M>& block, const QuantizedRows& x, int64_t row, int64_t g, __m256 (&acc)[NW][M]) {
+    for (int i = 0; i < M; ++i) {
+        const __m256 scale = _mm256_set1_ps(x.scales[(row + i) * x.groups + g]);
+        for (int r = 0; r < NW; ++r) {
+            const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(block.lanes(r, i)), scale);
+            acc[r][i] = _mm256_add_ps(acc[r][i], part);  // -ffp-contract=off: never fused
         }
     }
-    for (int r = 0; r < NW; ++r)
-        for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
+}
+
+// One weight row against one row of x (a decode step's product), for a policy that asks for it
+// (V::kStraightGroups): each whole group as straight-line code, with no loop bound to work out per group,
+// and the row prefetched V::kRowPrefetchBytes ahead. On Zen 3 the general loop below spent about a fifth
+// of a row's time on its per-group set-up (weights in cache: 26 against 33 GB/s per thread), and the
+// fused frame at batch 1 took 0.92-0.95 of its time this way (docs/benchmarks.md, "the AVX2 kernel's
+// decode row"); with more rows of x the loop measured as fast, so it keeps them.
+template <typename V>
+void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
+    const int64_t K = x.cols, whole = K / kGroup;
+    Block<V, 1, 1> block;
+    block.w[0] = w;
+    block.x[0] = x.values + row * K;
+    __m256 acc[1][1] = {{_mm256_setzero_ps()}};
+    constexpr int64_t kStepsPerLine = 64 / V::kStep;
+    for (int64_t g = 0; g < whole; ++g) {
+        block.clear();
+        for (int64_t line = 0; line < kGroup; line += 64) {  // constant bounds: the compiler unrolls them
+            const int64_t k = g * kGroup + line;
+            _mm_prefetch(reinterpret_cast<const char*>(w + k + V::kRowPrefetchBytes), _MM_HINT_T0);
+            for (int64_t u = 0; u < kStepsPerLine; ++u) block.step(k + u * V::kStep, static_cast<int>(u % block.S));
+        }
+        add_group(block, x, row, g, acc);
+    }
+    if (whole * kGroup < K) {  // the last group, shorter (K is a multiple of kStep)
+        block.clear();
+        for (int64_t k = whole * kGroup; k < K; k += V::kStep) block.step(k, 0);
+        add_group(block, x, row, whole, acc);
+    }
+    out[0] = lane_sum(acc[0][0]);
+}
+
+template <typename V, int NW, int M>
+void block_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
+    if constexpr (NW == 1 && M == 1 && V::kStraightGroups) {
+        straight_row<V>(w, x, row, out);
+    } else {
+        const int64_t K = x.cols;
+        Block<V, NW, M> block;
+        for (int r = 0; r < NW; ++r) block.w[r] = w + r * K;
+        for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
+        __m256 acc[NW][M];
+        for (int r = 0; r < NW; ++r)
+            for (int i = 0; i < M; ++i) acc[r][i] = _mm256_setzero_ps();
+        constexpr int64_t kStepsPerLine = 64 / V::kStep;
+        for (int64_t g0 = 0, g = 0; g0 < K; g0 += kGroup, ++g) {
+            const int64_t g1 = g0 + kGroup < K ? g0 + kGroup : K;
+            block.clear();
+            int64_t k = g0;
+            // One cache line of each weight row per iteration, each row prefetched NW kilobytes ahead: with
+            // one prefetch per block (the last row's) a batch of 8 rows of x, compute-bound, streamed its
+            // weights from DRAM 13 % slower at two weight rows and 18 % at four (docs/benchmarks.md, issue 34).
+            for (; k + 64 <= g1; k += 64) {
+                for (int r = 0; r < NW; ++r)
+                    _mm_prefetch(reinterpret_cast<const char*>(block.w[r] + k + NW * kPrefetchBytes), _MM_HINT_T0);
+                for (int64_t u = 0; u < kStepsPerLine; ++u)
+                    block.step(k + u * V::kStep, static_cast<int>(u % block.S));
+            }
+            for (; k < g1; k += V::kStep) block.step(k, 0);
+            add_group(block, x, row, g, acc);
+        }
+        for (int r = 0; r < NW; ++r)
+            for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
+    }
 }
 
 template <typename V, int NW>

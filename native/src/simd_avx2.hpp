@@ -11,6 +11,7 @@ namespace {
 
 struct Avx2Base {
     static constexpr int64_t kStep = 16;  // int16 lanes
+    static constexpr bool kStraightGroups = false;  // dot_kernels.hpp's straight_row: measured for AVX2 only
     using reg = __m256i;
     static reg zero() { return _mm256_setzero_si256(); }
     static reg load(const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }

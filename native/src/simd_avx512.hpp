@@ -11,6 +11,7 @@ namespace {
 
 struct Avx512Base {
     static constexpr int64_t kStep = 32;  // int16 lanes
+    static constexpr bool kStraightGroups = false;  // dot_kernels.hpp's straight_row: measured for AVX2 only
     using reg = __m512i;
     static reg zero() { return _mm512_setzero_si512(); }
     static reg load(const int16_t* p) { return _mm512_loadu_si512(p); }

@@ -60,6 +60,7 @@ def _bound(x, w, scale):
     ("m", "n", "k"),
     [
         (1, 64, 1024),
+        (1, 24, 1072),
         (2, 100, 384),
         (3, 37, 96),
         (33, 20, 128),
@@ -70,6 +71,7 @@ def _bound(x, w, scale):
     ],
     ids=[
         "decode",
+        "decode-short-last-group",
         "two-rows",
         "block-path",
         "x-row-passes",
