@@ -177,7 +177,9 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
     cached_before = _cached_files(settings.model.cache_dir)
     xml = bundle_dir / layout.CODE_PREDICTOR_XML
     model = compiler.read(xml)
-    fused = fused_code_predictor_or_none(compiler, prefs, plan, library, model, manifest)
+    fused = fused_code_predictor_or_none(
+        compiler, prefs, plan, library, model, manifest, xml.with_suffix(".bin")
+    )
     up_to = plan.fused_up_to.get("code_predictor")
     if fused is not None and up_to is None:
         # The fused frame reads its weights from the mapped file at every step: nothing to give back, and

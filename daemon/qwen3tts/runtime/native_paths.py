@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from qwen3tts.runtime.devices import DevicePlan, Placement
+from qwen3tts.runtime.huge_pages import map_in_huge_pages
 from qwen3tts.runtime.kv_pool import kv_pool_blocks
 from qwen3tts.runtime.native import load_library, replace_int8_matmuls
 from qwen3tts.runtime.native_decode import talker as native_talker
@@ -46,9 +47,12 @@ def native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
     return rewrite, library
 
 
-def fused_code_predictor_or_none(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest):
+def fused_code_predictor_or_none(
+    compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest, weight_file
+):
     """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
-    graph); one log line either way, naming why. `plan.fused_up_to` says if it takes only the smaller
+    graph); one log line either way, naming why. The frame reads `weight_file` (the graph's .bin) in place:
+    it is asked for in 2 MiB pages (huge_pages.py). `plan.fused_up_to` says if it takes only the smaller
     batches (the loader then compiles the plugin's graph beside it for the rest)."""
     devices, isa = compiler.settings, library and library.isa
     weights = manifest.precision.get("code_predictor", "unknown")
@@ -68,12 +72,14 @@ def fused_code_predictor_or_none(compiler: PartCompiler, prefs, plan: DevicePlan
     if choice.up_to is not None:
         plan.fused_up_to["code_predictor"] = choice.up_to
     copy = "no compiled copy" if choice.up_to is None else "the plugin's graph for larger batches"
+    huge = map_in_huge_pages(weight_file)
     log.info(
         "code_predictor: fused native frame (%s kernels, %d threads, %.0f MiB of the bundle's weights read "
-        "in place, %s; %s)",
+        "in place, %.0f MiB of them mapped in 2 MiB pages, %s; %s)",
         predictor.isa,
         threads,
         predictor.mapped_weight_bytes / 2**20,
+        huge / 2**20,
         copy,
         choice.why,
     )

@@ -58,7 +58,7 @@ def _is_or_under(mapped: str, target: Path) -> bool:
     return mapped == str(target) or Path(mapped).is_relative_to(target)
 
 
-def _madvise():
+def libc_madvise():
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     madvise = libc.madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -79,7 +79,7 @@ def release_file_pages(path: Path) -> int:
     if not mappings:
         return 0
     try:
-        madvise = _madvise()
+        madvise = libc_madvise()
     except (OSError, AttributeError) as exc:  # no libc madvise: keep the pages, lose nothing
         log.debug("cannot release pages of %s: %s", path, exc)
         return 0

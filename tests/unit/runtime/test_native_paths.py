@@ -5,6 +5,7 @@ path is not wanted or cannot read the graph. The choices themselves are test_nat
 bundles through the loader are tests/integration/runtime."""
 
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -118,6 +119,9 @@ def test_a_graph_on_another_device_keeps_its_matmuls(library):
     assert "MatMul" in op_types(model) and plan.native == {}
 
 
+NO_FILE = Path("/nonexistent/code_predictor.bin")  # the frame never builds in these tests
+
+
 def manifest(weights="int8"):
     return SimpleNamespace(
         precision={"code_predictor": weights}, spec=SimpleNamespace(code_predictor=PREDICTOR)
@@ -128,7 +132,13 @@ def test_the_fused_code_predictor_is_not_tried_when_not_wanted(library, caplog):
     plan = DevicePlan()
     with caplog.at_level(logging.INFO, logger=LOG):
         got = fused_code_predictor_or_none(
-            compiler(native_kernels="always"), ON_CPU, plan, library, f32_graph(), manifest(weights="f16")
+            compiler(native_kernels="always"),
+            ON_CPU,
+            plan,
+            library,
+            f32_graph(),
+            manifest(weights="f16"),
+            NO_FILE,
         )
     assert got is None and plan.fused == {} and plan.placements == {}
     assert caplog.messages == [
@@ -141,7 +151,7 @@ def test_a_graph_the_fused_frame_cannot_read_falls_back_to_the_plugins_graph_wit
     plan = DevicePlan()
     with caplog.at_level(logging.INFO, logger=LOG):
         got = fused_code_predictor_or_none(
-            compiler(native_kernels="always"), ON_CPU, plan, library, f32_graph(), manifest()
+            compiler(native_kernels="always"), ON_CPU, plan, library, f32_graph(), manifest(), NO_FILE
         )
     assert got is None and plan.fused == {} and plan.placements == {}
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
