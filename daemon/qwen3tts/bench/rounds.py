@@ -3,21 +3,28 @@ and their ratios, taken per round, stay meaningful (the benchmarks' rule: ratios
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
 
 
-def time_in_rounds(timers: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+def time_in_rounds(
+    timers: dict[str, Callable[[], object]], rounds: int, shuffle_seed: int | None = None
+) -> dict[str, list[float]]:
     """Seconds per call of each timer, one sample per round; each timer is called once first, untimed
-    (its first call allocates and repacks)."""
+    (its first call allocates and repacks). With `shuffle_seed` each round calls them in a new order, so
+    that no timer always runs right after the same one (its caches, its threads' wake-up)."""
     for timer in timers.values():
         timer()
     samples: dict[str, list[float]] = {name: [] for name in timers}
+    order, shuffler = list(timers), random.Random(shuffle_seed)
     for _ in range(rounds):
-        for name, timer in timers.items():
+        if shuffle_seed is not None:
+            shuffler.shuffle(order)
+        for name in order:
             started = time.perf_counter()
-            timer()
+            timers[name]()
             samples[name].append(time.perf_counter() - started)
     return samples
 
