@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import openvino as ov
 
-from qwen3tts.bench.rounds import summarise, table_rows, time_in_rounds
+from qwen3tts.bench.rounds import emit, summarise, table_rows, time_in_rounds
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs import code_predictor as cp
@@ -138,22 +137,24 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.native_frame", description=__doc__)
+def add_frame_arguments(parser: argparse.ArgumentParser, batch_sizes: str, rounds: int) -> None:
+    """The arguments of every frame benchmark (this one, native_variants.py)."""
     parser.add_argument("--shape", default="0.6b", choices=("tiny", "tiny-1.7b", "0.6b", "1.7b"))
-    parser.add_argument("--batch-sizes", default="1,8", help="rows per frame, comma-separated")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--batch-sizes", default=batch_sizes, help="rows per frame, comma-separated")
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work-dir", type=Path, help="keep the random predictor here, reuse it next time")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.native_frame", description=__doc__)
+    add_frame_arguments(parser, batch_sizes="1,8", rounds=7)
     parser.add_argument("--weights", default="int8", choices=("int8", "int4_sym_g128"), help="compression")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batch_sizes.split(",")]
     report = run(args.shape, batches, args.rounds, args.threads, args.work_dir, args.weights)
-    print(render(report))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-    return 0
+    return emit(render(report), report, args.json)
 
 
 if __name__ == "__main__":

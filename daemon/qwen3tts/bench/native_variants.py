@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import shutil
 import statistics
@@ -31,8 +30,8 @@ import numpy as np
 import openvino as ov
 
 from qwen3tts.bench import read_limit
-from qwen3tts.bench.native_frame import frame_bytes, random_predictor
-from qwen3tts.bench.rounds import time_in_rounds
+from qwen3tts.bench.native_frame import add_frame_arguments, frame_bytes, random_predictor
+from qwen3tts.bench.rounds import emit, time_in_rounds
 from qwen3tts.runtime.huge_pages import huge_mapped_bytes, map_in_huge_pages
 from qwen3tts.runtime.native import DEFAULT_LIBRARY
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor, declare
@@ -173,29 +172,28 @@ def render(report: dict) -> str:
     for batch, measured in report["batches"].items():
         limit = measured["read_limit"]
         lines.append(f"| {batch} | read limit: {limit['of']} | | {limit['gb_per_s']:.1f} | | | | |")
-        for name, v in measured["variants"].items():
-            lines.append(
-                f"| {batch} | {name} | {v['median_ms']:.1f} | {v['gb_per_s']:.1f} "
-                f"| {100 * v['share_of_read_limit']:.0f} % | x{v['ratio_to_first']:.3f} "
-                f"| {', '.join(map(str, v['instances_median_ms']))} | "
-                f"{', '.join(f'{m:.0f}' for m in v['mib_in_2mib_pages'])} |"
-            )
+        lines += [_variant_row(batch, name, v) for name, v in measured["variants"].items()]
     return "\n".join(lines)
+
+
+def _variant_row(batch, name: str, v: dict) -> str:
+    instances = ", ".join(map(str, v["instances_median_ms"]))
+    pages = ", ".join(f"{mib:.0f}" for mib in v["mib_in_2mib_pages"])
+    share = 100 * v["share_of_read_limit"]
+    return (
+        f"| {batch} | {name} | {v['median_ms']:.1f} | {v['gb_per_s']:.1f} | {share:.0f} % "
+        f"| x{v['ratio_to_first']:.3f} | {instances} | {pages} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.native_variants", description=__doc__)
-    parser.add_argument("--shape", default="0.6b", choices=("tiny", "tiny-1.7b", "0.6b", "1.7b"))
-    parser.add_argument("--batch-sizes", default="1", help="rows per frame, comma-separated")
-    parser.add_argument("--rounds", type=int, default=25)
+    add_frame_arguments(parser, batch_sizes="1", rounds=25)
     parser.add_argument("--instances", type=int, default=3)
     parser.add_argument(
         "--library", type=Path, action="append", default=[], help="another build (repeatable)"
     )
     parser.add_argument("--pages", default="small,huge", help="small, huge or both, comma-separated")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--work-dir", type=Path, help="keep the random predictor here, reuse it next time")
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     pages = args.pages.split(",")
     if not set(pages) <= {"small", "huge"}:
@@ -205,10 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     report = run(
         args.shape, batches, args.rounds, args.instances, libraries, pages, args.threads, args.work_dir
     )
-    print(render(report))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-    return 0
+    return emit(render(report), report, args.json)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@ and their ratios, taken per round, stay meaningful (the benchmarks' rule: ratios
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def time_in_rounds(
@@ -48,3 +50,11 @@ def table_rows(batches: dict) -> list[str]:
         for batch, paths in batches.items()
         for name, v in paths.items()
     ]
+
+
+def emit(text: str, report: dict, json_path: Path | None) -> int:
+    """A benchmark tool's ending: its table printed, its report written as JSON if asked; exit status 0."""
+    print(text)
+    if json_path:
+        json_path.write_text(json.dumps(report, indent=2))
+    return 0
