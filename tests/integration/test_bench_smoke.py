@@ -22,10 +22,11 @@ BATCHES = (1, 2)
 STAGES = ("talker", "code_predictor", "codec", "host", "total")
 
 
-@pytest.fixture(scope="module", params=["never", "always"])
+@pytest.fixture(scope="module", params=["never", "always", "native talker"])
 def bench_report(request, tiny_models, tmp_path_factory) -> dict:
     """never: every stage on the plugin's graphs; always: the code predictor as the fused native frame,
-    which has no compiled graph (the report must stand without one)."""
+    which has no compiled graph (the report must stand without one); native talker: the talker's step
+    native too, with its own KV cache and no compiled graph either."""
     bundle = tiny_models.bundle(weights="int8")
     out = tmp_path_factory.mktemp("bench")
     command = [
@@ -33,7 +34,9 @@ def bench_report(request, tiny_models, tmp_path_factory) -> dict:
         "-m",
         "qwen3tts",
         "--set",
-        f"devices.native_kernels={request.param}",
+        f"devices.native_kernels={'never' if request.param == 'never' else 'always'}",
+        "--set",
+        f"devices.native_talker={'always' if request.param == 'native talker' else 'never'}",
         "--set",
         "devices.talker=[CPU]",
         "--set",
@@ -229,6 +232,9 @@ def test_the_report_says_how_the_code_predictor_ran_and_what_it_holds(bench_repo
         return
     fused = memory["fused"]["code_predictor"]
     assert paths["code_predictor"] == f"fused native {fused['kernel_set']}"
+    if bench_report["_native_kernels"] == "native talker":
+        assert paths["talker"] == f"fused native {fused['kernel_set']}" and "talker" not in compiled
+        assert bench_report["bundle"]["kv_cache_precision"] == "f16"
     assert fused["mapped_weight_bytes"] > 0
     assert "code_predictor" not in compiled  # no compiled graph, yet every figure above was reported
     assert memory["resident_by_component"]["code_predictor"]["file_bytes"] > 0  # its mapped weights

@@ -60,8 +60,11 @@ class RecordingCompiler(PartCompiler):
         return next(p.inference_precision for p in self.parts if p.component == component)
 
     def kv_cache_precision(self) -> str:
-        """Element type of the talker's compiled key cache (u8, f16, bf16, f32)."""
-        talker = next(p for p in self.parts if p.component == "talker")
+        """Element type of the talker's compiled key cache (u8, f16, bf16, f32); "f16" for the native
+        talker, which compiles no graph and keeps its own f16 paged cache (native/src/talker.hpp)."""
+        talker = next((p for p in self.parts if p.component == "talker"), None)
+        if talker is None:
+            return "f16"
         port = next(i for i in talker.compiled.inputs if i.get_any_name().startswith("key_cache."))
         return port.get_element_type().get_type_name()
 

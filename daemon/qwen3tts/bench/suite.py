@@ -104,8 +104,10 @@ def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str,
     finally:
         if reference is not None:
             reference.close()
-    peak_rss = machine.peak_rss_bytes()  # before the read limit's buffers, which are not the model's
     used = _memory_used(loaded_memory, ledger, baseline_rss)
+    # After the resident set above was read (a peak read first was below it, by what reading smaps
+    # allocated), before the read limit's buffers, which are not the model's.
+    peak_rss = machine.peak_rss_bytes()
     profile = top_operations(compiler) if options.profile else {}
     kinds = _peak_kinds(compiler, runtime.manifest.precision)
     costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)

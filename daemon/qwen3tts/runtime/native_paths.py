@@ -99,7 +99,8 @@ def native_talker_or_none(compiler: PartCompiler, prefs, plan: DevicePlan, libra
     blocks = settings.engine.num_kv_blocks or kv_pool_blocks(per_block, native_talker.BLOCK_SIZE, settings)
     threads = default_threads(devices.num_threads)
     try:
-        talker = native_talker.build_native_talker(library, model, spec.talker, blocks, threads)
+        build = lambda: native_talker.build_native_talker(library, model, spec.talker, blocks, threads)  # noqa: E731
+        talker = compiler.build("talker", build)
     except (UnreadableTensors, ValueError, OSError) as exc:
         log.warning("talker: the plugin's paged graph, the native step cannot run: %s", exc)
         return None

@@ -80,9 +80,9 @@ class PartCompiler:
         return run()
 
     def build(self, component: str, make: Callable[[], T]) -> T:
-        """A component the plugin does not compile (the fused native code predictor), made by `make` from
-        the model read last; returns what `make` returns. A hook like `compile`: the bench's RSS ledger
-        (bench/memory.py) counts what the build maps and allocates for `component`."""
+        """A component the plugin does not compile (the fused native code predictor, the native talker),
+        made by `make` from the model read last; returns what `make` returns. A hook like `compile`: the
+        bench's RSS ledger (bench/memory.py) counts what the build maps and allocates for `component`."""
         return make()
 
     def read(self, path: Path) -> ov.Model:
