@@ -1,7 +1,7 @@
 // BlockDot4 (kernels.hpp: INT4_SYM weights, a scale per group) written once over the SIMD policies of
-// dot_kernels.hpp, which adds V::widen4(const uint8_t* p): the kStep channels packed in the kStep / 2 bytes
-// at p, sign-extended to int16 in channel order. Internal linkage, as dot_kernels.hpp: each kernels_<isa>.cpp
-// compiles its own copy with its own flags.
+// dot_kernels.hpp and its Block with INT4 rows (Int4Row: V::widen4(const uint8_t* p), the kStep channels
+// packed in the kStep / 2 bytes at p, sign-extended to int16 in channel order). Internal linkage, as
+// dot_kernels.hpp: each kernels_<isa>.cpp compiles its own copy with its own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -15,37 +15,9 @@ namespace qwen3tts::native {
 namespace {
 
 template <typename V, int NW, int M>
-struct Block4 {
-    static constexpr int S = kChains<NW, M>;
-    const uint8_t* w[NW];  // each weight row's packed bytes
-    const int16_t* x[M];
-    typename V::reg sums[NW][M][S];
-
-    void clear() {
-        for (int r = 0; r < NW; ++r)
-            for (int i = 0; i < M; ++i)
-                for (int s = 0; s < S; ++s) sums[r][i][s] = V::zero();
-    }
-    // one step of kStep input channels at k (byte k / 2 of each row), into chain s
-    void step(int64_t k, int s) {
-        typename V::reg xv[M];
-        for (int i = 0; i < M; ++i) xv[i] = V::load(x[i] + k);
-        for (int r = 0; r < NW; ++r) {
-            const typename V::reg wv = V::widen4(w[r] + k / 2);
-            for (int i = 0; i < M; ++i) sums[r][i][s] = V::dot(sums[r][i][s], wv, xv[i]);
-        }
-    }
-    __m256i lanes(int r, int i) const {
-        typename V::reg total = sums[r][i][0];
-        for (int s = 1; s < S; ++s) total = V::add(total, sums[r][i][s]);
-        return V::lanes8(total);
-    }
-};
-
-template <typename V, int NW, int M>
 void block_dot4_rows(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row, float* out) {
     const int64_t K = w.cols, G = w.group, groups = K / G;
-    Block4<V, NW, M> block;
+    Block<V, NW, M, Int4Row> block;
     const float* scales[NW];
     for (int r = 0; r < NW; ++r) block.w[r] = w.data + (n + r) * (K / 2), scales[r] = w.scale + (n + r) * groups;
     for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
