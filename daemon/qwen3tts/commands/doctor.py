@@ -72,7 +72,10 @@ def run_checks(
     checks += daemon.bundle_check(settings.model.bundle)
     checks += daemon.codec_variant_check(settings.model.bundle, settings.devices, core)
     if core is not None:  # else OpenVINO is broken, and its own check says so
-        checks += daemon.decode_path_check(settings.model.bundle, settings.devices, core.available_devices)
+        max_seqs = settings.engine.max_num_seqs
+        checks += daemon.decode_path_check(
+            settings.model.bundle, settings.devices, core.available_devices, max_seqs
+        )
     checks += daemon.spool_checks(settings.announcements.spool_dir)
     checks.append(platform.disk_check("disk (state)", settings.announcements.spool_dir, needed=True))
     checks.append(platform.disk_check("disk (cache)", settings.model.cache_dir, needed=False))

@@ -60,9 +60,10 @@ def codec_variant_check(bundle: Path, devices: DeviceSettings, core) -> list[Che
     return [Check("codec graphs", True, f"{chosen.name if chosen else 'f32 exact'} on the CPU: {why}")]
 
 
-def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[Check]:
-    """Which path each decode stage would take on this CPU, and why (runtime/native_plan.py): what the
-    ready line and the status (`decode_paths`) will say, unless the bundle's tensors turn out unreadable."""
+def decode_path_check(bundle: Path, devices: DeviceSettings, available, max_num_seqs: int) -> list[Check]:
+    """Which path each decode stage would take on this CPU with engine.max_num_seqs sequences, and why
+    (runtime/native_plan.py): what the ready line and the status (`decode_paths`) will say, unless the
+    bundle's tensors turn out unreadable."""
     from qwen3tts.model.bundle import read_manifest
     from qwen3tts.runtime.devices import preference_lists
     from qwen3tts.runtime.native import DEFAULT_LIBRARY, load_library
@@ -80,9 +81,9 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available) -> list[
     op = choose_native(devices, isa, prefs, available)
     weights = manifest.precision.get("code_predictor", "unknown")
     fused = choose_fused_code_predictor(devices, isa, prefs, available, weights)
-    native_talker = choose_native_talker(devices, isa, prefs, available)
-    talker, why = "plugin", op.why
     talker_weights = manifest.precision.get("talker", "unknown")
+    native_talker = choose_native_talker(devices, isa, prefs, available, max_num_seqs, talker_weights)
+    talker, why = "plugin", op.why
     if "talker" in op.components and talker_weights == "int8":
         talker = f"plugin+op {isa}"
     elif "talker" in op.components:  # the op replaces INT8 MatMuls only (runtime/native.py)

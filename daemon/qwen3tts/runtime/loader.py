@@ -96,7 +96,9 @@ def load_runtime(
     native, library = native_kernels(compiler, prefs, plan)
     released = {}
     talker_model = compiler.read(bundle_dir / layout.TALKER_XML)
-    talker = native_talker_or_none(compiler, prefs, plan, library, talker_model, spec, settings)
+    talker = native_talker_or_none(
+        compiler, prefs, plan, library, talker_model, spec, settings, manifest.precision
+    )
     released["talker"] = 0  # the native talker reads its weights from the mapped file at every step
     if talker is None:  # the plugin's paged talker
         talker, released["talker"] = _compile_talker(

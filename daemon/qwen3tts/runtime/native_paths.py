@@ -86,12 +86,16 @@ def fused_code_predictor_or_none(
     return predictor
 
 
-def native_talker_or_none(compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec, settings):
+def native_talker_or_none(
+    compiler: PartCompiler, prefs, plan: DevicePlan, library, model, spec, settings, precision: dict[str, str]
+):
     """The native talker if devices.native_talker asks for it and it builds, else None (the plugin's
-    paged talker); one log line either way, naming why. Its KV pool follows the plugin's rule
-    (kv_pool_blocks) with the native cache's block size and bytes per block."""
+    paged talker); one log line either way, naming why. `precision`: the manifest's, per component. Its KV
+    pool follows the plugin's rule (kv_pool_blocks) with the native cache's block size and bytes per
+    block."""
     devices = compiler.settings
-    choice = choose_native_talker(devices, library and library.isa, prefs, compiler.available)
+    isa, max_seqs, weights = library and library.isa, settings.engine.max_num_seqs, precision.get("talker")
+    choice = choose_native_talker(devices, isa, prefs, compiler.available, max_seqs, weights or "unknown")
     if not choice.wanted:
         log.info("talker: the plugin's paged graph, not the native step (%s)", choice.why)
         return None

@@ -14,7 +14,8 @@ and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by t
 and the plugin's graph, compiled beside it, above them. The frame reads INT8 code-predictor weights and
 INT4_SYM ones in groups of 32, 64 or 128 (INT4_LABEL); the INT4 frame only under `always`, until it is
 measured faster than the plugin's INT4 graph. The talker's step can run natively too
-(runtime/native_decode/talker.py), opt-in only: `choose_native_talker`, by `devices.native_talker`.
+(runtime/native_decode/talker.py): `choose_native_talker`, by `devices.native_talker`; under `auto` only
+on a CPU class where it measured faster at every batch the engine may run (NATIVE_TALKER_UP_TO).
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ MEASURED_FASTER: dict[str, frozenset[str]] = {}
 FUSED_FASTER_UP_TO: dict[tuple[str, str], int] = {
     ("AuthenticAMD", "avx512_vnni"): 2,
     ("AuthenticAMD", "avx2"): 8,
+}
+
+
+# (CPU vendor, kernel set) -> the most sequences at which the native talker step measured as fast as the
+# plugin's paged talker or faster, at every batch up to it, 2 threads (`python -m
+# qwen3tts.bench.native_talker`, docs/benchmarks.md "The native talker step on this class"). The talker
+# cannot change path between batches as the code predictor does (its KV cache is the path's own), so
+# `auto` takes it only where engine.max_num_seqs stays within this. AMD with AVX2 only (a 2-vCPU Zen 3):
+# x0.76-0.79 at 1, x0.82 at 2, x0.97 at 4, x1.04 at 8; end to end 0.85-0.89 of the wall time per frame at
+# batch 1, first audio no later, peak RSS 1737 against 2107 MiB (no compiled copy of its weights).
+NATIVE_TALKER_UP_TO: dict[tuple[str, str], int] = {
+    ("AuthenticAMD", "avx2"): 4,
 }
 
 
@@ -163,10 +176,13 @@ def choose_native_talker(
     isa: str | None,
     preferences: dict[str, Sequence[str]],
     available: Sequence[str],
+    max_num_seqs: int,
+    weights: str = "int8",
 ) -> FusedChoice:
-    """Whether the talker's step runs natively (opt-in: `devices.native_talker`, default never)."""
-    if settings.native_talker != "always":
-        return FusedChoice(False, f"devices.native_talker is {settings.native_talker}")
+    """Whether the talker's step runs natively (`devices.native_talker`; `auto`: NATIVE_TALKER_UP_TO), given
+    the bundle's talker weights (manifest precision): `auto` only tries INT8 ones, the only ones it reads."""
+    if settings.native_talker == "never":
+        return FusedChoice(False, "devices.native_talker is never")
     if settings.inference_precision == "f32":
         return FusedChoice(False, "devices.inference_precision f32 asks for exact f32 arithmetic")
     if isa is None:
@@ -175,4 +191,17 @@ def choose_native_talker(
         return FusedChoice(False, "the talker does not run on the CPU")
     if isa == "generic":
         return FusedChoice(False, "this CPU has no AVX2")
-    return FusedChoice(True, "devices.native_talker is always")
+    if settings.native_talker == "always":
+        return FusedChoice(True, "devices.native_talker is always")
+    if settings.native_kernels == "never":
+        return FusedChoice(False, "devices.native_kernels is never")
+    if weights != "int8":
+        return FusedChoice(False, f"the bundle's talker weights are {weights}, not INT8")
+    vendor = cpu_vendor()
+    up_to = NATIVE_TALKER_UP_TO.get((vendor, isa))
+    if up_to is None:
+        return FusedChoice(False, f"not measured faster with the {isa} kernels on {vendor}")
+    if max_num_seqs > up_to:
+        why = f"engine.max_num_seqs {max_num_seqs} is above the {up_to} it measured faster up to"
+        return FusedChoice(False, f"{why} with the {isa} kernels on {vendor}")
+    return FusedChoice(True, f"measured faster with the {isa} kernels on {vendor} up to {up_to} sequences")

@@ -56,11 +56,13 @@ class DeviceSettings:
     it, takes the larger ones), unless devices.inference_precision is an explicit f32 (their int16
     activations are not exact f32); always uses them wherever the library loads, the frame at every batch
     (no compiled graph: the least memory); never does not. Default auto."""
-    native_talker: Literal["never", "always"] = "never"
+    native_talker: Literal["auto", "always", "never"] = "auto"
     """The talker's step as one native call (native/src/talker.hpp: every layer, attention over its own
     half-precision paged KV cache of 32-position blocks, codec_head), instead of the plugin's compiled
     talker, which is then not compiled at all; CPU with AVX2 and an INT8 bundle only, else the plugin with
-    one log line naming why. Opt-in while it is measured: always tries it, never does not. Default never."""
+    one log line naming why. auto takes it where it measured faster at every batch up to
+    engine.max_num_seqs on this CPU class (docs/benchmarks.md; not with devices.native_kernels never);
+    always tries it; never does not. Default auto."""
     native_library: Path | None = None
     """Path of libqwen3tts_native.so. Default null: native/build/ of the source tree qwen3tts runs from,
     else qwen3tts/lib/ beside the installed package (where the Debian package puts it)."""

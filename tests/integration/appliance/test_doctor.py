@@ -139,7 +139,8 @@ def test_the_doctor_names_the_decode_path_of_each_stage(machine, mosquitto, tiny
 
     shutil.rmtree(machine / "bundle")
     shutil.copytree(tiny_models.bundle("custom_voice", "tiny", "int8"), machine / "bundle")
-    settings = settings_for(machine, mosquitto.port, f"devices.native_kernels={native_kernels}")
+    kernels = f"devices.native_kernels={native_kernels}"
+    settings = settings_for(machine, mosquitto.port, kernels, "devices.native_talker=never")
     checks = by_name(run_checks(settings, settings.thermal, machine / "dev", 5.0, core=FakeCore(["CPU"])))
     paths = checks["decode paths"].detail
     if native_kernels == "never":

@@ -31,7 +31,7 @@ def runtimes(tiny_models):
     return {
         mode: load_runtime(bundle, load_settings(None, [*CPU, *extra]))
         for mode, extra in (
-            ("always", ["devices.native_kernels=always"]),
+            ("always", ["devices.native_kernels=always", "devices.native_talker=never"]),
             # the plugin's exact product: an explicit f32 also turns off its dynamic int8 activations
             # (its default on VNNI CPUs, an error ~300x the op's)
             ("never", ["devices.native_kernels=never", "devices.inference_precision=f32"]),

@@ -24,6 +24,7 @@ from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.graphs.talker import to_paged
+from qwen3tts.runtime import native_plan
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.runtime.native_decode.talker import BLOCK_SIZE, build_native_talker
 from qwen3tts.runtime.native_decode.tensors import UnreadableTensors
@@ -156,12 +157,28 @@ def _runtime(bundle, *overrides):
     return load_runtime(bundle, settings, compiler), compiler
 
 
-def test_the_default_keeps_the_plugins_talker(tiny_models, caplog):
+def test_never_keeps_the_plugins_talker(tiny_models, caplog):
     with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.loader"):
-        runtime, compiler = _runtime(tiny_models.bundle(weights="int8"))
+        runtime, compiler = _runtime(tiny_models.bundle(weights="int8"), "devices.native_talker=never")
     assert runtime.runner.talker_path == "plugin" and "talker" in compiler.compiled
     assert runtime.plan.decode_paths()["talker"] == "plugin"
     assert any("devices.native_talker is never" in r.getMessage() for r in caplog.records)
+
+
+def test_auto_takes_the_native_talker_where_measured_and_keeps_the_plugin_elsewhere(
+    library, tiny_models, monkeypatch, caplog
+):
+    bundle = tiny_models.bundle(weights="int8")
+    monkeypatch.setattr(native_plan, "NATIVE_TALKER_UP_TO", {(native_plan.cpu_vendor(), library.isa): 2})
+    with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.loader"):
+        measured, compiler = _runtime(bundle, "engine.max_num_seqs=2")
+    assert measured.runner.talker_path == f"fused native {library.isa}" and "talker" not in compiler.compiled
+    assert any("up to 2 sequences" in r.getMessage() for r in caplog.records)
+    above, compiler = _runtime(bundle, "engine.max_num_seqs=3")  # the engine may run more than measured
+    assert above.runner.talker_path == "plugin" and "talker" in compiler.compiled
+    monkeypatch.setattr(native_plan, "NATIVE_TALKER_UP_TO", {})
+    unmeasured, compiler = _runtime(bundle)
+    assert unmeasured.runner.talker_path == "plugin" and "talker" in compiler.compiled
 
 
 def test_the_engine_speaks_through_the_native_talker_without_the_plugins_talker(library, tiny_models):

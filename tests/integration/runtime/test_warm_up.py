@@ -22,6 +22,7 @@ CPU = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
 def test_load_releases_the_weight_files_it_warmed_up_from(tiny_models, tmp_path, native_kernels):
     bundle = tiny_models.bundle(weights="int8")
     overrides = [*CPU, f"devices.native_kernels={native_kernels}", "engine.num_kv_blocks=4"]
+    overrides.append("devices.native_talker=never")  # the plugin's talker, whose pages the warm-up gives back
     settings = load_settings(None, [*overrides, f"model.cache_dir={tmp_path / 'cache'}"])
     runtime = load_runtime(bundle, settings)
 

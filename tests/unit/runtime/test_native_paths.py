@@ -161,11 +161,18 @@ def test_a_graph_the_fused_frame_cannot_read_falls_back_to_the_plugins_graph_wit
     assert "qkv_proj.weight is not a Constant of the graph" in warning.getMessage()
 
 
-def test_the_native_talker_is_opt_in(library, caplog):
+def test_the_native_talker_not_wanted_leaves_the_plugins_graph_with_the_reason(library, caplog):
     plan = DevicePlan()
     with caplog.at_level(logging.INFO, logger=LOG):
         got = native_talker_or_none(
-            compiler(), ON_CPU, plan, library, f32_graph(), SimpleNamespace(talker=TALKER), Settings()
+            compiler(native_talker="never"),
+            ON_CPU,
+            plan,
+            library,
+            f32_graph(),
+            SimpleNamespace(talker=TALKER),
+            Settings(),
+            {"talker": "int8"},
         )
     assert got is None and plan.fused == {}
     assert caplog.messages == [
@@ -184,6 +191,7 @@ def test_a_talker_graph_the_native_step_cannot_read_falls_back_to_the_paged_grap
             f32_graph(),
             SimpleNamespace(talker=TALKER),
             Settings(),
+            {"talker": "int8"},
         )
     assert got is None and plan.fused == {} and plan.placements == {}
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]

@@ -138,17 +138,35 @@ def test_int4_weights_take_the_frame_under_always_only_until_measured(monkeypatc
     assert not never.wanted
 
 
-def test_the_native_talker_is_opt_in_and_off_by_default_whatever_the_kernels_setting():
-    assert DeviceSettings().native_talker == "never"
-    for kernels in ("auto", "always"):
-        choice = native_plan.choose_native_talker(
-            DeviceSettings(native_kernels=kernels), "avx2", CPU_ONLY, ["CPU"]
-        )
-        assert not choice.wanted and "native_talker is never" in choice.why
-    wanted = native_plan.choose_native_talker(
-        DeviceSettings(native_talker="always"), "avx2", CPU_ONLY, ["CPU"]
+def test_auto_takes_the_native_talker_only_where_it_measured_faster_up_to_the_engines_sequences(monkeypatch):
+    assert DeviceSettings().native_talker == "auto"
+    monkeypatch.setattr(native_plan, "NATIVE_TALKER_UP_TO", {("AuthenticAMD", "avx2"): 4})
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "AuthenticAMD")
+    auto = DeviceSettings()
+    for seqs in (1, 4):
+        choice = native_plan.choose_native_talker(auto, "avx2", CPU_ONLY, ["CPU"], seqs)
+        assert choice.wanted and "up to 4 sequences" in choice.why, seqs
+    above = native_plan.choose_native_talker(auto, "avx2", CPU_ONLY, ["CPU"], 5)
+    assert not above.wanted and "engine.max_num_seqs 5 is above the 4" in above.why
+    other_set = native_plan.choose_native_talker(auto, "avx512_vnni", CPU_ONLY, ["CPU"], 1)
+    assert not other_set.wanted and "not measured faster with the avx512_vnni kernels" in other_set.why
+    no_kernels = native_plan.choose_native_talker(
+        DeviceSettings(native_kernels="never"), "avx2", CPU_ONLY, ["CPU"], 1
     )
-    assert wanted.wanted
+    assert not no_kernels.wanted and "native_kernels is never" in no_kernels.why
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "GenuineIntel")  # the same kernels, another class
+    assert not native_plan.choose_native_talker(auto, "avx2", CPU_ONLY, ["CPU"], 1).wanted
+
+
+def test_never_and_always_decide_the_native_talker_whatever_was_measured(monkeypatch):
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "AuthenticAMD")
+    never = native_plan.choose_native_talker(
+        DeviceSettings(native_talker="never"), "avx2", CPU_ONLY, ["CPU"], 1
+    )
+    assert not never.wanted and "native_talker is never" in never.why
+    for kernels in ("never", "auto", "always"):
+        settings = DeviceSettings(native_talker="always", native_kernels=kernels)
+        assert native_plan.choose_native_talker(settings, "avx512_vnni", CPU_ONLY, ["CPU"], 64).wanted
 
 
 def test_the_native_talker_is_off_for_f32_no_library_another_device_and_no_avx2():
@@ -160,5 +178,5 @@ def test_the_native_talker_is_off_for_f32_no_library_another_device_and_no_avx2(
         (always, "generic", ["CPU"], "no AVX2"),
     ]
     for settings, isa, available, reason in cases:
-        choice = native_plan.choose_native_talker(settings, isa, CPU_ONLY, available)
+        choice = native_plan.choose_native_talker(settings, isa, CPU_ONLY, available, 1)
         assert not choice.wanted and reason in choice.why, (isa, available)
