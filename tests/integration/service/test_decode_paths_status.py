@@ -24,7 +24,13 @@ def daemon(request, tmp_path, mosquitto, tiny_models, recorder_factory, caplog):
     config = tmp_path / "qwen3tts.yaml"
     sections = {
         "model": {"bundle": str(tiny_models.bundle(weights="int8"))},
-        "devices": {"talker": ["CPU"], "codec": ["CPU"], "native_kernels": request.param},
+        # the op on the plugin's talker under always (not the native talker, which auto may take)
+        "devices": {
+            "talker": ["CPU"],
+            "codec": ["CPU"],
+            "native_kernels": request.param,
+            "native_talker": "never",
+        },
         "mqtt": {"host": mosquitto.host, "port": mosquitto.port, "site": SITE, "discovery": False},
         "announcements": {"spool_dir": str(tmp_path / "spool")},
         "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav")},

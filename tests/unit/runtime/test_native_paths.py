@@ -161,19 +161,17 @@ def test_a_graph_the_fused_frame_cannot_read_falls_back_to_the_plugins_graph_wit
     assert "qkv_proj.weight is not a Constant of the graph" in warning.getMessage()
 
 
+def talker_of_f32_graph(native_talker: str, plan: DevicePlan, library):
+    """native_talker_or_none on a graph with no INT8 talker weights, the manifest saying INT8."""
+    spec, precision = SimpleNamespace(talker=TALKER), {"talker": "int8"}
+    devices = compiler(native_talker=native_talker)
+    return native_talker_or_none(devices, ON_CPU, plan, library, f32_graph(), spec, Settings(), precision)
+
+
 def test_the_native_talker_not_wanted_leaves_the_plugins_graph_with_the_reason(library, caplog):
     plan = DevicePlan()
     with caplog.at_level(logging.INFO, logger=LOG):
-        got = native_talker_or_none(
-            compiler(native_talker="never"),
-            ON_CPU,
-            plan,
-            library,
-            f32_graph(),
-            SimpleNamespace(talker=TALKER),
-            Settings(),
-            {"talker": "int8"},
-        )
+        got = talker_of_f32_graph("never", plan, library)
     assert got is None and plan.fused == {}
     assert caplog.messages == [
         "talker: the plugin's paged graph, not the native step (devices.native_talker is never)"
@@ -183,16 +181,7 @@ def test_the_native_talker_not_wanted_leaves_the_plugins_graph_with_the_reason(l
 def test_a_talker_graph_the_native_step_cannot_read_falls_back_to_the_paged_graph(library, caplog):
     plan = DevicePlan()
     with caplog.at_level(logging.INFO, logger=LOG):
-        got = native_talker_or_none(
-            compiler(native_talker="always"),
-            ON_CPU,
-            plan,
-            library,
-            f32_graph(),
-            SimpleNamespace(talker=TALKER),
-            Settings(),
-            {"talker": "int8"},
-        )
+        got = talker_of_f32_graph("always", plan, library)
     assert got is None and plan.fused == {} and plan.placements == {}
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.getMessage().startswith("talker: the plugin's paged graph, the native step cannot run: ")
