@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import os
 import shutil
 import statistics
 import tempfile
@@ -32,7 +31,7 @@ import openvino as ov
 from qwen3tts.bench import read_limit
 from qwen3tts.bench.native_frame import add_frame_arguments, frame_bytes, random_predictor
 from qwen3tts.bench.rounds import emit, time_in_rounds
-from qwen3tts.runtime.huge_pages import huge_mapped_bytes, map_in_huge_pages
+from qwen3tts.runtime.huge_pages import evict_from_page_cache, huge_mapped_bytes, map_in_huge_pages
 from qwen3tts.runtime.native import DEFAULT_LIBRARY
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor, declare
 from qwen3tts.runtime.native_decode.tensors import read_tensors
@@ -41,7 +40,8 @@ from qwen3tts.runtime.native_decode.tensors import read_tensors
 def build_variants(
     spec, source: Path, libraries: list[Path], pages: list[str], instances: int, threads: int, work
 ):
-    """{variant name: [(predictor, its IR's .bin)] * instances}; the mapped models stay alive with them."""
+    """{variant name: [(predictor, its IR's .bin, its tensors)] * instances}; the mapped models stay alive
+    with them."""
     core, variants = ov.Core(), {}
     for number, library in enumerate(libraries):
         copy = work / f"library-{number}.so"  # one file per build: the loader never shares two builds
@@ -74,12 +74,7 @@ def _copy_ir(source: Path, directory: Path) -> Path:
     for suffix in (".xml", ".bin"):
         target = directory / f"code_predictor{suffix}"
         shutil.copyfile(source.with_suffix(suffix), target)
-        fd = os.open(target, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        evict_from_page_cache(target, write_back=True)
     return directory / "code_predictor.xml"
 
 

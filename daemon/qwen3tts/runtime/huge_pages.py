@@ -46,17 +46,25 @@ def map_in_huge_pages(path: Path) -> int:
     for start, length in mappings:
         madvise(start, length, MADV_DONTNEED)  # this process's small pages of it: dropped, never wrong
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # evicts only what nobody maps
-        finally:
-            os.close(fd)
+        evict_from_page_cache(path)
     except OSError as exc:
         log.debug("cannot evict %s from the page cache: %s", path, exc)
     for start, length in mappings:
         madvise(start, length, MADV_HUGEPAGE)
         madvise(start, length, MADV_POPULATE_READ)  # fails on kernels before 5.14: the first step reads it
     return huge_mapped_bytes(path)
+
+
+def evict_from_page_cache(path: Path, write_back: bool = False) -> None:
+    """Drop `path`'s cached pages that nobody maps (clean ones only: `write_back` first for a file just
+    written), so that the next read reads the file again."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if write_back:
+            os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def huge_mapped_bytes(path: Path, smaps_text: str | None = None) -> int:

@@ -94,8 +94,10 @@ def native_talker_or_none(
     pool follows the plugin's rule (kv_pool_blocks) with the native cache's block size and bytes per
     block."""
     devices = compiler.settings
-    isa, max_seqs, weights = library and library.isa, settings.engine.max_num_seqs, precision.get("talker")
-    choice = choose_native_talker(devices, isa, prefs, compiler.available, max_seqs, weights or "unknown")
+    isa, weights = library and library.isa, precision.get("talker", "unknown")
+    choice = choose_native_talker(
+        devices, isa, prefs, compiler.available, settings.engine.max_num_seqs, weights
+    )
     if not choice.wanted:
         log.info("talker: the plugin's paged graph, not the native step (%s)", choice.why)
         return None
