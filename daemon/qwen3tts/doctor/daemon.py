@@ -80,7 +80,7 @@ def decode_path_check(bundle: Path, devices: DeviceSettings, available, max_num_
     isa, prefs, available = library and library.isa, preference_lists(devices), list(available)
     op = choose_native(devices, isa, prefs, available)
     weights = manifest.precision.get("code_predictor", "unknown")
-    fused = choose_fused_code_predictor(devices, isa, prefs, available, weights)
+    fused = choose_fused_code_predictor(devices, isa, prefs, available, weights, max_num_seqs)
     talker_weights = manifest.precision.get("talker", "unknown")
     native_talker = choose_native_talker(devices, isa, prefs, available, max_num_seqs, talker_weights)
     talker, why = "plugin", op.why

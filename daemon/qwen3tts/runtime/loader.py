@@ -180,7 +180,7 @@ def _code_predictor(compiler: PartCompiler, prefs, plan, native, library, manife
     xml = bundle_dir / layout.CODE_PREDICTOR_XML
     model = compiler.read(xml)
     fused = fused_code_predictor_or_none(
-        compiler, prefs, plan, library, model, manifest, xml.with_suffix(".bin")
+        compiler, prefs, plan, library, model, manifest, xml.with_suffix(".bin"), settings.engine.max_num_seqs
     )
     up_to = plan.fused_up_to.get("code_predictor")
     if fused is not None and up_to is None:

@@ -48,15 +48,16 @@ def native_kernels(compiler: PartCompiler, prefs, plan: DevicePlan):
 
 
 def fused_code_predictor_or_none(
-    compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest, weight_file
+    compiler: PartCompiler, prefs, plan: DevicePlan, library, model, manifest, weight_file, max_num_seqs=None
 ):
     """The fused native code predictor if native_plan chooses it and it builds, else None (the plugin's
     graph); one log line either way, naming why. The frame reads `weight_file` (the graph's .bin) in place:
     it is asked for in 2 MiB pages (huge_pages.py). `plan.fused_up_to` says if it takes only the smaller
-    batches (the loader then compiles the plugin's graph beside it for the rest)."""
+    batches (the loader then compiles the plugin's graph beside it for the rest, which it leaves out when
+    engine.max_num_seqs `max_num_seqs` stays within the frame's bound)."""
     devices, isa = compiler.settings, library and library.isa
     weights = manifest.precision.get("code_predictor", "unknown")
-    choice = choose_fused_code_predictor(devices, isa, prefs, compiler.available, weights)
+    choice = choose_fused_code_predictor(devices, isa, prefs, compiler.available, weights, max_num_seqs)
     if not choice.wanted:
         log.info("code_predictor: the plugin's graph, not the fused native frame (%s)", choice.why)
         return None

@@ -11,11 +11,12 @@ keeps its graph.
 The code predictor can also run as one fused native frame (runtime/native_decode/: its 15 steps, heads
 and sampler in one call) instead of a graph: `choose_fused_code_predictor`, by the same setting. Under
 `auto` it takes the frame only at the batch sizes it measured faster on, per kernel set (FUSED_FASTER_UP_TO),
-and the plugin's graph, compiled beside it, above them. The frame reads INT8 code-predictor weights and
-INT4_SYM ones in groups of 32, 64 or 128 (INT4_LABEL); the INT4 frame only under `always`, until it is
-measured faster than the plugin's INT4 graph. The talker's step can run natively too
-(runtime/native_decode/talker.py): `choose_native_talker`, by `devices.native_talker`; under `auto` only
-on a CPU class where it measured faster at every batch the engine may run (NATIVE_TALKER_UP_TO).
+and the plugin's graph, compiled beside it, above them; when engine.max_num_seqs stays within that bound no
+larger batch ever comes, and the graph (a compiled copy of the weights) is not made. The frame reads INT8
+code-predictor weights and INT4_SYM ones in groups of 32, 64 or 128 (INT4_LABEL); the INT4 frame only
+under `always`, until it is measured faster than the plugin's INT4 graph. The talker's step can run
+natively too (runtime/native_decode/talker.py): `choose_native_talker`, by `devices.native_talker`; under
+`auto` only on a CPU class where it measured faster at every batch the engine may run (NATIVE_TALKER_UP_TO).
 """
 
 from __future__ import annotations
@@ -140,9 +141,11 @@ def choose_fused_code_predictor(
     preferences: dict[str, Sequence[str]],
     available: Sequence[str],
     weights: str = "int8",
+    max_num_seqs: int | None = None,
 ) -> FusedChoice:
     """Whether the code predictor runs as the fused native frame, given the library's kernel set and the
-    bundle's code-predictor weights (manifest precision: int8, int4_sym_g128 ..., f16, f32)."""
+    bundle's code-predictor weights (manifest precision: int8, int4_sym_g128 ..., f16, f32); with
+    `max_num_seqs` (engine.max_num_seqs), a batch bound it stays within takes every batch (up_to None)."""
     if settings.native_kernels == "never":
         return FusedChoice(False, "devices.native_kernels is never")
     if settings.inference_precision == "f32":
@@ -164,11 +167,12 @@ def choose_fused_code_predictor(
         return FusedChoice(False, why)
     vendor = cpu_vendor()
     up_to = FUSED_FASTER_UP_TO.get((vendor, isa))
-    if up_to is not None:
-        return FusedChoice(
-            True, f"measured faster with the {isa} kernels on {vendor} up to batch {up_to}", up_to
-        )
-    return FusedChoice(False, f"not measured faster with the {isa} kernels on {vendor}")
+    if up_to is None:
+        return FusedChoice(False, f"not measured faster with the {isa} kernels on {vendor}")
+    why = f"measured faster with the {isa} kernels on {vendor} up to batch {up_to}"
+    if max_num_seqs is not None and max_num_seqs <= up_to:  # no batch above it: no plugin graph to keep
+        return FusedChoice(True, f"{why}, and engine.max_num_seqs {max_num_seqs} stays within it")
+    return FusedChoice(True, why, up_to)
 
 
 def choose_native_talker(

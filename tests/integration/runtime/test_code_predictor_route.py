@@ -27,3 +27,16 @@ def test_auto_takes_the_frame_up_to_its_measured_batch_and_the_graph_above(libra
     assert rows_seen == [1, 2]  # 3 and 5 rows went to the plugin's graph
     runtime.runner.code_predictor(*_inputs(runtime.spec, rows=1, seed=23).values())
     assert rows_seen == [1, 2, 1]  # (the two paths' agreement: the parity tests above, with margins)
+
+
+def test_no_graph_beside_the_frame_when_the_engine_never_runs_a_larger_batch(
+    library, tiny_models, monkeypatch
+):
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), library.isa): 2})
+    runtime = _runtime(tiny_models.bundle(weights="int8"), "engine.max_num_seqs=2")
+    assert runtime.runner.code_predictor_path == f"fused native {library.isa}"  # no "plugin above"
+    assert "code_predictor" not in runtime.plan.fused_up_to
+    # no graph compiled or warmed up beside the frame: no weight pages of its own to give back
+    assert runtime.released_weight_bytes["code_predictor"] == 0
+    codes, _ = runtime.runner.code_predictor(*_inputs(runtime.spec, rows=2, seed=5).values())
+    assert codes.shape == (2, runtime.spec.code_predictor.num_code_groups - 1)

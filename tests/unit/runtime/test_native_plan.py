@@ -98,6 +98,19 @@ def test_auto_takes_the_measured_batch_limit_of_each_cpu_class(monkeypatch):
         assert up_to >= 1 and _fused(DeviceSettings(), isa).up_to == up_to
 
 
+def test_a_sequence_bound_within_the_frames_limit_leaves_no_graph_beside_it(monkeypatch):
+    # the engine never runs a batch above engine.max_num_seqs: the plugin's graph (a compiled copy of the
+    # weights) would only be memory
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "AuthenticAMD")
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {("AuthenticAMD", "avx2"): 8})
+    for max_num_seqs, up_to in ((1, None), (4, None), (8, None), (9, 8), (16, 8)):
+        choice = choose_fused_code_predictor(
+            DeviceSettings(), "avx2", CPU_ONLY, ["CPU"], "int8", max_num_seqs
+        )
+        assert choice.wanted and choice.up_to == up_to, max_num_seqs
+        assert ("max_num_seqs" in choice.why) == (up_to is None), choice.why
+
+
 def test_the_cpu_vendor_is_the_first_vendor_id_of_cpuinfo():
     text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\nprocessor\t: 1\nvendor_id\t: X\n"
     assert native_plan.vendor_of(text) == "AuthenticAMD"
