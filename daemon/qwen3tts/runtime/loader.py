@@ -95,6 +95,12 @@ def load_runtime(
 
     native, library = native_kernels(compiler, prefs, plan)
     released = {}
+    # The codec first: its warm-up (the frame part's first inference repacks its weights while their
+    # file is still mapped) is the load's largest transient, so it peaks before any other part's weights
+    # are resident (docs/benchmarks.md, memory).
+    codec, released["codec"] = _compile_codec(
+        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
+    )
     talker_model = compiler.read(bundle_dir / layout.TALKER_XML)
     talker = native_talker_or_none(
         compiler, prefs, plan, library, talker_model, spec, settings, manifest.precision
@@ -104,12 +110,6 @@ def load_runtime(
         talker, released["talker"] = _compile_talker(
             compiler, prefs, plan, native, talker_model, bundle_dir, settings
         )
-    # The codec before the code predictor: its warm-up (the frame part's first inference repacks its
-    # weights while their file is still mapped) is the load's largest transient, so it peaks on top of
-    # the talker alone (docs/benchmarks.md, memory).
-    codec, released["codec"] = _compile_codec(
-        compiler, bundle_dir, manifest, prefs["codec"], plan, settings.model.cache_dir
-    )
     predictor, released["code_predictor"] = _code_predictor(
         compiler, prefs, plan, native, library, manifest, bundle_dir, settings
     )
