@@ -6,8 +6,11 @@
 // gives bit-identical results.
 //
 // The KV cache is the talker's own (the plugin's U8 layout is not shared): IEEE half, one array of
-// [blocks, layers, 2 (key, value), block_size, kv_heads, head_dim]; keys after q/k norm and RoPE. The
+// [blocks, layers, 2 (key, value), kv_heads, block_size, head_dim]; keys after q/k norm and RoPE. The
 // engine's block tables index its first axis, so one block holds `block_size` positions of every layer.
+// A KV head's positions are contiguous within a block, so attention reads each head's rows as one
+// stream: with the heads of a position side by side, its rows lay 2 KiB apart and each was a cache
+// miss the loop waited for (a step at 400 positions took 1.3-1.5x as long, docs/benchmarks.md).
 #pragma once
 
 #include <cstdint>
@@ -75,7 +78,7 @@ private:
     void norm_rows(const float* x, const std::vector<float>& gain, int64_t m, Scratch& s);
     void store_keys_values(int64_t layer, Scratch& s);
     void attend(int thread, int64_t layer, int64_t item, Scratch& s);
-    uint16_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot);
+    uint16_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot);
 
     TalkerShape shape_;
     const KernelSet& kernels_;

@@ -38,9 +38,10 @@ Widen widen_halves(const KernelSet& kernels) {
 
 }  // namespace
 
-uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t slot) {
+uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot) {
     const TalkerShape& p = shape_;
-    return cache_.get() + (((block * p.layers + layer) * 2 + kind) * p.block_size + slot) * p.kv_heads * p.head_dim;
+    const int64_t row = (((block * p.layers + layer) * 2 + kind) * p.kv_heads + head) * p.block_size + slot;
+    return cache_.get() + row * p.head_dim;
 }
 
 // q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache as half.
@@ -59,14 +60,16 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
             math::rope_rotate(out, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
         }
         const int64_t block = s.in.tables[s.in.table_begins[chunk] + position / p.block_size];
-        uint16_t* keys = cache_at(block, layer, 0, position % p.block_size);
-        uint16_t* values = cache_at(block, layer, 1, position % p.block_size);
+        const int64_t slot = position % p.block_size;
         for (int64_t g = 0; g < p.kv_heads; ++g) {
             math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
             math::rope_rotate(k, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
-            for (int64_t d = 0; d < hd; ++d) keys[g * hd + d] = math::float_to_half(k[d]);
+            uint16_t* key = cache_at(block, layer, 0, g, slot);
+            uint16_t* value = cache_at(block, layer, 1, g, slot);
+            const float* projected_value = projected + q_width + kv + g * hd;
+            for (int64_t d = 0; d < hd; ++d) key[d] = math::float_to_half(k[d]);
+            for (int64_t d = 0; d < hd; ++d) value[d] = math::float_to_half(projected_value[d]);
         }
-        for (int64_t i = 0; i < kv; ++i) values[i] = math::float_to_half(projected[q_width + kv + i]);
     }
 }
 
@@ -86,7 +89,7 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     for (int64_t j = 0; j < groups; ++j)
         for (int64_t d = 0; d < hd; ++d) q[j * hd + d] = s.q[r * q_width + (g * groups + j) * hd + d] * scale;
     for (int64_t t = 0; t < positions; ++t) {
-        const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, t % p.block_size) + g * hd;
+        const uint16_t* key = cache_at(table[t / p.block_size], layer, 0, g, t % p.block_size);
         widen(key, row, hd);
         for (int64_t j = 0; j < groups; ++j) scores[j * s.context + t] = math::dot(q + j * hd, row, hd);
     }
@@ -100,7 +103,7 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
         std::fill(out, out + hd, 0.0f);
     }
     for (int64_t t = 0; t < positions; ++t) {
-        const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, t % p.block_size) + g * hd;
+        const uint16_t* value = cache_at(table[t / p.block_size], layer, 1, g, t % p.block_size);
         widen(value, row, hd);
         for (int64_t j = 0; j < groups; ++j) {
             float* out = &s.attn[r * q_width + (g * groups + j) * hd];
