@@ -29,6 +29,7 @@ from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs.talker import build_talker, to_paged
+from qwen3tts.model.spec import TalkerSpec
 from qwen3tts.model.spec_parse import parse_model_spec
 from qwen3tts.model.tensor_layout import talker_tensor_shapes
 from qwen3tts.model.tiny import write_checkpoint
@@ -49,19 +50,23 @@ def random_talker(shape: str, out: Path, seed: int = 0):
         read_json(root / "speech_tokenizer" / "config.json"),
     )
     path = out / "talker.xml"
-    if path.is_file():
-        return spec, path
+    if not path.is_file():
+        save_random_talker(spec.talker, path, seed)
+    return spec, path
+
+
+def save_random_talker(talker: TalkerSpec, path: Path, seed: int = 0) -> None:
+    """The talker graph of `talker`'s shape with random weights, INT8_SYM compressed, saved at `path`."""
     rng = np.random.default_rng(seed)
     weights = {}
-    for name, dims in talker_tensor_shapes(spec.talker).items():
+    for name, dims in talker_tensor_shapes(talker).items():
         if not name.startswith(("talker.model.layers.", "talker.model.norm", "talker.codec_head")):
             continue  # the embeddings and text projection are outside the graph
         if name.endswith("norm.weight"):
             weights[name] = (1.0 + 0.1 * rng.standard_normal(dims)).astype(np.float32)
         else:
             weights[name] = 0.02 * rng.standard_normal(dims, dtype=np.float32)
-    save_graph(build_talker(spec.talker, weights), path, "int8")
-    return spec, path
+    save_graph(build_talker(talker, weights), path, "int8")
 
 
 def step_bytes(tensors) -> int:

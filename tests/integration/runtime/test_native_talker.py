@@ -111,6 +111,23 @@ def test_every_kernel_set_and_thread_count_gives_the_generic_results_bit_for_bit
                     np.testing.assert_array_equal(ours, theirs, err_msg=f"{isa}, {threads} threads")
 
 
+def test_heads_of_several_register_groups_give_the_generic_results(library, tiny_models, tmp_path):
+    # The AVX attention adds a head's values four registers (32 values) at a time, then one register at a
+    # time: the tiny checkpoints' heads of 16 never reach the first, a talker with heads of 40 takes both.
+    tiny = layout.read_manifest(tiny_models.bundle(shape="tiny-1.7b", weights="int8")).spec.talker
+    spec = replace(tiny, head_dim=40)
+    native_talker_bench.save_random_talker(spec, tmp_path / "talker.xml", seed=11)
+    model = ov.Core().read_model(tmp_path / "talker.xml")
+    steps = _steps(spec.hidden_size, seed=13)
+    generic = build_native_talker(replace(library, isa="generic"), model, spec, BLOCKS, 1)
+    expected = [generic.talker(chunks) for chunks in steps]
+    for isa in (isa for isa in ALL_SETS if library.supports(isa)):
+        talker = build_native_talker(replace(library, isa=isa), model, spec, BLOCKS, 2)
+        for chunks, wanted in zip(steps, expected, strict=True):
+            for ours, theirs in zip(talker.talker(chunks), wanted, strict=True):
+                np.testing.assert_array_equal(ours, theirs, err_msg=isa)
+
+
 def test_bad_chunks_are_refused_with_a_clear_error_and_write_nothing(library, tiny_models):
     spec, native = _native(library, tiny_models.bundle(weights="int8"))
     steps = _steps(spec.talker.hidden_size, seed=11)
