@@ -58,10 +58,12 @@ FUSED_FASTER_UP_TO: dict[tuple[str, str], int] = {
 # qwen3tts.bench.native_talker`, docs/benchmarks.md "The native talker step on this class"). The talker
 # cannot change path between batches as the code predictor does (its KV cache is the path's own), so
 # `auto` takes it only where engine.max_num_seqs stays within this. AMD with AVX2 only (a 2-vCPU Zen 3):
-# x0.76-0.79 at 1, x0.82 at 2, x0.97 at 4, x1.04 at 8; end to end 0.85-0.89 of the wall time per frame at
-# batch 1, first audio no later, peak RSS 1737 against 2107 MiB (no compiled copy of its weights).
+# x0.76-0.79 at 1, x0.82 at 2; since its attention reads a block's rows of a KV head as one stream, x0.89
+# at 4, x0.79-0.83 at 8, x0.87 at 12 and x1.07-1.12 at 16 (64 and 200 positions); end to end 0.85-0.89 of
+# the wall time per frame at batch 1, peak RSS 1737 against 2107 MiB (no compiled copy of its weights).
+# Its prefill is slower than the plugin's (0.7 of its speed from 45 positions on, docs/benchmarks.md).
 NATIVE_TALKER_UP_TO: dict[tuple[str, str], int] = {
-    ("AuthenticAMD", "avx2"): 4,
+    ("AuthenticAMD", "avx2"): 8,
 }
 
 
