@@ -53,9 +53,9 @@ class DeviceSettings:
     frame, needs AVX2; it reads INT8 and INT4_SYM code-predictor weights, INT4 under always only until
     measured): auto uses them where they measured faster on this CPU class (docs/benchmarks.md),
     the fused frame only for the batch sizes it measured faster at (the plugin's graph, compiled beside
-    it when engine.max_num_seqs is above them, takes the larger ones), unless devices.inference_precision is an explicit f32 (their int16
-    activations are not exact f32); always uses them wherever the library loads, the frame at every batch
-    (no compiled graph: the least memory); never does not. Default auto."""
+    it when engine.max_num_seqs is above them, takes the larger ones), unless devices.inference_precision
+    is an explicit f32 (their int16 activations are not exact f32); always uses them wherever the library
+    loads, the frame at every batch (no compiled graph: the least memory); never does not. Default auto."""
     native_talker: Literal["auto", "always", "never"] = "auto"
     """The talker's step as one native call (native/src/talker.hpp: every layer, attention over its own
     half-precision paged KV cache of 32-position blocks, codec_head), instead of the plugin's compiled
