@@ -116,6 +116,16 @@ void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* o
     out[0] = lane_sum(acc[0][0]);
 }
 
+// kernels.hpp's DecodeRows for a set with straight_row.
+template <typename V>
+void decode_rows(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, int64_t row, float* y) {
+    for (int64_t r = 0; r < n; ++r) {
+        float out;
+        straight_row<V>(w + r * x.cols, x, row, &out);
+        y[r] = out * scale[r];
+    }
+}
+
 template <typename V, int NW, int M>
 void block_dot_rows(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
     if constexpr (NW == 1 && M == 1 && V::kStraightGroups) {

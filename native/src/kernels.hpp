@@ -82,6 +82,15 @@ using BlockDot = void (*)(const int8_t* w, int nw, const QuantizedRows& x, int64
 using BlockDot4 = void (*)(const Int4Matrix& w, int64_t n, int nw, const QuantizedRows& x, int64_t row, int m,
                            float* out);
 
+// y[r] = (the sum above for weight row r of w and x's row `row`) * scale[r], for r < n: a decode step's
+// product over a range of weight rows in one call, for a set whose one-row BlockDot is straight-line
+// (dot_kernels.hpp's straight_row). The same arithmetic as a BlockDot call per row; without the call,
+// its dispatch and the caller's store between rows, the loop goes from one row's end to the next row's
+// start as one stream (the product's kernel read 30-34 GB/s from DRAM where a flat probe loop of the same
+// arithmetic read 35-50, docs/benchmarks.md).
+using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, int64_t row,
+                            float* y);
+
 struct KernelSet {
     const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"
     int64_t cols_multiple;  // K must be a multiple of this for the kernels (else the generic set runs)
@@ -89,6 +98,7 @@ struct KernelSet {
     int stream_block;  // weight rows per block when x has at most kStreamRowsMax rows (decode steps)
     int gemm_block;    // weight rows per block with more rows of x (prefill)
     BlockDot4 block_dot4;
+    DecodeRows decode_rows = nullptr;  // where the set has it: one row of x against one weight row a time
 };
 
 // Bytes ahead of the current weight that the kernels prefetch, per weight row of a block (dot_kernels.hpp).

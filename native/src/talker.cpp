@@ -215,6 +215,10 @@ void Talker::product_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
     const int64_t N = w.rows, K = w.cols;
     const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(N, n_begin + p.chunk_rows);
     const int nw = weight_rows_per_block(kernels, p.m);
+    if (p.m == 1 && nw == 1 && kernels.decode_rows != nullptr) {  // one row at batch 1: the rows in one call
+        kernels.decode_rows(w.data + n_begin * K, n_end - n_begin, w.scale + n_begin, rows, 0, p.y + n_begin);
+        return;
+    }
     float out[kBlockRows * kBlockRows];
     for (int64_t pass = 0; pass < p.m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
         const int64_t pass_end = std::min(p.m, pass + kGemmRowsPerPass);

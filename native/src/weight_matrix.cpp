@@ -7,6 +7,11 @@ namespace qwen3tts::native {
 void product_rows(const KernelSet& kernels, const WeightMatrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y) {
     const int64_t N = w.rows();
+    if (x.rows == 1 && nw == 1 && !w.is_int4() && kernels.decode_rows != nullptr) {  // the rows in one call
+        kernels.decode_rows(w.int8.data + n_begin * w.int8.cols, n_end - n_begin, w.int8.scale + n_begin, x, 0,
+                            y + n_begin);
+        return;
+    }
     float out[kBlockRows * kBlockRows];
     for (int64_t n = n_begin; n < n_end; n += nw) {
         const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));

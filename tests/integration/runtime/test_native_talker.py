@@ -96,10 +96,15 @@ def test_prefill_and_decode_agree_with_the_plugins_paged_talker(library, tiny_mo
     print(f"{shape}: worst relative error {worst:.1e}")
 
 
-def test_every_kernel_set_and_thread_count_gives_the_generic_results_bit_for_bit(library, tiny_models):
+# one sequence: its decode steps have one row of x, which a set with DecodeRows takes in one call per chunk
+# of weight rows (kernels.hpp); two: two rows, and a prefill chunk beside a decode row
+@pytest.mark.parametrize("sequences", [2, 1])
+def test_every_kernel_set_and_thread_count_gives_the_generic_results_bit_for_bit(
+    library, tiny_models, sequences
+):
     bundle = tiny_models.bundle(shape="tiny-1.7b", weights="int8")
     spec, generic = _native(library, bundle, "generic", threads=1)
-    steps = _steps(spec.talker.hidden_size, seed=7)
+    steps = [chunks[:sequences] for chunks in _steps(spec.talker.hidden_size, seed=7)]
     expected = [generic.talker(chunks) for chunks in steps]
     runnable = [isa for isa in ALL_SETS if library.supports(isa)]
     assert library.isa in runnable
