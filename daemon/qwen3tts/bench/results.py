@@ -90,7 +90,7 @@ def _ttfa_section(ttfa: dict[int, list[float]]) -> dict:
             "p50_s": workload.percentile(v, 50),
             "p95_s": workload.percentile(v, 95),
             "samples": v,
-            "sentence": workload.TTFA_SENTENCE,
+            "sentence": workload.TTFA_SENTENCE.format("<n>", "<m>"),
         }
         for c, v in ttfa.items()
     }

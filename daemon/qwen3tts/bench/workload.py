@@ -19,7 +19,17 @@ from qwen3tts.errors import RequestError
 
 FRAME_SECONDS = 0.08  # one frame = 1920 samples at 24 kHz
 FILLER_WORDS = ("station", "platform", "announcement", "evening", "service", "passengers", "delay", "minutes")
-TTFA_SENTENCE = "The next train to the city centre leaves from platform four today."  # 12 words
+TTFA_SENTENCE = "Platform {}, gate {}: the next train to the city centre leaves."  # 12 words
+# Each first-audio request speaks its own sentence (its second word first), as each new announcement
+# does: with one sentence for every round, the prefix cache (on by default) held the whole prompt after
+# the first round, and the p50 measured a cache hit, not a prefill of new text.
+NUMBERS = ("one", "two", "three", "four", "five", "six",
+           "seven", "eight", "nine", "ten", "eleven", "twelve")  # fmt: skip
+
+
+def ttfa_sentence(index: int) -> str:
+    """The first-audio request `index`'s sentence: a new one for each of 144 requests, then again."""
+    return TTFA_SENTENCE.format(NUMBERS[index % 12], NUMBERS[index // 12 % 12])
 
 
 @dataclass(frozen=True)
@@ -158,8 +168,9 @@ def _ttfa_round(engine: Engine, workload: Workload, concurrency: int, round_inde
     threads = []
     for i in range(concurrency):
         submitted = time.perf_counter()
+        text = ttfa_sentence(round_index * concurrency + i)
         request = workload.request(
-            f"ttfa-c{concurrency}-r{round_index}-{i}", seed=i, frames=frames, text=TTFA_SENTENCE
+            f"ttfa-c{concurrency}-r{round_index}-{i}", seed=i, frames=frames, text=text
         )
         handle = engine.submit(request)
         thread = threading.Thread(target=consume, args=(handle, submitted), daemon=True)
