@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "decode_math.hpp"
+#include "weight_matrix.hpp"
 
 namespace qwen3tts::native {
 
@@ -212,27 +213,8 @@ void Talker::product_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
     const Int8Matrix& w = *p.w;
     const KernelSet& kernels = w.cols % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
     const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols, num_groups(w.cols)};
-    const int64_t N = w.rows, K = w.cols;
-    const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(N, n_begin + p.chunk_rows);
-    const int nw = weight_rows_per_block(kernels, p.m);
-    if (p.m == 1 && nw == 1 && kernels.decode_rows != nullptr) {  // one row at batch 1: the rows in one call
-        kernels.decode_rows(w.data + n_begin * K, n_end - n_begin, w.scale + n_begin, rows, 0, p.y + n_begin);
-        return;
-    }
-    float out[kBlockRows * kBlockRows];
-    for (int64_t pass = 0; pass < p.m; pass += kGemmRowsPerPass) {  // rows of x that stay in L2 meanwhile
-        const int64_t pass_end = std::min(p.m, pass + kGemmRowsPerPass);
-        for (int64_t n = n_begin; n < n_end; n += nw) {
-            const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
-            for (int64_t r0 = pass; r0 < pass_end; r0 += kBlockRows) {
-                const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, pass_end - r0));
-                kernels.block_dot(w.data + n * K, rows_w, rows, r0, rows_x, out);
-                for (int r = 0; r < rows_w; ++r)
-                    for (int i = 0; i < rows_x; ++i)
-                        p.y[(r0 + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
-            }
-        }
-    }
+    const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(w.rows, n_begin + p.chunk_rows);
+    product_int8(kernels, w, rows, n_begin, n_end, weight_rows_per_block(kernels, p.m), p.y);
 }
 
 }  // namespace qwen3tts::native

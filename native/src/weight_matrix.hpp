@@ -1,6 +1,7 @@
 // One weight matrix of the fused code predictor: the bundle's INT8 or INT4 tensor, whichever it holds (a
 // bundle may mix them: nncf keeps a matrix INT8 under a mixed policy, or where no INT4 group of 32 or more
-// divides its input channels), and the product over a run of its output rows with the matching kernel.
+// divides its input channels), and the product over a run of its output rows with the matching kernel (the
+// INT8 one, product_int8, is the native talker's too).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,13 @@ struct WeightMatrix {
     int64_t cols() const { return is_int4() ? int4.cols : int8.cols; }
 };
 
-// y[i, n] (row stride w.rows()) for every row i of x and the output rows n in [n_begin, n_end), `nw`
-// weight rows per kernel call (weight_rows_per_block): kernels.hpp's y for INT8, y4 for INT4.
+// y[i, n] = kernels.hpp's y (row stride w.rows) for every row i of x and the output rows n in [n_begin,
+// n_end), `nw` weight rows per kernel call (weight_rows_per_block); one row of x on a set with DecodeRows
+// takes the rows in one call. The talker's products and the code predictor's INT8 ones.
+void product_int8(const KernelSet& kernels, const Int8Matrix& w, const QuantizedRows& x, int64_t n_begin,
+                  int64_t n_end, int nw, float* y);
+
+// The same for a code-predictor matrix, INT8 (product_int8) or INT4 (kernels.hpp's y4).
 void product_rows(const KernelSet& kernels, const WeightMatrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y);
 
