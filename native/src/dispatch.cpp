@@ -8,6 +8,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include "weight_matrix.hpp"
+
 namespace qwen3tts::native {
 namespace {
 
@@ -40,27 +42,6 @@ const KernelSet& best_kernels() {
     if (cpu_has_avx_vnni()) return avx_vnni_kernels();
     if (cpu_has_avx2()) return avx2_kernels();
     return generic_kernels();
-}
-
-// Output channels [n_begin, n_end) for every row of x: blocks of `nw` weight rows, each against the rows
-// of x kBlockRows at a time (a block's later passes read its weights from L1), kGemmRowsPerPass rows of x
-// per walk over the weights so that their int16 copy stays in L2.
-void blocked_rows(const KernelSet& kernels, const QuantizedRows& x, const Int8Matrix& w, int nw, int64_t n_begin,
-                  int64_t n_end, float* y) {
-    const int64_t K = w.cols, N = w.rows;
-    float out[kBlockRows * kBlockRows];
-    for (int64_t m0 = 0; m0 < x.rows; m0 += kGemmRowsPerPass) {
-        const int64_t m1 = std::min(x.rows, m0 + kGemmRowsPerPass);
-        for (int64_t n = n_begin; n < n_end; n += nw) {
-            const int rows_w = static_cast<int>(std::min<int64_t>(nw, n_end - n));
-            for (int64_t m = m0; m < m1; m += kBlockRows) {
-                const int rows_x = static_cast<int>(std::min<int64_t>(kBlockRows, m1 - m));
-                kernels.block_dot(w.data + n * K, rows_w, x, m, rows_x, out);
-                for (int r = 0; r < rows_w; ++r)
-                    for (int i = 0; i < rows_x; ++i) y[(m + i) * N + n + r] = out[r * kBlockRows + i] * w.scale[n + r];
-            }
-        }
-    }
 }
 
 }  // namespace
@@ -107,7 +88,7 @@ void matmul(const KernelSet& chosen, const float* x, int64_t m, const Int8Matrix
     const QuantizedRows rows{values.data(), scales.data(), m, w.cols, groups};
     const Blocks blocks = blocks_for(kernels);
     const int nw = m <= kStreamRowsMax ? blocks.stream : blocks.gemm;
-    over_channels([&](int64_t n_begin, int64_t n_end) { blocked_rows(kernels, rows, w, nw, n_begin, n_end, y); });
+    over_channels([&](int64_t n_begin, int64_t n_end) { product_int8(kernels, w, rows, n_begin, n_end, nw, y); });
 }
 
 }  // namespace qwen3tts::native

@@ -1,7 +1,7 @@
 // One weight matrix of the fused code predictor: the bundle's INT8 or INT4 tensor, whichever it holds (a
 // bundle may mix them: nncf keeps a matrix INT8 under a mixed policy, or where no INT4 group of 32 or more
 // divides its input channels), and the product over a run of its output rows with the matching kernel (the
-// INT8 one, product_int8, is the native talker's too).
+// INT8 one, product_int8, is every INT8 product's).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,10 @@ struct WeightMatrix {
 };
 
 // y[i, n] = kernels.hpp's y (row stride w.rows) for every row i of x and the output rows n in [n_begin,
-// n_end), `nw` weight rows per kernel call (weight_rows_per_block); one row of x on a set with DecodeRows
-// takes the rows in one call. The talker's products and the code predictor's INT8 ones.
+// n_end): blocks of `nw` weight rows, each against the rows of x kBlockRows at a time (a block's later
+// passes read its weights from L1), kGemmRowsPerPass rows of x per walk over the weights so that their
+// int16 copy stays in L2; one row of x on a set with DecodeRows takes the rows in one call. Every INT8
+// product of native/: the op's (dispatch.cpp), the native talker's and the code predictor's.
 void product_int8(const KernelSet& kernels, const Int8Matrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y);
 
