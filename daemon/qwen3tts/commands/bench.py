@@ -48,7 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--frames", type=int, default=32, help="frames per request, EOS disabled (default 32)"
     )
-    parser.add_argument("--prompt-tokens", type=int, default=48, help="talker prompt positions (default 48)")
+    parser.add_argument(
+        "--prompt-tokens",
+        type=int,
+        default=48,
+        help="talker prompt positions of the throughput runs (default 48); first-audio requests each speak a"
+        " sentence of their own, so that the prefix cache cannot serve them",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs per batch size; medians reported")
     parser.add_argument(
         "--ttfa-concurrency",
