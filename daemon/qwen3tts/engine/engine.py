@@ -111,6 +111,7 @@ class Engine:
             prefix_queried_tokens=self.block_manager.num_prefix_queried_tokens,
             prefix_hit_tokens=self.block_manager.num_prefix_hit_tokens,
             num_frame_capped=self.scheduler.num_frame_capped,
+            decode_frames_per_second=self.meter.decode_frames_per_second,
         )
 
     def start(self) -> None:

@@ -3,6 +3,10 @@
 The meter keeps one window of (time, frames) per step: frames per second over the last
 FPS_WINDOW_S seconds (as of the last step), and the mean batch — requests per decode step that
 produced frames — over the last BATCH_WINDOW_S seconds, the figure an operator watches to see it batch.
+Beside the first, the rate while it steps (decode_frames_per_second): the same window's frames over the
+time from its first step to its last, so that the idle time before a request arrived does not count.
+The announcer paces playback by it: over a wall-clock window a stream that has just started looks
+several times slower than it runs, and the first words waited for audio they did not need.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 
 FPS_WINDOW_S = 2.0
 BATCH_WINDOW_S = 60.0
+DECODE_RATE_STEPS = 4  # steps in the window before the rate while stepping is told (one is no rate)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,9 @@ class EngineStats:
     """... of which were found computed and shared instead of prefilled."""
     num_frame_capped: int = 0
     """Requests stopped by their frame cap (max_frames) instead of end-of-speech, since start."""
+    decode_frames_per_second: float = 0.0
+    """Frames per second while the engine steps: the last FPS_WINDOW_S seconds' frames over the time
+    from their first step to their last (idle time not counted); 0 until DECODE_RATE_STEPS steps."""
 
 
 class StepMeter:
@@ -46,6 +54,7 @@ class StepMeter:
         self._clock = clock
         self._recent: deque[tuple[float, int]] = deque()  # (time, frames) of each step, BATCH_WINDOW_S
         self.frames_per_second = 0.0
+        self.decode_frames_per_second = 0.0
         self.num_steps = 0
         self.num_frames = 0
 
@@ -58,7 +67,12 @@ class StepMeter:
         self._recent.append((now, num_frames))
         while self._recent and self._recent[0][0] < now - BATCH_WINDOW_S:
             self._recent.popleft()
-        self.frames_per_second = sum(n for t, n in self._recent if t >= now - FPS_WINDOW_S) / FPS_WINDOW_S
+        window = [(t, n) for t, n in self._recent if t >= now - FPS_WINDOW_S]
+        self.frames_per_second = sum(n for _, n in window) / FPS_WINDOW_S
+        # each step is stamped when it ends: the first one's frames were made before the span begins
+        span = window[-1][0] - window[0][0]
+        stepped = len(window) >= DECODE_RATE_STEPS and span > 0
+        self.decode_frames_per_second = sum(n for _, n in window[1:]) / span if stepped else 0.0
 
     def mean_batch(self) -> float:
         steps = list(self._recent)  # read from any thread: a copy, not the live deque
