@@ -151,6 +151,10 @@ class FakeHandle:
         return chunks, self._ended
 
 
+FAKE_RTF = 0.1
+"""The fake engine's streams count as synthesised at ten times real time: a look-ahead piece may join."""
+
+
 class FakeEngine:
     """Records every request; `refuse(request)` may return a reason to raise RequestError with."""
 
@@ -162,6 +166,8 @@ class FakeEngine:
         """An unexpected exception `submit` raises for a request (a bug below the announcer)."""
         self.config = EngineConfig(sampling=SamplingParams(greedy=True))
         self.most_live = 0
+        self.decode_rate = 0.0
+        """Frames per second its stats report while requests run (0: none measured, pace.py falls back)."""
 
     def submit(self, request: Request) -> FakeHandle:
         error = self.submit_error(request)
@@ -179,6 +185,7 @@ class FakeEngine:
         return EngineStats(
             num_running=len(self.live()), num_waiting=0, num_kv_blocks_used=0, num_kv_blocks_free=0,
             frames_per_second=0.0, max_batch=self.max_batch, num_preemptions=0,
+            decode_frames_per_second=self.decode_rate if self.live() else 0.0,
         )  # fmt: skip
 
     def live(self, ann_id: str | None = None) -> list[FakeHandle]:
@@ -333,6 +340,7 @@ class TurnRig:
         self.lookahead = LookAhead(
             self.engine, self.settings, self.defaults, TextOptions(), self.catalog, replay
         )
+        self.lookahead.rtf = FAKE_RTF  # as if measured: pieces synthesised ahead may join the batch (pace.py)
         self.announcer = Announcer(
             self.settings, self.queue, self.lookahead, self.playbacks, self.recorder, clock=self.clock
         )

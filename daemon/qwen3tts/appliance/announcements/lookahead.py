@@ -2,11 +2,12 @@
 
 Called from the announcer's loop, except `read` (any thread: where an announcement is handed over).
 Pieces are submitted in play order (the current announcement's, then the waiting ones'), while the audio
-before a piece is shorter than `announcements.lookahead_s` and fewer requests run than the engine's batch
-limit (the thermal governor sets it); the piece that plays next always goes, and an emergency's ignore
-both limits. PCM is taken from the engine handles without waiting and put into the play's track in piece
-order (a later piece's waits in its handle). A piece's SSML marks shape its audio (piece_audio.py):
-silence around it, a chime instead of synthesis, its rate; its language and voice go into its request.
+before a piece is shorter than `announcements.lookahead_s`, fewer requests run than the engine's batch
+limit (the thermal governor sets it) and one more stream would not slow them below real time (pace.py);
+the piece that plays next always goes, and an emergency's ignore the limits. PCM is taken from the engine
+handles without waiting and put into the play's track in piece order (a later piece's waits in its handle).
+A piece's SSML marks shape its audio (piece_audio.py): silence around it, a chime instead of synthesis, its
+rate; its language and voice go into its request.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from qwen3tts.appliance.announcements import pace
 from qwen3tts.appliance.announcements.announcement import Announcement, Cut
 from qwen3tts.appliance.announcements.media import fill, media_play
 from qwen3tts.appliance.announcements.phrase_replay import PhraseReplay
@@ -37,21 +39,6 @@ from qwen3tts.voices.catalog import VoiceCatalog
 log = logging.getLogger(__name__)
 
 CHARS_PER_SECOND = 14.0  # rough speaking rate, for the look-ahead horizon before a piece is synthesised
-FRAME_S = 0.08  # audio per frame of the 12.5 Hz codec
-
-
-def jitter_threshold(jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None) -> int:
-    """Samples to buffer before speech starts: max(jitter_buffer_ms, expected * max(0, 1 - 1/rtf)).
-
-    rtf = synthesis time / audio time. With rtf > 1 the audio arrives at 1/rtf of real time, so a
-    T-second piece needs T * (1 - 1/rtf) seconds in hand at the start to play without a stall.
-    Unknown rtf or duration -> just jitter_buffer_ms.
-    """
-    floor = jitter_buffer_ms * MODEL_RATE // 1000
-    if not expected_duration_s or not rtf or rtf <= 0:
-        return floor
-    shortfall = expected_duration_s * max(0.0, 1.0 - 1.0 / rtf)
-    return max(floor, int(np.ceil(shortfall * MODEL_RATE)))
 
 
 class LookAhead:
@@ -111,20 +98,17 @@ class LookAhead:
         return play
 
     def start_threshold(self, play: Play) -> int:
-        """Samples to hold back before speech starts so the piece playing first does not run dry
-        (revised every turn until speech starts: one stream slows down as the batch grows)."""
+        """Samples to hold back before speech starts so that the play never runs dry: the shortfall over
+        all it will say at one stream's speed now (revised every turn until speech starts; pace.py)."""
         jitter_ms = self.settings.audio.jitter_buffer_ms
-        if not play.pieces or play.done:
-            return jitter_threshold(jitter_ms, None, None)
-        return jitter_threshold(jitter_ms, self.estimate(play, 0), self.stream_rtf())
+        if not play.pieces or play.complete:
+            return pace.jitter_threshold(jitter_ms, None, None)
+        expected = sum(self.estimate(play, index) for index in range(play.playing_end))
+        return pace.jitter_threshold(jitter_ms, expected, self.stream_rtf())
 
     def stream_rtf(self) -> float | None:
-        """Synthesis time / audio time of one stream now: from the engine's live figures while it runs
-        (over its last 2 s, so it errs slow at first), else as last measured."""
-        stats = self.engine.stats()
-        if stats.frames_per_second > 0 and stats.num_running > 0:
-            return stats.num_running / (stats.frames_per_second * FRAME_S)
-        return self.rtf
+        """Synthesis time / audio time of one stream now (pace.stream_rtf)."""
+        return pace.stream_rtf(self.engine.stats(), self.rtf)
 
     def estimate(self, play: Play, index: int) -> float:
         """Seconds of audio piece `index` gives (measured once it is complete)."""
@@ -155,7 +139,8 @@ class LookAhead:
         """
         lookahead = self.settings.announcements.lookahead_s
         in_flight = sum(len(play.handles()) for play in plan)
-        max_batch = self.engine.stats().max_batch
+        stats = self.engine.stats()
+        streams = max(stats.num_running + stats.num_waiting, in_flight)  # other doors' requests share it
         horizon = 0.0  # seconds of audio that play before the piece being considered
         first = True  # the first piece not yet complete in the whole plan: it plays next
         touched: list[Play] = []
@@ -170,13 +155,14 @@ class LookAhead:
                     first = False
                     continue
                 urgent = first or play.ann.priority is Priority.EMERGENCY
-                if not urgent and (horizon >= lookahead or in_flight >= max_batch):
-                    break  # the rest waits; a later emergency's pieces still go (they ignore both limits)
+                full = in_flight >= stats.max_batch or not pace.may_join(streams, stats, self.rtf)
+                if not urgent and (horizon >= lookahead or full):
+                    break  # the rest waits; a later emergency's pieces still go (they ignore the limits)
                 first = False
                 touched.append(play)
                 if not self._submit_piece(play, index):
                     break
-                in_flight += 1
+                in_flight, streams = in_flight + 1, streams + 1
                 horizon += self.estimate(play, index)
         return list(dict.fromkeys(touched))  # each once, however many of its pieces went
 

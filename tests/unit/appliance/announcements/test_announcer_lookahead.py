@@ -100,3 +100,27 @@ def test_an_emergency_s_pieces_ignore_the_batch_limit_and_the_horizon(tmp_path):
     rig.say("alarm", FOUR, priority="emergency", interrupt=False)  # waits, but is synthesised at once
     rig.turn()
     assert live_ids(rig) == ["normal#0", "alarm#1", "alarm#2", "alarm#3", "alarm#4"]
+
+
+def test_a_piece_ahead_joins_the_batch_only_while_every_stream_would_stay_faster_than_real_time(tmp_path):
+    rig = TurnRig(tmp_path, max_batch=4, lookahead_s=60.0)
+    rig.lookahead.rtf = None  # nothing measured since start
+    rig.say("a", FOUR)
+    rig.say("b", FOUR)
+    rig.turn()
+    assert live_ids(rig) == ["a#0"]  # the piece that plays next; the rest waits for a figure
+    rig.engine.decode_rate = 11.0  # one stream at 0.88 x real time: a second would slow it further
+    rig.turn()
+    assert live_ids(rig) == ["a#0"]
+    rig.engine.of("a")[0].speak()
+    rig.turn()
+    assert live_ids(rig) == ["a#1"]  # the piece that plays next now goes, however slow
+    rig.engine.decode_rate = 40.0  # 3.2 streams' worth of real time: three at once, not four
+    rig.turn()
+    assert live_ids(rig) == ["a#1", "a#2", "a#3"]
+    rig.engine.decode_rate = 80.0
+    rig.turn()
+    assert live_ids(rig) == ["a#1", "a#2", "a#3", "b#4"]
+    rig.run_until_event("b", "finished")
+    assert rig.playback.order() == ["a@0", "b@0"]
+    np.testing.assert_array_equal(rig.playback.speech("b"), expected_pcm(FOUR))

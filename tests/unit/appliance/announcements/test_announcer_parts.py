@@ -4,7 +4,7 @@ inputs over the fake engine, playbacks and clock (no announcer, no loop), each s
 from __future__ import annotations
 
 import numpy as np
-from announcer_fakes import FOUR, FakeEngine, FakePlayback, Recorder, expected_pcm
+from announcer_fakes import FAKE_RTF, FOUR, FakeEngine, FakePlayback, Recorder, expected_pcm
 from announcer_rig import rig_settings
 from audio_fakes import FakeClock
 
@@ -36,6 +36,7 @@ class Parts:
         self.lookahead = LookAhead(
             self.engine, settings, self.defaults, TextOptions(), VoiceCatalog(("ryan",))
         )
+        self.lookahead.rtf = FAKE_RTF
         self.playbacks = {zone: FakePlayback(self.clock, zone=zone) for zone in zones}
         self.endings = Endings(self.queue, self.plays, self.lookahead, self.reporter, clock=self.clock)
         self.choosing = Choosing(self.queue, self.plays, self.lookahead, self.playbacks, self.endings,

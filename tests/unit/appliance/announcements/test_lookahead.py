@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from announcer_fakes import FOUR, TurnRig
 
-from qwen3tts.appliance.announcements.lookahead import jitter_threshold
+from qwen3tts.appliance.announcements.pace import jitter_threshold
 from qwen3tts.engine.stats import EngineStats
 
 MS = 24
@@ -44,24 +44,31 @@ class StatsEngine:
         return self.figures
 
 
-def test_the_start_threshold_follows_the_engine_s_live_speed_until_the_first_piece_is_complete(tmp_path):
+def test_the_start_threshold_covers_the_whole_play_at_one_stream_s_speed_now_until_it_is_complete(tmp_path):
     rig = TurnRig(tmp_path)
     audio = replace(rig.settings.audio, jitter_buffer_ms=200)
     rig.lookahead.settings = replace(rig.settings, audio=audio)
     rig.say("a", FOUR)
     rig.turn()
     ann = rig.play("a")
-    first_s = rig.lookahead.estimate(ann, 0)
+    whole_s = sum(rig.lookahead.estimate(ann, i) for i in range(4))
     rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)  # 4 streams at 1/2 real time
     assert rig.lookahead.stream_rtf() == pytest.approx(2.0)
-    assert rig.lookahead.start_threshold(ann) == jitter_threshold(200, first_s, 2.0) > 200 * MS
+    # half of everything it will say must be in hand, not half of its first sentence
+    assert rig.lookahead.start_threshold(ann) == jitter_threshold(200, whole_s, 2.0) > 4 * 200 * MS
     rig.lookahead.engine = StatsEngine(running=1, frames_per_second=25.0)  # one stream at 2x real time
     assert rig.lookahead.start_threshold(ann) == 200 * MS
     rig.lookahead.engine = rig.engine
-    rig.engine.of("a")[0].finish(np.ones(4800, np.float32))
+    rig.engine.of("a")[0].finish(np.ones(4800, np.float32))  # its first piece: 0.2 s, measured
     rig.turn()
     rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)
-    assert rig.lookahead.start_threshold(ann) == 200 * MS  # its first piece is all there
+    rest_s = sum(rig.lookahead.estimate(ann, i) for i in range(1, 4))
+    assert rig.lookahead.start_threshold(ann) == jitter_threshold(200, 0.2 + rest_s, 2.0)
+    rig.lookahead.engine = rig.engine
+    rig.engine.speak_all()
+    rig.turn()
+    rig.lookahead.engine = StatsEngine(running=4, frames_per_second=25.0)
+    assert rig.lookahead.start_threshold(ann) == 200 * MS  # all of it is there
 
 
 def test_a_piece_s_length_is_estimated_from_its_text_and_measured_once_complete(tmp_path):
