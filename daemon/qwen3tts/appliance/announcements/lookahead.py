@@ -60,6 +60,8 @@ class LookAhead:
         """The audio of the pieces' SSML marks (silence, chimes, rate)."""
         self.rtf: float | None = None
         """EWMA of synthesis time / audio time of one stream, once it produces audio."""
+        self.first_pcm_s: float | None = None
+        """EWMA of the wait from a sentence's submission to its first PCM (its prompt's prefill)."""
         self._request_ids = itertools.count()
 
     # ---- what plays, and how long it takes ----
@@ -104,7 +106,9 @@ class LookAhead:
         if not play.pieces or play.complete:
             return pace.jitter_threshold(jitter_ms, None, None)
         expected = sum(self.estimate(play, index) for index in range(play.playing_end))
-        return pace.jitter_threshold(jitter_ms, expected, self.stream_rtf())
+        waiting = sum(p.handle is None and speaks(p.piece) for p in play.pieces[play.done : play.playing_end])
+        rtf = pace.slower(self.stream_rtf(), self.rtf)
+        return pace.jitter_threshold(jitter_ms, expected, rtf, waiting * (self.first_pcm_s or 0.0))
 
     def stream_rtf(self) -> float | None:
         """Synthesis time / audio time of one stream now (pace.stream_rtf)."""
@@ -175,6 +179,7 @@ class LookAhead:
         with isolated(f"{play.id}: submitting piece {play.first + index}", failed):
             try:
                 play.pieces[index].handle = self.engine.submit(self._request(play, index))
+                play.pieces[index].submitted_at = time.monotonic()
             except RequestError as exc:  # refused (bad input, no room): the engine's reason
                 play.error = str(exc)
         return play.pieces[index].handle is not None
@@ -234,6 +239,7 @@ class LookAhead:
             if piece.arriving_since is None:
                 piece.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
                 piece.stretch = self.sounds.stretch(piece.piece)
+                self._measure_wait(piece)
             self._put(play, piece.stretch.push(chunk) if piece.stretch is not None else chunk)
         if not ended or handle.cancelled:
             return False
@@ -264,8 +270,12 @@ class LookAhead:
         since, piece.arriving_since = piece.arriving_since, None
         if since is None or audio_s < 0.5:
             return
-        sample = (time.monotonic() - since) / audio_s
-        self.rtf = sample if self.rtf is None else 0.7 * self.rtf + 0.3 * sample
+        self.rtf = pace.ewma(self.rtf, (time.monotonic() - since) / audio_s)
+
+    def _measure_wait(self, piece: PiecePlay) -> None:
+        """The wait of the piece whose first PCM just came, since it was submitted."""
+        if piece.submitted_at is not None:
+            self.first_pcm_s = pace.ewma(self.first_pcm_s, piece.arriving_since - piece.submitted_at)
 
     # ---- takeover ----
 

@@ -20,17 +20,20 @@ from qwen3tts.engine.stats import EngineStats
 FRAME_S = 0.08  # audio per frame of the 12.5 Hz codec
 
 
-def jitter_threshold(jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None) -> int:
-    """Samples to buffer before speech starts: max(jitter_buffer_ms, expected * max(0, 1 - 1/rtf)).
+def jitter_threshold(
+    jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None, waits_s: float = 0.0
+) -> int:
+    """Samples to buffer before speech starts: max(jitter_buffer_ms, expected * (1 - 1/rtf) + waits / rtf).
 
-    rtf = synthesis time / audio time. With rtf > 1 the audio arrives at 1/rtf of real time, so a
-    T-second play needs T * (1 - 1/rtf) seconds in hand at the start to play without a stall.
-    Unknown rtf or duration -> just jitter_buffer_ms.
+    rtf = synthesis time / audio time. A T-second play whose rest takes rtf * (T - B) + waits to
+    synthesise (`waits_s`: the sentences not started yet, each waiting for its prompt's prefill before
+    its first audio) plays without a stall if that is no longer than T, i.e. with B = T * (1 - 1/rtf) +
+    waits / rtf seconds in hand at the start. Unknown rtf or duration -> just jitter_buffer_ms.
     """
     floor = jitter_buffer_ms * MODEL_RATE // 1000
     if not expected_duration_s or not rtf or rtf <= 0:
         return floor
-    shortfall = expected_duration_s * max(0.0, 1.0 - 1.0 / rtf)
+    shortfall = max(0.0, expected_duration_s * (1.0 - 1.0 / rtf) + waits_s / rtf)
     return max(floor, int(np.ceil(shortfall * MODEL_RATE)))
 
 
@@ -60,3 +63,14 @@ def may_join(streams: int, stats: EngineStats, measured: float | None) -> bool:
     faster than real time (no figure yet: not until one is measured)."""
     rtf = rtf_with(streams + 1, stats, measured)
     return rtf is not None and rtf < 1.0
+
+
+def slower(*rtfs: float | None) -> float | None:
+    """The largest of the figures known: the stream's rate now and whole sentences as measured, as the
+    first steps of a stream have not yet paid for a codec chunk (12 frames' decode in one step)."""
+    return max((rtf for rtf in rtfs if rtf is not None), default=None)
+
+
+def ewma(average: float | None, sample: float) -> float:
+    """The running figure after one more sample (the last few sentences weigh most)."""
+    return sample if average is None else 0.7 * average + 0.3 * sample

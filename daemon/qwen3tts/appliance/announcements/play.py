@@ -38,6 +38,8 @@ class PiecePlay:
     """Track sample where it ends, once all of it is in the track."""
     stretch: TimeStretch | None = None
     """The time-scale modification of its speech while it arrives, when its SSML rate is not 1."""
+    submitted_at: float | None = None
+    """Monotonic time it went to the engine (the wait for its first PCM is measured from there)."""
     arriving_since: float | None = None
     """Monotonic time its first PCM came (its speed is measured from there)."""
 

@@ -34,6 +34,47 @@ def test_jitter_threshold_is_the_larger_of_the_floor_and_the_predicted_shortfall
     assert jitter_threshold(jitter_ms, duration, rtf) == expected_ms * MS
 
 
+@pytest.mark.parametrize(
+    ("duration", "rtf", "waits", "expected_ms"),
+    [
+        (10.0, 2.0, 1.0, 5500),  # half of 10 s, and the 1 s of prefills the sentences still wait for, at 2x
+        (4.0, 1.0, 0.9, 900),  # at real time only the waits are short
+        (10.0, 0.5, 1.0, 300),  # twice real time makes up for them: the floor
+    ],
+)
+def test_the_prefills_still_to_come_add_to_the_shortfall(duration, rtf, waits, expected_ms):
+    assert jitter_threshold(300, duration, rtf, waits) == expected_ms * MS
+
+
+def test_the_threshold_counts_the_sentences_not_started_and_the_slower_speed_known(tmp_path):
+    rig = TurnRig(tmp_path, lookahead_s=0.0)  # one sentence at a time: three wait for their prefill
+    rig.say("a", FOUR)
+    rig.turn()
+    ann = rig.play("a")
+    assert [p.handle is not None for p in ann.pieces] == [True, False, False, False]
+    whole_s = sum(rig.lookahead.estimate(ann, i) for i in range(4))
+    rig.lookahead.first_pcm_s = 0.5
+    rig.lookahead.engine = StatsEngine(running=1, frames_per_second=6.25)  # the stream now: rtf 2
+    rig.lookahead.rtf = 1.5  # sentences as measured: faster than the stream now
+    assert rig.lookahead.start_threshold(ann) == jitter_threshold(300, whole_s, 2.0, 3 * 0.5)
+    rig.lookahead.rtf = 4.0  # ... or slower (a codec chunk the stream's first steps did not pay yet)
+    assert rig.lookahead.start_threshold(ann) == jitter_threshold(300, whole_s, 4.0, 3 * 0.5)
+
+
+def test_the_wait_for_a_sentence_s_first_audio_is_measured_from_its_submission(tmp_path):
+    rig = TurnRig(tmp_path)
+    rig.say("a", FOUR)
+    rig.turn()
+    assert rig.lookahead.first_pcm_s is None
+    first = rig.engine.of("a")[0]
+    submitted = rig.play("a").pieces[0].submitted_at
+    assert submitted is not None
+    first.produce(np.ones(2400, np.float32))
+    rig.turn()
+    arrived = rig.play("a").pieces[0].arriving_since
+    assert rig.lookahead.first_pcm_s == pytest.approx(arrived - submitted) and arrived >= submitted
+
+
 class StatsEngine:
     """An engine that reports given live figures."""
 
