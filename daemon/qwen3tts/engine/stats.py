@@ -67,12 +67,17 @@ class StepMeter:
         self._recent.append((now, num_frames))
         while self._recent and self._recent[0][0] < now - BATCH_WINDOW_S:
             self._recent.popleft()
-        window = [(t, n) for t, n in self._recent if t >= now - FPS_WINDOW_S]
-        self.frames_per_second = sum(n for _, n in window) / FPS_WINDOW_S
+        # the last FPS_WINDOW_S from the newest step back (not the minute the mean batch keeps: every step)
+        frames, steps, first = 0, 0, (now, 0)
+        for step in reversed(self._recent):
+            if step[0] < now - FPS_WINDOW_S:
+                break
+            frames, steps, first = frames + step[1], steps + 1, step
+        self.frames_per_second = frames / FPS_WINDOW_S
         # each step is stamped when it ends: the first one's frames were made before the span begins
-        span = window[-1][0] - window[0][0]
-        stepped = len(window) >= DECODE_RATE_STEPS and span > 0
-        self.decode_frames_per_second = sum(n for _, n in window[1:]) / span if stepped else 0.0
+        span = now - first[0]
+        stepped = steps >= DECODE_RATE_STEPS and span > 0
+        self.decode_frames_per_second = (frames - first[1]) / span if stepped else 0.0
 
     def mean_batch(self) -> float:
         steps = list(self._recent)  # read from any thread: a copy, not the live deque

@@ -41,21 +41,24 @@ def stream_rtf(stats: EngineStats, measured: float | None) -> float | None:
     """Synthesis time / audio time of one stream now: from the engine's rate while it steps, else its
     rate over the last seconds (which counts the idle time before a request: it errs slow), else
     `measured` (the last pieces' own figure) when nothing runs."""
-    if stats.num_running > 0:
-        rate = stats.decode_frames_per_second or stats.frames_per_second
-        if rate > 0:
-            return stats.num_running / (rate * FRAME_S)
-    return measured
+    rate = _throughput(stats)
+    return stats.num_running / (rate * FRAME_S) if rate else measured
 
 
 def rtf_with(streams: int, stats: EngineStats, measured: float | None) -> float | None:
     """One stream's rtf if `streams` ran at once, on the engine's throughput as measured: a step is taken
     to grow with the batch (it grows less on most CPUs, so this errs on the side of the piece playing)."""
-    if stats.num_running > 0:
-        rate = stats.decode_frames_per_second or stats.frames_per_second
-        if rate > 0:
-            return streams / (rate * FRAME_S)
+    rate = _throughput(stats)
+    if rate:
+        return streams / (rate * FRAME_S)
     return None if measured is None else measured * streams
+
+
+def _throughput(stats: EngineStats) -> float:
+    """The engine's frames per second while requests run (0: nothing runs or nothing measured)."""
+    if stats.num_running <= 0:
+        return 0.0
+    return stats.decode_frames_per_second or stats.frames_per_second
 
 
 def may_join(streams: int, stats: EngineStats, measured: float | None) -> bool:
