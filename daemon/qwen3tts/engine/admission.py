@@ -32,6 +32,9 @@ def validate_request(request: Request, config: EngineConfig) -> tuple[SamplingPa
     max_frames = config.max_frames if request.max_frames is None else request.max_frames
     if not isinstance(max_frames, int) or max_frames < 2:
         raise RequestError(f"request {request.id!r}: max_frames must be an integer >= 2")
+    first = request.first_chunk_frames
+    if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
+        raise RequestError(f"request {request.id!r}: first_chunk_frames must be an integer >= 1 or None")
     params = config.sampling.with_overrides(request.sampling)
     if request.greedy:
         params = dataclasses.replace(params, greedy=True)

@@ -44,6 +44,9 @@ class Request:
     greedy: bool = False
     max_frames: int | None = None
     """Cap on sampled code-0 tokens (HF max_new_tokens); None uses EngineConfig.max_frames."""
+    first_chunk_frames: int | None = None
+    """Frames before the first PCM chunk; None uses EngineConfig.first_chunk_frames. For a consumer that
+    can do nothing with less (an AAC encoder's first packet needs 160 ms): no chunk it would only hold."""
     ref_audio: str | None = None
     """Base variant: WAV file whose voice (x-vector) to speak with; None uses the configured voice."""
     non_streaming: bool | None = None

@@ -131,12 +131,14 @@ class StepPipeline:
             self.fail(seq, exc)
 
     def _emit_audio(self, seq: Sequence, final: bool) -> None:
-        """Decode due frames: first_chunk_frames first, then chunk_frames; the remainder when final."""
+        """Decode due frames: first_chunk_frames first (the request's or the config's), then chunk_frames;
+        the remainder when final."""
         if seq.cancel_requested:
             return
+        first = seq.request.first_chunk_frames or self.config.first_chunk_frames
         while True:
             pending = seq.num_frames - seq.num_frames_decoded
-            size = self.config.first_chunk_frames if seq.num_frames_decoded == 0 else self.config.chunk_frames
+            size = first if seq.num_frames_decoded == 0 else self.config.chunk_frames
             if pending < size and not (final and pending > 0):
                 return
             count = min(pending, size)

@@ -51,6 +51,9 @@ def test_greedy_turns_greedy_sampling_on_without_touching_the_other_fields():
         (Request("a", "hello", seed=1.5), "'a': seed must be a non-negative integer"),
         (Request("a", "hello", max_frames=2.5), "'a': max_frames must be an integer >= 2"),
         (Request("a", "hello", urgent="yes"), "'a': urgent must be true or false, not 'yes'"),
+        (Request("a", "hello", first_chunk_frames=0), "'a': first_chunk_frames must be an integer >= 1"),
+        (Request("a", "hello", first_chunk_frames=True), "'a': first_chunk_frames must be an integer >= 1"),
+        (Request("a", "hello", first_chunk_frames=1.5), "'a': first_chunk_frames must be an integer >= 1"),
     ],
 )
 def test_a_field_of_the_wrong_type_is_refused_naming_the_request(request_, message):

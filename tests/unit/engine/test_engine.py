@@ -69,6 +69,18 @@ def test_a_request_streams_pcm_in_chunks_of_4_then_12_frames_and_returns_every_b
     assert_all_blocks_free(engine)
 
 
+def test_a_request_may_ask_for_a_longer_first_chunk_than_the_engines_default():
+    engine = make_engine(first_chunk_frames=1, chunk_frames=12)
+    own, default = engine.submit(req("a", first_chunk_frames=2)), engine.submit(req("b"))
+    run_until_done(engine, [own, default])
+    calls = {
+        seq_id: [n for s, n in engine.runner.codec_calls if s == seq_id]
+        for seq_id in (own.seq_id, default.seq_id)
+    }
+    assert calls[own.seq_id][:2] == [2, 12] and calls[default.seq_id][:2] == [1, 12]
+    assert len(next(iter(own))) == 2 * SAMPLES_PER_FRAME
+
+
 def test_each_step_is_one_talker_call_and_one_code_predictor_call_over_the_whole_batch():
     engine = make_engine()
     handles = [engine.submit(req(name)) for name in "abc"]
