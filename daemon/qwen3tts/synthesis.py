@@ -180,6 +180,7 @@ def sentence_request(
     max_frames: int,
     voices: VoiceCatalog | None = None,
     seed: int | None = None,
+    first_chunk_frames: int | None = None,
 ) -> Request:
     """The engine request for one sentence, its frame budget derived from the sentence.
 
@@ -203,4 +204,5 @@ def sentence_request(
         seed=seed,
         max_frames=frame_budget(sentence, max_frames),
         ref_audio=ref_audio,
+        first_chunk_frames=first_chunk_frames,
     )

@@ -190,6 +190,10 @@ class PyAvEncoder(Encoder):
 class AudioFormat:
     name: str
     media_type: str
+    first_chunk_frames: int | None = None
+    """Engine frames to ask for before the first PCM chunk; None: the engine's default (one frame, 80 ms).
+    FFmpeg's AAC encoder gives its first packet only after 2048 samples: a 1-frame chunk (1920) would wait
+    in it for the next chunk, 12 frames later, so AAC asks for 2."""
 
     def encoder(self, rate: int) -> Encoder:
         """A new encoder for one response; EncoderError if it cannot start."""
@@ -212,7 +216,7 @@ FORMATS = {
     for fmt in (
         AudioFormat("mp3", "audio/mpeg"),
         AudioFormat("opus", "audio/ogg"),
-        AudioFormat("aac", "audio/aac"),
+        AudioFormat("aac", "audio/aac", first_chunk_frames=2),
         AudioFormat("flac", "audio/flac"),
         AudioFormat("wav", "audio/wav"),
         AudioFormat("pcm", "audio/pcm"),

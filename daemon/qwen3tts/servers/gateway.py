@@ -52,11 +52,12 @@ class Gateway:
 
     def open(self, server: str, text: object, voice: str | None = None, language: str | None = None,
              instruct: str | None = None, ssml: bool | None = None, *,
-             slot: bool = False) -> SpeechStream:  # fmt: skip
+             slot: bool = False, first_chunk_frames: int | None = None) -> SpeechStream:  # fmt: skip
         """A stream speaking `text`, its first piece submitted; Busy or RequestError before any audio.
 
         `ssml` True reads `text` as SSML, None when it starts with `<speak` (the MQTT door's rule);
         `stream.warnings` says which markup was ignored. `slot`: the caller holds one (wait_for_slot).
+        `first_chunk_frames`: what the caller's encoder needs before its first bytes (encoding.py).
         """
         try:
             text, warnings = self._checked_text(text, ssml)
@@ -65,7 +66,9 @@ class Gateway:
             if slot:
                 self.slots.release()
             raise
-        stream = self.open_stream(server, voice, language, instruct, slot=slot)
+        stream = self.open_stream(
+            server, voice, language, instruct, slot=slot, first_chunk_frames=first_chunk_frames
+        )
         stream.warnings = warnings
         try:
             stream.say(text, ssml)
@@ -75,7 +78,8 @@ class Gateway:
         return stream
 
     def open_stream(self, server: str, voice: str | None = None, language: str | None = None,
-                    instruct: str | None = None, *, slot: bool = False) -> SpeechStream:  # fmt: skip
+                    instruct: str | None = None, *, slot: bool = False,
+                    first_chunk_frames: int | None = None) -> SpeechStream:  # fmt: skip
         """A stream whose text comes later, piece by piece (Wyoming's synthesize-start .. -stop)."""
         try:
             voice = self._checked(self.offer.resolve_voice, "voice", voice)
@@ -91,7 +95,8 @@ class Gateway:
             self.metrics.requests.labels(server, "busy").inc()
             raise Busy(f"busy: {exc}") from None
         instruct = instruct or self.offer.defaults.instruct
-        stream = SpeechStream(self, f"{server}-{next(self._ids)}", server, voice, language, instruct)
+        stream = SpeechStream(self, f"{server}-{next(self._ids)}", server, voice, language, instruct,
+                              first_chunk_frames)  # fmt: skip
         self.streams.add(stream)
         self.metrics.active.set(len(self.streams))
         return stream

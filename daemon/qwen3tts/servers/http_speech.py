@@ -112,7 +112,15 @@ def open_speech(gateway: Gateway, voices: VoiceMap, body: dict) -> SpeechOrder:
     if ssml is not None and not isinstance(ssml, bool):
         raise ApiError(400, "ssml must be true or false", "ssml")
     try:
-        stream = gateway.open("http", body.get("input"), voice, body.get("language"), instructions, ssml)
+        stream = gateway.open(
+            "http",
+            body.get("input"),
+            voice,
+            body.get("language"),
+            instructions,
+            ssml,
+            first_chunk_frames=fmt.first_chunk_frames,
+        )
     except Busy as exc:
         raise ApiError(429, str(exc), None, "busy") from exc
     except InvalidField as exc:

@@ -51,8 +51,9 @@ class SpeechStream:
     """One network request: its voice fields, its pieces, the engine handle of the one being synthesised."""
 
     def __init__(self, gateway: GatewayView, stream_id: str, server: str, voice: str | None, language: str,
-                 instruct: str | None):  # fmt: skip
+                 instruct: str | None, first_chunk_frames: int | None = None):  # fmt: skip
         self.gateway = gateway
+        self.first_chunk_frames = first_chunk_frames  # what the caller's encoder needs first (encoding.py)
         self.id = stream_id
         self.server = server
         self.voice = voice
@@ -112,6 +113,7 @@ class SpeechStream:
             rank=BACKGROUND_RANK,
             max_frames=self.gateway.max_frames,
             voices=self.gateway.offer.catalog,
+            first_chunk_frames=self.first_chunk_frames,
         )
         self._handle = self.gateway.engine.submit(request)  # raises RequestError on bad input
         self._num_pieces += 1

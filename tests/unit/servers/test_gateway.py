@@ -13,6 +13,7 @@ from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import SequenceStatus
 from qwen3tts.errors import RequestError
 from qwen3tts.servers.gateway import Gateway
+from qwen3tts.servers.http_speech import VoiceMap, open_speech
 from qwen3tts.servers.metrics import ServerMetrics
 from qwen3tts.servers.offer import Offer
 from qwen3tts.servers.refusals import Busy, InvalidField
@@ -74,6 +75,20 @@ def test_pieces_go_to_the_engine_one_at_a_time_below_every_announcement(gateway)
     assert min(level.rank for level in ANNOUNCEMENT_LEVELS) > BACKGROUND_RANK
     assert pcm.size > 0 and stream.outcome == "ok"
     assert outcome_count(gateway, "http", "ok") == 1
+
+
+@pytest.mark.parametrize(("response_format", "first"), [("aac", 2), ("mp3", None), ("pcm", None)])
+def test_an_http_response_asks_the_engine_for_the_first_chunk_its_encoder_needs(
+    gateway, response_format, first
+):
+    body = {"input": "First sentence here. And the second one.", "response_format": response_format}
+    order = open_speech(gateway, VoiceMap({}), body)
+    pcm = collect(order.stream)
+    order.stream.close()
+    assert [r.first_chunk_frames for r in gateway.submitted] == [first, first]  # every piece of the stream
+    calls = gateway.engine.runner.codec_calls  # (seq_id, frames) per codec call, in order
+    firsts = [next(n for seq_id, n in calls if seq_id == h.seq_id) for h in gateway.handles]
+    assert pcm.size > 0 and firsts == [first or 1] * 2  # the engine's default here is 1
 
 
 @pytest.mark.parametrize(
