@@ -86,11 +86,11 @@ def test_codec_layouts_compares_reshaped_codecs_on_the_engine_schedule(tiny_mode
     variants = [codec_layouts.Variant.parse(f"split={bundle}"), variant]
     rows = codec_layouts.run(variants, rounds=1, frames=26)
     split, threes = rows
-    assert split["chunk_sizes"] == [2, 12] and threes["chunk_sizes"] == [3]
+    assert split["chunk_sizes"] == [1, 12] and threes["chunk_sizes"] == [3]
     assert split["max_abs_diff"] == 0.0 and 0.0 <= threes["max_abs_diff"] < 1e-4  # same audio, other chunks
     assert split["ratio"] == 1.0 and threes["cpu_ms_per_frame"] > 0 and threes["first_chunk_cpu_ms"] > 0
     assert set(split["rss_growth_mib"]) == {"VmRSS", "RssAnon", "RssFile"}
-    assert "| split | 2+12 |" in codec_layouts.render(rows, 1, 26)
+    assert "| split | 1+12 |" in codec_layouts.render(rows, 1, 26)
 
 
 def test_profiles_name_the_split_codec_graphs(tiny_models):
@@ -105,7 +105,7 @@ def test_profiles_name_the_split_codec_graphs(tiny_models):
     rate = runtime.spec.codec.decode_upsample_rate
     expected = {
         "codec frame part",
-        f"codec sample part ({2 * rate} samples)",
+        f"codec sample part ({1 * rate} samples)",
         f"codec sample part ({12 * rate} samples)",
     }
     assert expected <= set(tables)

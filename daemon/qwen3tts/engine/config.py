@@ -83,7 +83,7 @@ class EngineConfig:
     """Talker positions per step (decodes + prefill chunks); bounds how long one step can stall streams."""
     max_frames: int = 2048
     """Default per-request cap on sampled code-0 tokens (HF max_new_tokens): at most max_frames - 1 frames."""
-    first_chunk_frames: int = 2
+    first_chunk_frames: int = 1
     """Frames decoded to PCM for the first chunk of a request (low time to first audio)."""
     chunk_frames: int = 12
     """Frames per PCM chunk after the first one."""

@@ -87,7 +87,7 @@ class CodecChunkModels:
         core: ov.Core,
         spec: CodecDecoderSpec,
         weights: Mapping[str, np.ndarray],
-        chunk_sizes: tuple[int, ...] = (2, 12),
+        chunk_sizes: tuple[int, ...] = (1, 12),
         device: str = "CPU",
         properties: Mapping[str, object] | None = None,
     ) -> CodecChunkModels:

@@ -56,7 +56,7 @@ def full_decoder(codec):
 
 @pytest.fixture(scope="module")
 def chunk_models(codec):
-    """The split layout at the chunk sizes bundles are built with (2, then 12)."""
+    """The split layout at the chunk sizes bundles are built with (1, then 12)."""
     spec, weights = codec
     return CodecChunkModels.compile(
         ov.Core(), spec, weights, chunk_sizes=DEFAULT_CODEC_CHUNKS, properties=F32
@@ -104,8 +104,8 @@ def test_the_bundle_chunk_schedule_with_carried_state_equals_the_full_decode(
     chunk_models, whole_models, codes, full_audio, layout
 ):
     models = chunk_models if layout == "split" else whole_models
-    first, later = models.chunk_sizes  # split: the bundle default 2 then 12; whole: 4 then 12
-    assert layout == "whole" or (first, later) == DEFAULT_CODEC_CHUNKS == (2, 12)
+    first, later = models.chunk_sizes  # split: the bundle default 1 then 12; whole: 4 then 12
+    assert layout == "whole" or (first, later) == DEFAULT_CODEC_CHUNKS == (1, 12)
     state = models.initial_state()
     pieces, start = [], 0
     for size in [first] + [later] * ((NUM_FRAMES - first) // later):

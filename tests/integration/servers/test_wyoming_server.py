@@ -62,7 +62,7 @@ def test_synthesize_streams_audio_chunks_between_start_and_stop(serve):
     start = AudioStart.from_event(events[0])
     assert (start.rate, start.width, start.channels) == (24000, 2, 1)
     chunks = [AudioChunk.from_event(e) for e in events[1:-1]]
-    assert len(chunks) >= 2  # streamed as produced: a 2-frame first chunk, then the rest
+    assert len(chunks) >= 2  # streamed as produced: a 1-frame first chunk, then the rest
     assert all(AudioChunk.is_type(e.type) for e in events[1:-1])
     # every sample the engine produced arrives, as 16-bit mono
     [handle] = running.handles
