@@ -109,7 +109,7 @@ class EngineSettings:
     """Longest accepted text, in characters. Default 2000."""
     first_chunk_frames: int = field(default=1, metadata={"min": 1})
     """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms: the first
-    audio waits for one decoded frame, not two (docs/benchmarks.md, "A one-frame first chunk")."""
+    audio waits for one decoded frame, not two (docs/benchmarks.md, "a one-frame first chunk")."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
     """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
     temperature: float = field(default=0.9, metadata={"min": 0.0})
