@@ -108,8 +108,7 @@ class EngineSettings:
     max_text_chars: int = field(default=2000, metadata={"min": 1})
     """Longest accepted text, in characters. Default 2000."""
     first_chunk_frames: int = field(default=1, metadata={"min": 1})
-    """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms: the first
-    audio waits for one decoded frame, not two (docs/benchmarks.md, "a one-frame first chunk")."""
+    """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
     """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
     temperature: float = field(default=0.9, metadata={"min": 0.0})

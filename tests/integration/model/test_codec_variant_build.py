@@ -146,7 +146,7 @@ def test_a_malformed_variant_entry_is_a_bundle_error_naming_the_field(tiny_model
     good = {"name": "bf16-tail", "needs": ["BF16"], "snr_db": 40.0, "min_snr_db": 35.0}
     document["codec_variants"] = [good]  # its graphs are not among the manifest's hashed files
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
-    with pytest.raises(BundleError, match=r"codec_samples_2\.bf16-tail\.xml is not in the manifest"):
+    with pytest.raises(BundleError, match=r"codec_samples_1\.bf16-tail\.xml is not in the manifest"):
         layout.read_manifest(bundle)
     document["codec_variants"] = [{**good, "name": "../talker"}]
     (bundle / layout.MANIFEST).write_text(json.dumps(document))
