@@ -58,6 +58,29 @@ def test_the_page_shows_the_bundle_and_its_zones_and_fits_a_desktop_and_a_phone(
         service.stop()
 
 
+def test_the_voice_list_loads_when_its_script_arrives_after_the_first_state(
+    tmp_path, mosquitto, tiny_models, browser
+):
+    """voices.js held back until page.js has drawn the first state (whose "voices-changed" then had no
+    listener yet, as CI saw once under load): the list still loads."""
+    service, url = start_page_daemon(tmp_path, mosquitto, tiny_models.bundle("custom_voice", "tiny", "f32"))
+    try:
+        page = browser.new_context(viewport=DESKTOP).new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        held = []
+        page.route("**/status/voices.js", lambda route: held.append(route))
+        page.goto(f"{url}/status", wait_until="commit")
+        page.wait_for_selector("#state[data-state=idle]")  # page.js ran, its first state is drawn
+        while not held:
+            page.wait_for_timeout(20)  # lets Playwright deliver the intercepted request
+        assert page.locator("#voice-list tr").count() == 0
+        held[0].continue_()
+        page.wait_for_selector("#voice-list tr[data-voice=vivian]")
+        page.context.close()
+    finally:
+        service.stop()
+
+
 def a_late_answer_does_not_undo_a_newer_one(page) -> None:
     """Two loads of the voice list under way (an action's own and the state poll's): the older answer,
     arriving last, is not drawn over the newer (CI saw "Make default" undone that way)."""

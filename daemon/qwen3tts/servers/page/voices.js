@@ -62,7 +62,13 @@ let voicesAsked = 0;
 
 async function loadVoices() {
   const asked = ++voicesAsked;
-  const response = await fetch("/status/voices", { cache: "no-store" });
+  let response;
+  try {
+    response = await fetch("/status/voices", { cache: "no-store" });
+  } catch (error) {  // the box restarting, a network gone: say so; the next "voices-changed" loads again
+    if (asked === voicesAsked) voiceAnswer(String(error));
+    return;
+  }
   const listing = response.ok ? await response.json() : null;
   if (asked !== voicesAsked) return;
   if (!listing) { voiceAnswer(await voiceError(response)); return; }
@@ -142,3 +148,6 @@ async function cloneVoice(event) {
 
 document.getElementById("clone").addEventListener("submit", cloneVoice);
 document.addEventListener("voices-changed", loadVoices);
+// The first list, whatever page.js has done: this script may run after page.js's first state has already
+// sent its "voices-changed" (deferred scripts run in order, but the page's fetches may answer between them).
+loadVoices();
