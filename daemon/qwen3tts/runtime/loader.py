@@ -132,6 +132,7 @@ def load_runtime(
         np.load(bundle_dir / layout.CODEC_EMBEDDING),
         _xvector_source(voice_encoder, settings),
         np.load(predictor_tables, mmap_mode="r") if predictor_tables.is_file() else None,
+        text_track=settings.engine.text_track,
     )
     engine = Engine(
         runner, prompt_builder, engine_config(settings, manifest.codec_chunks), heartbeat=heartbeat

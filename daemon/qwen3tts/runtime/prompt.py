@@ -32,6 +32,7 @@ from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceInputs
 
+TEXT_TRACKS = ("auto", "whole", "streamed")  # engine.text_track
 DIALECT_LANGUAGES = ("chinese", "auto")  # the official dialect override applies only to these
 
 # ref_audio path (None = the configured default) -> x-vector, or the full voice inputs
@@ -49,8 +50,12 @@ class PromptBuilder:
         codec_table: np.ndarray,
         xvectors: XVectorSource | None = None,
         predictor_tables: np.ndarray | None = None,
+        text_track: str = "auto",
     ):
+        if text_track not in TEXT_TRACKS:
+            raise ValueError(f"text_track must be one of {', '.join(TEXT_TRACKS)}, got {text_track!r}")
         self.spec = spec
+        self.text_track = text_track  # engine.text_track: a request's own non_streaming overrides it
         self.tokenizer = tokenizer
         self.text_table = text_table  # [text_vocab, hidden], may be a read-only memory map
         self.codec_table = codec_table  # [codec_vocab, hidden]
@@ -117,9 +122,12 @@ class PromptBuilder:
         return Prompt(embeddings, trailing, pad.astype(np.float32), codec_context=context)
 
     def _non_streaming(self, request: Request) -> bool:
-        """The official wrapper's default: whole text up front, except for Base (dual-track)."""
+        """The request's layout, else engine.text_track, else the official wrapper's default: whole
+        text up front, except for Base (dual-track)."""
         if request.non_streaming is not None:
             return request.non_streaming
+        if self.text_track != "auto":
+            return self.text_track == "whole"
         return self.spec.variant != "base"
 
     def _codec_prefix(self, request: Request, voice: VoiceInputs | None) -> np.ndarray:

@@ -111,6 +111,12 @@ class EngineSettings:
     """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
     """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
+    text_track: Literal["auto", "whole", "streamed"] = "auto"
+    """How the prompt gives the text to the talker: whole (every text token before the first frame) or
+    streamed (the first token in the prompt, one more with each frame: the first frame comes after a
+    prompt of about 12 positions whatever the text's length, so first audio is sooner by the prefill of
+    the text). Both are the official model's modes; auto takes the official wrapper's (whole, streamed
+    for Base). Default auto."""
     temperature: float = field(default=0.9, metadata={"min": 0.0})
     """Talker sampling temperature; 0 means greedy. Default 0.9 (official)."""
     top_k: int = field(default=50, metadata={"min": 0})

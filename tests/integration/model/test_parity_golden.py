@@ -9,6 +9,7 @@ codes must be identical.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,22 @@ def test_prompt_embeddings_equal_the_official_prompt(case, bundles):
     else:
         report(f"{case['name']} trailing text", prompt.trailing_text, trailing, 1e-5)
     report(f"{case['name']} tts_pad", prompt.pad_vector, golden["tts_pad_embed"], 1e-5)
+
+
+TRACK_CASES = ("cv-tiny-preset-english-streaming", "base-tiny-xvector")  # each against its variant's default
+
+
+@pytest.mark.parametrize("case", [c for c in cases("talker") if c["name"] in TRACK_CASES], ids=lambda c: c["name"])
+def test_engine_text_track_gives_the_official_layout_against_the_variants_default(case, bundles):
+    golden = arrays(case)
+    track = "whole" if case["non_streaming"] else "streamed"
+    settings = load_settings(None, [*PARITY_OVERRIDES, f"engine.text_track={track}"])
+    builder = load_runtime(bundles(case), settings).prompt_builder
+    use_golden_voice(builder, case, golden)
+    request = replace(talker_request(case, case["num_frames"]), non_streaming=None)  # the setting decides
+    prompt = builder(request)
+    report(f"{case['name']} prompt ({track})", prompt.embeddings, golden["prompt_embeds"], 1e-5)
+    assert (prompt.trailing_text.shape[0] == 0) == case["non_streaming"]
 
 
 def run_stateful_talker(core, bundle: Path, golden) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -74,6 +74,8 @@ class PhraseReplay:
             log.warning("phrase cache: no bundle hash for %s (%s)", settings.model.bundle, exc)
             digest = ""
         sampling = dataclasses.asdict(engine.config.sampling)
+        if settings.engine.text_track != "auto":  # another prompt layout, other audio (auto: the keys
+            sampling["text_track"] = settings.engine.text_track  # of the phrases cached before stay)
         return cls(
             cache,
             bundle_hash=digest,

@@ -129,3 +129,17 @@ def test_cache_disabled_writes_nothing_and_a_repeat_plays_from_memory_until_its_
     assert not replay.kept_for_repeats("thrice") and replay.cache is None and replay.stats() == {}
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "spool" not in p.relative_to(tmp_path).parts]
     assert not phrases.exists() and written == []
+
+
+def test_a_text_track_other_than_auto_keys_other_phrases_and_auto_keeps_the_old_keys(tmp_path):
+    rig = TurnRig(tmp_path)
+    base = replace(rig.settings, model=ModelSettings(bundle=tmp_path / "bundle"))
+
+    def key(text_track: str) -> str:
+        settings = replace(base, engine=replace(base.engine, text_track=text_track))
+        replay = PhraseReplay.from_settings(settings, rig.engine, VoiceCatalog(("ryan",)))
+        return replay.key(["Store notice."], "ryan", "english", None, None)
+
+    assert len({key("auto"), key("whole"), key("streamed")}) == 3  # streamed audio is other audio
+    unkeyed = PhraseReplay.from_settings(base, rig.engine, VoiceCatalog(("ryan",)))
+    assert "text_track" not in unkeyed.sampling  # a phrase cached before the setting still hits
