@@ -3,7 +3,8 @@
 Starts the real engine and both servers in this process on free loopback ports, then for each server
 and concurrency runs `--rounds` rounds of N simultaneous requests with real clients (the `wyoming`
 package's AsyncTcpClient, httpx streaming each of `--formats`) and prints the median and worst time
-from sending the request to the first bytes of audio, plus the engine's mean batch.
+from sending the request to the first bytes of audio, plus the engine's mean batch. Every request
+speaks a sentence of its own (`Platform <n>, gate <m>: ...`, as `qwen3tts bench` does).
 
     PYTHONPATH=daemon .venv/bin/python scripts/bench_servers.py               # a tiny random bundle
     PYTHONPATH=daemon .venv/bin/python scripts/bench_servers.py --bundle var/bundle-0.6b
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import socket
 import statistics
 import tempfile
@@ -25,11 +27,14 @@ import httpx
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
+from qwen3tts.bench.workload import ttfa_sentence
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.servers import Offer, start_servers
 from qwen3tts.settings_loader import load_settings
 
-TEXT = "The next train to the airport leaves from platform four in six minutes."
+# Every request speaks a sentence of its own, as new announcements do: with one sentence for all, the
+# prefix cache held its first block after the first request and the figures were cache hits.
+SENTENCES = itertools.count()
 
 
 def free_port() -> int:
@@ -41,7 +46,7 @@ def free_port() -> int:
 async def wyoming_ttfa(port: int) -> float:
     async with AsyncTcpClient("127.0.0.1", port) as client:
         started = time.perf_counter()
-        await client.write_event(Synthesize(text=TEXT).event())
+        await client.write_event(Synthesize(text=ttfa_sentence(next(SENTENCES))).event())
         first = None
         while (event := await client.read_event()) is not None:
             if first is None and event.type == "audio-chunk":
@@ -53,7 +58,7 @@ async def wyoming_ttfa(port: int) -> float:
 async def http_ttfa(port: int, fmt: str = "pcm") -> float:
     async with httpx.AsyncClient(timeout=300) as client:
         started = time.perf_counter()
-        body = {"model": "qwen3tts", "input": TEXT, "response_format": fmt}
+        body = {"model": "qwen3tts", "input": ttfa_sentence(next(SENTENCES)), "response_format": fmt}
         async with client.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json=body) as response:
             first = None
             async for _ in response.aiter_raw():
@@ -102,7 +107,7 @@ def main() -> None:
         servers = start_servers(settings, runtime.engine, offer)
         try:
             asyncio.run(measure(http_ttfa, servers.http_port, 1, 1))  # warm-up: first compile-time effects
-            print(f"bundle {bundle.name}, text of {len(TEXT)} characters, {args.rounds} rounds")
+            print(f"bundle {bundle.name}, a new sentence per request, {args.rounds} rounds")
             for name, one, port_name in doors:
                 port = getattr(servers, port_name)
                 for concurrency in (1, 4):

@@ -130,7 +130,9 @@ def test_prompt_embeddings_equal_the_official_prompt(case, bundles):
 TRACK_CASES = ("cv-tiny-preset-english-streaming", "base-tiny-xvector")  # each against its variant's default
 
 
-@pytest.mark.parametrize("case", [c for c in cases("talker") if c["name"] in TRACK_CASES], ids=lambda c: c["name"])
+@pytest.mark.parametrize(
+    "case", [c for c in cases("talker") if c["name"] in TRACK_CASES], ids=lambda c: c["name"]
+)
 def test_engine_text_track_gives_the_official_layout_against_the_variants_default(case, bundles):
     golden = arrays(case)
     track = "whole" if case["non_streaming"] else "streamed"
