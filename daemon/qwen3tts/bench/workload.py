@@ -87,14 +87,16 @@ class Workload:
 def fixed_length_text(
     prompt_builder, target_tokens: int, speaker: str | None, language: str
 ) -> tuple[str, int]:
-    """The shortest filler text whose talker prompt has at least `target_tokens` positions."""
+    """The shortest filler text whose talker prompt has at least `target_tokens` positions; with the
+    text streamed (engine.text_track) the prompt does not grow with the text: then the shortest text
+    of `target_tokens` words, its prompt positions as they are."""
     words: list[str] = []
     while True:
         words.append(FILLER_WORDS[len(words) % len(FILLER_WORDS)])
         text = " ".join(words) + "."
         probe = Request(id="probe", text=text, language=language, speaker=speaker)
         positions = prompt_builder(probe).embeddings.shape[0]
-        if positions >= target_tokens or len(words) > 4 * target_tokens:
+        if positions >= target_tokens or len(words) >= target_tokens:
             return text, positions
 
 

@@ -1,7 +1,11 @@
-"""The first-audio requests of a bench run speak new sentences, as new announcements do: a sentence
-repeated round after round is a prefix-cache hit after its first round, not a prefill."""
+"""The bench's texts. The first-audio requests speak new sentences, as new announcements do: a sentence
+repeated round after round is a prefix-cache hit after its first round, not a prefill. The throughput
+runs' filler text is the shortest with the asked prompt length."""
 
-from qwen3tts.bench.workload import ttfa_sentence
+import numpy as np
+
+from qwen3tts.bench.workload import fixed_length_text, ttfa_sentence
+from qwen3tts.engine.sequence import Prompt
 
 
 def test_every_request_of_a_run_speaks_a_sentence_of_its_own():
@@ -17,3 +21,21 @@ def test_requests_in_a_row_differ_from_their_second_word_so_that_only_the_shared
     for index in (0, 5, 30):
         first, second = ttfa_sentence(index).split(), ttfa_sentence(index + 1).split()
         assert next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b) == 1
+
+
+class _Positions:
+    """A prompt builder whose prompt is 8 positions plus `per_word` for each word of the text."""
+
+    def __init__(self, per_word: int):
+        self.per_word = per_word
+
+    def __call__(self, request):
+        rows = 8 + self.per_word * len(request.text.split())
+        return Prompt(np.zeros((rows, 4), np.float32), np.zeros((0, 4), np.float32), np.zeros(4, np.float32))
+
+
+def test_the_filler_text_grows_to_the_asked_prompt_and_stops_when_the_text_is_streamed():
+    text, positions = fixed_length_text(_Positions(per_word=1), 48, None, "english")
+    assert positions == 48 and len(text.split()) == 40  # whole text: the prompt grows with it
+    text, positions = fixed_length_text(_Positions(per_word=0), 48, None, "english")
+    assert positions == 8 and len(text.split()) == 48  # streamed: it never grows, the text stops
