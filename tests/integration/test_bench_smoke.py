@@ -160,6 +160,7 @@ def test_latency_memory_and_kv_are_reported(bench_report):
     )
     assert bench_report["workload"]["frames"] == FRAMES
     assert bench_report["workload"]["prompt_tokens"] >= 20
+    assert bench_report["workload"]["text_track"] == "auto"  # the settings' layout, on record
 
 
 @pytest.mark.slow

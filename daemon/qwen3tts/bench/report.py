@@ -48,7 +48,8 @@ def _header_lines(m: dict, b: dict, w: dict) -> list[str]:
         f"{m['cpu']}, {w['threads']} threads; {_read_limits(m)}; matmul peak "
         + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in m["peak_flops"].items())
         + f"; load average {_load(m['loadavg_before'])} before, {_load(m['loadavg_after'])} after.",
-        f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions, "
+        f"{w['frames']} frames per request (EOS off), prompt {w['prompt_tokens']} talker positions "
+        f"(text track {w.get('text_track', 'auto')}), "
         f"median of {w['repeats']} runs"
         + (" (PROFILED: per-op counters slow inference)" if w["profiled"] else "")
         + ".",

@@ -76,6 +76,7 @@ def _workload_section(work, options, facts: dict) -> dict:
     return {
         "frames": work.frames,
         "prompt_tokens": work.prompt_tokens,
+        "text_track": work.text_track,
         "text": work.text,
         "repeats": options.repeats,
         "batch_sizes": list(options.batch_sizes),

@@ -158,7 +158,8 @@ def _workload(runtime, settings: Settings, options: BenchOptions) -> workload.Wo
     text, positions = workload.fixed_length_text(
         runtime.prompt_builder, options.prompt_tokens, speaker, language
     )
-    return workload.Workload(text, speaker, language, options.frames, positions)
+    track = settings.engine.text_track
+    return workload.Workload(text, speaker, language, options.frames, positions, track)
 
 
 def _start_reference(options, checkpoint, work, threads):

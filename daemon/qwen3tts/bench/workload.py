@@ -68,6 +68,7 @@ class Workload:
     language: str
     frames: int
     prompt_tokens: int  # talker prompt positions the text gives (measured, not asked for)
+    text_track: str = "auto"  # engine.text_track: how the prompt gives the text (runtime/prompt.py)
 
     def request(
         self, request_id: str, seed: int, frames: int | None = None, text: str | None = None

@@ -114,7 +114,7 @@ class EngineSettings:
     text_track: Literal["auto", "whole", "streamed"] = "auto"
     """How the prompt gives the text to the talker: whole (every text token before the first frame) or
     streamed (the first token in the prompt, one more with each frame: the first frame comes after a
-    prompt of about 12 positions whatever the text's length, so first audio is sooner by the prefill of
+    prompt of 8-10 positions whatever the text's length, so first audio is sooner by the prefill of
     the text). Both are the official model's modes; auto takes the official wrapper's (whole, streamed
     for Base). Default auto."""
     temperature: float = field(default=0.9, metadata={"min": 0.0})
