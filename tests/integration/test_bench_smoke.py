@@ -154,6 +154,9 @@ def test_latency_memory_and_kv_are_reported(bench_report):
         ttfa = bench_report["ttfa"][concurrency]
         assert len(ttfa["samples"]) == int(concurrency)
         assert 0 < ttfa["p50_s"] <= ttfa["p95_s"] <= max(ttfa["samples"])
+        stages = ttfa["stages_p50_s"]  # each stage ran before the first chunk, within the wait
+        assert set(stages) == {"talker", "code_predictor", "codec"} and min(stages.values()) > 0
+        assert sum(stages.values()) <= ttfa["p95_s"]
     assert bench_report["peak_rss_bytes"] > 50 * 2**20  # OpenVINO alone maps more than this
     assert bench_report["kv_bytes_per_audio_second"] == pytest.approx(
         bench_report["kv_bytes_per_token"] * 12.5
@@ -182,7 +185,11 @@ def test_memory_is_accounted_per_component_and_adds_up_to_the_resident_set(bench
 @pytest.mark.slow
 def test_stdout_table_and_png_are_written(bench_report):
     assert "| batch | talker ms/frame" in bench_report["_stdout"]
-    assert "time to first audio p50" in bench_report["_stdout"]
+    lines = bench_report["_stdout"].splitlines()
+    header = next(i for i, line in enumerate(lines) if "time to first audio p50" in line)
+    first = lines[header + 2].strip("|").split("|")  # one request: its wait, then the stages before it
+    assert first[0].strip() == "1" and len(first) == 6
+    assert all(cell.strip().endswith(" ms") for cell in first[1:])
     assert bench_report["_png"] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -85,15 +85,20 @@ def _workload_section(work, options, facts: dict) -> dict:
     }
 
 
-def _ttfa_section(ttfa: dict[int, list[float]]) -> dict:
+def _ttfa_section(ttfa: dict[int, list[workload.FirstAudio]]) -> dict:
+    return {c: _ttfa_entry(waits) for c, waits in ttfa.items()}
+
+
+def _ttfa_entry(waits: list[workload.FirstAudio]) -> dict:
+    seconds = [w.seconds for w in waits]
     return {
-        c: {
-            "p50_s": workload.percentile(v, 50),
-            "p95_s": workload.percentile(v, 95),
-            "samples": v,
-            "sentence": workload.TTFA_SENTENCE.format("<n>", "<m>"),
-        }
-        for c, v in ttfa.items()
+        "p50_s": workload.percentile(seconds, 50),
+        "p95_s": workload.percentile(seconds, 95),
+        "samples": seconds,
+        "stages_p50_s": {  # where the wait went: each stage's runner seconds before the first chunk
+            stage: workload.percentile([w.stages[stage] for w in waits], 50) for stage in waits[0].stages
+        },
+        "sentence": workload.TTFA_SENTENCE.format("<n>", "<m>"),
     }
 
 

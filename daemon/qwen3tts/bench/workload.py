@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from qwen3tts.bench.timing_runner import Call, TimingRunner
+from qwen3tts.bench.timing_runner import STAGES, Call, TimingRunner
 from qwen3tts.engine.engine import Engine
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.errors import RequestError
@@ -140,43 +140,57 @@ def run_batch(
     return run
 
 
+@dataclass(frozen=True)
+class FirstAudio:
+    """One request's wait for its first PCM chunk, and the runner's seconds per stage meanwhile (with
+    several requests at once, the batched calls they shared: what the engine did before this audio)."""
+
+    seconds: float
+    stages: dict[str, float]
+
+
 def time_to_first_audio(
     timing: TimingRunner, prompt_builder, config, workload: Workload, concurrency: int, rounds: int
-) -> list[float]:
-    """Seconds from submit to the first PCM chunk, for `concurrency` requests at once, `rounds` times."""
+) -> list[FirstAudio]:
+    """Submit to the first PCM chunk, for `concurrency` requests at once, `rounds` times."""
     engine = Engine(timing, prompt_builder, config)
     engine.start()
-    latencies: list[float] = []
+    waits: list[FirstAudio] = []
     try:
         for round_index in range(rounds):
-            latencies += _ttfa_round(engine, workload, concurrency, round_index)
+            waits += _ttfa_round(engine, timing, workload, concurrency, round_index)
     finally:
         engine.stop()
-    return latencies
+    return waits
 
 
-def _ttfa_round(engine: Engine, workload: Workload, concurrency: int, round_index: int) -> list[float]:
+def _ttfa_round(
+    engine: Engine, timing: TimingRunner, workload: Workload, concurrency: int, round_index: int
+) -> list[FirstAudio]:
     frames = engine.config.first_chunk_frames + 1
-    results: list[float] = []
+    results: list[FirstAudio] = []
     lock = threading.Lock()
 
-    def consume(handle, submitted: float) -> None:
+    def consume(handle, submitted: float, mark: int) -> None:
         for chunk in handle:
-            if chunk.size:
+            if chunk.size:  # the call that made it was recorded before the engine handed it over
+                waited, calls = time.perf_counter() - submitted, timing.calls[mark:]
+                stages = {stage: sum(c.seconds for c in calls if c.stage == stage) for stage in STAGES}
                 with lock:
-                    results.append(time.perf_counter() - submitted)
+                    results.append(FirstAudio(waited, stages))
                 handle.cancel()
                 break
 
     threads = []
     for i in range(concurrency):
+        mark = len(timing.calls)
         submitted = time.perf_counter()
         text = ttfa_sentence(round_index * concurrency + i)
         request = workload.request(
             f"ttfa-c{concurrency}-r{round_index}-{i}", seed=i, frames=frames, text=text
         )
         handle = engine.submit(request)
-        thread = threading.Thread(target=consume, args=(handle, submitted), daemon=True)
+        thread = threading.Thread(target=consume, args=(handle, submitted, mark), daemon=True)
         thread.start()
         threads.append((thread, handle))
     for thread, handle in threads:
