@@ -32,6 +32,11 @@ def ttfa_sentence(index: int) -> str:
     return TTFA_SENTENCE.format(NUMBERS[index % 12], NUMBERS[index // 12 % 12])
 
 
+def stage_seconds(calls, stage: str) -> float:
+    """The runner's seconds in `stage` over `calls`."""
+    return sum(c.seconds for c in calls if c.stage == stage)
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """One engine step: its wall time and the runner calls it made."""
@@ -40,7 +45,7 @@ class StepRecord:
     calls: tuple[Call, ...]
 
     def seconds(self, stage: str) -> float:
-        return sum(c.seconds for c in self.calls if c.stage == stage)
+        return stage_seconds(self.calls, stage)
 
     def talker_call(self) -> Call | None:
         return next((c for c in self.calls if c.stage == "talker"), None)
@@ -175,7 +180,7 @@ def _ttfa_round(
         for chunk in handle:
             if chunk.size:  # the call that made it was recorded before the engine handed it over
                 waited, calls = time.perf_counter() - submitted, timing.calls[mark:]
-                stages = {stage: sum(c.seconds for c in calls if c.stage == stage) for stage in STAGES}
+                stages = {stage: stage_seconds(calls, stage) for stage in STAGES}
                 with lock:
                     results.append(FirstAudio(waited, stages))
                 handle.cancel()

@@ -23,6 +23,7 @@ codec table), so building a prompt costs a few array reads.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import get_args
 
 import numpy as np
 
@@ -31,8 +32,9 @@ from qwen3tts.errors import RequestError
 from qwen3tts.model.spec import ModelSpec
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceInputs
+from qwen3tts.settings.engine import TextTrack
 
-TEXT_TRACKS = ("auto", "whole", "streamed")  # engine.text_track
+TEXT_TRACKS = get_args(TextTrack)
 DIALECT_LANGUAGES = ("chinese", "auto")  # the official dialect override applies only to these
 
 # ref_audio path (None = the configured default) -> x-vector, or the full voice inputs

@@ -8,6 +8,8 @@ from typing import Literal
 
 from qwen3tts.errors import ConfigError
 
+TextTrack = Literal["auto", "whole", "streamed"]  # engine.text_track (runtime/prompt.py reads the values)
+
 
 @dataclass(frozen=True)
 class ModelSettings:
@@ -111,7 +113,7 @@ class EngineSettings:
     """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
     """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
-    text_track: Literal["auto", "whole", "streamed"] = "auto"
+    text_track: TextTrack = "auto"
     """How the prompt gives the text to the talker: whole (every text token before the first frame) or
     streamed (the first token in the prompt, one more with each frame: the first frame comes after a
     prompt of 8-10 positions whatever the text's length, so first audio is sooner by the prefill of
