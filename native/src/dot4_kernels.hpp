@@ -43,6 +43,46 @@ void block_dot4_rows(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int
         for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
 }
 
+// kernels.hpp's DecodeRows4: the rows [n, n + count) of y4 for the M (1 or 2) rows of x, one weight row after
+// the next in one call, each group as straight-line code (G constant). At one row of x a BlockDot4 call per
+// one or two 512-byte rows spent more on the call, its dispatch and its set-up than on the row's eight
+// groups (Zen 4: the INT4 frame took 0.64x the time this way, docs/benchmarks.md).
+template <typename V, int64_t G, int M>
+void straight_rows4(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y) {
+    const int64_t K = w.cols, groups = K / G;
+    constexpr int64_t kSteps = G / V::kStep;
+    Block<V, 1, M, Int4Row> block;
+    for (int i = 0; i < M; ++i) block.x[i] = x.values + i * K;
+    for (int64_t r = n; r < n + count; ++r) {
+        block.w[0] = w.data + r * (K / 2);
+        const float* scales = w.scale + r * groups;
+        __m256 acc[M];
+        for (int i = 0; i < M; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t g0 = g * G;
+            if (g0 % 128 == 0)  // a cache line holds 128 channels
+                _mm_prefetch(reinterpret_cast<const char*>(block.w[0] + g0 / 2 + V::kRowPrefetchBytes), _MM_HINT_T0);
+            block.clear();
+            for (int64_t u = 0; u < kSteps; ++u) block.step(g0 + u * V::kStep, static_cast<int>(u % block.S));
+            for (int i = 0; i < M; ++i) {
+                const __m256 c = _mm256_set1_ps(scales[g] * x.scales[i * x.groups + g0 / kGroup]);  // as row_dot4
+                acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(block.lanes(0, i)), c));
+            }
+        }
+        for (int i = 0; i < M; ++i) y[i * w.rows + r] = lane_sum(acc[i]);
+    }
+}
+
+template <typename V>
+void decode_rows4(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y) {
+    const bool two = x.rows == 2;
+    switch (w.group) {
+        case 32: two ? straight_rows4<V, 32, 2>(w, n, count, x, y) : straight_rows4<V, 32, 1>(w, n, count, x, y); break;
+        case 64: two ? straight_rows4<V, 64, 2>(w, n, count, x, y) : straight_rows4<V, 64, 1>(w, n, count, x, y); break;
+        default: two ? straight_rows4<V, 128, 2>(w, n, count, x, y) : straight_rows4<V, 128, 1>(w, n, count, x, y);
+    }
+}
+
 template <typename V, int NW>
 void block_dot4_m(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t row, int m, float* out) {
     switch (m) {

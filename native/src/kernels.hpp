@@ -91,6 +91,11 @@ using BlockDot4 = void (*)(const Int4Matrix& w, int64_t n, int nw, const Quantiz
 using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, int64_t row,
                             float* y);
 
+// y[i * w.rows + r] = y4[i, r] (above) for every row i of x (1 or 2: kDecodeRows4Max) and r in [n, n + count):
+// DecodeRows for INT4 weights, each weight row read once for both rows of x (dot4_kernels.hpp).
+using DecodeRows4 = void (*)(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y);
+constexpr int64_t kDecodeRows4Max = 2;
+
 struct KernelSet {
     const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"
     int64_t cols_multiple;  // K must be a multiple of this for the kernels (else the generic set runs)
@@ -99,6 +104,7 @@ struct KernelSet {
     int gemm_block;    // weight rows per block with more rows of x (prefill)
     BlockDot4 block_dot4;
     DecodeRows decode_rows = nullptr;  // where the set has it: one row of x against one weight row a time
+    DecodeRows4 decode_rows4 = nullptr;  // the same for INT4 weights
 };
 
 // Bytes ahead of the current weight that the kernels prefetch, per weight row of a block (dot_kernels.hpp).

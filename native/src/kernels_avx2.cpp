@@ -18,7 +18,8 @@ struct Avx2 : Avx2Base {
     static reg dot(reg acc, reg a, reg b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 };
 
-const KernelSet kAvx2{"avx2", Avx2::kStep, block_dot<Avx2>, 1, 2, block_dot4<Avx2>, decode_rows<Avx2>};
+const KernelSet kAvx2{"avx2", Avx2::kStep, block_dot<Avx2>, 1, 2, block_dot4<Avx2>,
+                      decode_rows<Avx2>, decode_rows4<Avx2>};
 
 }  // namespace
 

@@ -18,14 +18,16 @@ struct Avx2Base {
     static reg widen(const int8_t* p) {
         return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
-    // kStep INT4 channels (kernels.hpp's Int4Matrix) from the 8 bytes at p, sign-extended, in channel order:
-    // the low nibbles interleaved with the high ones, then (n ^ 8) - 8 turns a nibble into its value.
+    // kStep INT4 channels (kernels.hpp's Int4Matrix) from the 8 bytes at p, sign-extended, in channel order,
+    // as simd_avx512.hpp's widen4 does (whose comment says why), with a multiply by 16 for its per-lane
+    // shift, which AVX2 lacks: the 8 bytes in every 64-bit lane; int16 lane i of 128-bit lane L (channel
+    // 8L + i) takes byte 4L + i / 2 into its high byte; even channels times 16; an arithmetic shift by 12.
     static reg widen4(const uint8_t* p) {
-        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-        const __m128i nibble = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-        const __m128i low = _mm_and_si128(bytes, nibble), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
-        const __m128i values = _mm_sub_epi8(_mm_xor_si128(_mm_unpacklo_epi8(low, high), eight), eight);
-        return _mm256_cvtepi8_epi16(values);
+        const __m256i spread = _mm256_set_epi8(7, -1, 7, -1, 6, -1, 6, -1, 5, -1, 5, -1, 4, -1, 4, -1,  //
+                                               3, -1, 3, -1, 2, -1, 2, -1, 1, -1, 1, -1, 0, -1, 0, -1);
+        const __m256i low_up = _mm256_set1_epi32(0x00010010);  // int16 lanes: 16 (even), 1 (odd)
+        const __m256i bytes = _mm256_broadcastq_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_srai_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(bytes, spread), low_up), 12);
     }
     static reg add(reg a, reg b) { return _mm256_add_epi32(a, b); }
     static __m256i lanes8(reg v) { return v; }

@@ -29,6 +29,10 @@ void product_int8(const KernelSet& kernels, const Int8Matrix& w, const Quantized
 void product_rows(const KernelSet& kernels, const WeightMatrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y) {
     if (!w.is_int4()) return product_int8(kernels, w.int8, x, n_begin, n_end, nw, y);
+    if (x.rows <= kDecodeRows4Max && kernels.decode_rows4 != nullptr) {  // a decode step's rows in one call
+        kernels.decode_rows4(w.int4, n_begin, n_end - n_begin, x, y);
+        return;
+    }
     const int64_t N = w.rows();
     float out[kBlockRows * kBlockRows];
     for (int64_t n = n_begin; n < n_end; n += nw) {

@@ -145,12 +145,12 @@ def add_frame_arguments(parser: argparse.ArgumentParser, batch_sizes: str, round
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work-dir", type=Path, help="keep the random predictor here, reuse it next time")
+    parser.add_argument("--weights", default="int8", choices=("int8", "int4_sym_g128"), help="compression")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qwen3tts.bench.native_frame", description=__doc__)
     add_frame_arguments(parser, batch_sizes="1,8", rounds=7)
-    parser.add_argument("--weights", default="int8", choices=("int8", "int4_sym_g128"), help="compression")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batch_sizes.split(",")]
     report = run(args.shape, batches, args.rounds, args.threads, args.work_dir, args.weights)

@@ -13,7 +13,7 @@ variant (this tree's library, small pages).
 
     python -m qwen3tts.bench.native_variants --shape 0.6b --batch-sizes 1 --rounds 25 --instances 3 \\
         [--library other/libqwen3tts_native.so] [--pages small,huge] [--threads 2] [--work-dir dir]
-        [--json out]
+        [--weights int8|int4_sym_g128] [--json out]
 """
 
 from __future__ import annotations
@@ -124,12 +124,12 @@ def step_footprint(tensors) -> int:
     return sum(w.data.nbytes for w in matrices)
 
 
-def run(shape, batches, rounds, instances, libraries, pages, threads, work_dir=None) -> dict:
+def run(shape, batches, rounds, instances, libraries, pages, threads, work_dir=None, weights="int8") -> dict:
     reader, unavailable = read_limit.load()
     if reader is None:
         raise SystemExit(unavailable)
     with tempfile.TemporaryDirectory(prefix="native-variants-") as tmp:
-        spec, source = random_predictor(shape, work_dir or Path(tmp))
+        spec, source = random_predictor(shape, work_dir or Path(tmp), precision=weights)
         variants = build_variants(spec, source, libraries, pages, instances, threads, Path(tmp))
         tensors = next(iter(variants.values()))[0][2]
         weight_bytes, footprint = frame_bytes(tensors), step_footprint(tensors)
@@ -137,6 +137,7 @@ def run(shape, batches, rounds, instances, libraries, pages, threads, work_dir=N
             "shape": shape,
             "threads": threads,
             "instances": instances,
+            "weights": weights,
             "weight_bytes_per_frame": weight_bytes,
         }
         report["batches"] = {}
@@ -157,7 +158,8 @@ def run(shape, batches, rounds, instances, libraries, pages, threads, work_dir=N
 
 def render(report: dict) -> str:
     lines = [
-        f"code predictor {report['shape']}: {report['weight_bytes_per_frame'] / 1e6:.0f} MB of weights per "
+        f"code predictor {report['shape']}: {report['weight_bytes_per_frame'] / 1e6:.0f} MB of "
+        f"{report['weights'].upper()} weights per "
         f"frame, {report['threads']} threads, {report['instances']} instances per variant; median ms per "
         "frame, GB/s, median per-round ratio to the first variant",
         "| batch | variant | ms | GB/s | share of the read limit | ratio | instances' medians (ms) "
@@ -196,7 +198,15 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in args.batch_sizes.split(",")]
     libraries = [DEFAULT_LIBRARY, *args.library]
     report = run(
-        args.shape, batches, args.rounds, args.instances, libraries, pages, args.threads, args.work_dir
+        args.shape,
+        batches,
+        args.rounds,
+        args.instances,
+        libraries,
+        pages,
+        args.threads,
+        args.work_dir,
+        args.weights,
     )
     return emit(render(report), report, args.json)
 

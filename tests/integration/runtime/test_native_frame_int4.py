@@ -98,7 +98,7 @@ def test_the_int4_kernels_give_their_documented_arithmetic_bit_for_bit(library, 
     n = 37  # not a multiple of any block: every kernel's remainder rows run
     w = rng.integers(-8, 8, (n, k)).astype(np.int8)
     scale = ((rng.random((n, k // group)) + 0.5) / 8).astype(np.float32)
-    for m in (1, 3, 6):
+    for m in (1, 2, 3, 6):  # 1 and 2: a decode step's rows in one call (DecodeRows4)
         x = rng.standard_normal((m, k)).astype(np.float32)
         x[0, k // 3] = 300.0  # an outlier costs only its own activation group
         expected = _y4(x, w, scale, group)
@@ -178,7 +178,7 @@ def test_every_kernel_set_and_thread_count_gives_the_generic_int4_frame_bit_for_
     spec = layout.read_manifest(bundle).spec
     runnable = [isa for isa in ALL_SETS if library.supports(isa)]
     predictors = {(isa, t): _predictor(library, bundle, isa, t)[3] for isa in runnable for t in (1, 2)}
-    for rows in (1, 3, 9):  # 9: more than 8 rows of x at step 0, the kernels' widest blocks
+    for rows in (1, 2, 3, 9):  # 9: more than 8 rows of x at step 0, the kernels' widest blocks
         feeds = _inputs(spec, rows=rows, seed=rows)
         expected = predictors["generic", 1].frame(*feeds.values(), logits=True)
         for (isa, threads), predictor in predictors.items():
