@@ -52,8 +52,9 @@ class DeviceSettings:
     native_kernels: Literal["auto", "always", "never"] = "auto"
     """The compiled INT8 matrix products of native/ (libqwen3tts_native.so, built by scripts/setup.sh) for
     the talker and code predictor on the CPU, and the code predictor's fused native frame (one call per
-    frame, needs AVX2; it reads INT8 and INT4_SYM code-predictor weights, INT4 under always only until
-    measured): auto uses them where they measured faster on this CPU class (docs/benchmarks.md),
+    frame, needs AVX2; it reads INT8 and INT4_SYM code-predictor weights, each measured against the
+    plugin's graph of the same weights): auto uses them where they measured faster on this CPU class
+    (docs/benchmarks.md),
     the fused frame only for the batch sizes it measured faster at (the plugin's graph, compiled beside
     it when engine.max_num_seqs is above them, takes the larger ones), unless devices.inference_precision
     is an explicit f32 (their int16 activations are not exact f32); always uses them wherever the library

@@ -25,6 +25,7 @@ from test_native_frame import ALL_SETS, _decided_code, _inputs, _predictor, _run
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.compression import save_graph
 from qwen3tts.model.graphs import code_predictor as cp
+from qwen3tts.runtime import native_plan
 from qwen3tts.runtime.native_decode.code_predictor import fused_code_predictor
 from qwen3tts.runtime.native_decode.tensors import (
     Int4Weights,
@@ -231,7 +232,10 @@ def test_an_int4_group_the_kernels_do_not_take_falls_back_with_one_line_naming_i
     assert codes.shape == (2, runtime.spec.code_predictor.num_code_groups - 1)
 
 
-def test_auto_keeps_the_plugin_graph_for_int4_until_the_frame_is_measured(tiny_models, caplog):
+def test_auto_keeps_the_plugin_graph_for_int4_where_the_frame_is_not_measured(
+    tiny_models, caplog, monkeypatch
+):
+    monkeypatch.setattr(native_plan, "FUSED_INT4_FASTER_UP_TO", {})
     with caplog.at_level(logging.INFO, logger="qwen3tts.runtime.loader"):
         runtime = _runtime(tiny_models.bundle(weights="int4-cp"))
     assert runtime.runner.code_predictor_path == "plugin" and runtime.plan.fused == {}
@@ -239,3 +243,22 @@ def test_auto_keeps_the_plugin_graph_for_int4_until_the_frame_is_measured(tiny_m
         r.getMessage() for r in caplog.records if r.getMessage().startswith("code_predictor: the plugin")
     ]
     assert len(lines) == 1 and "INT4 frame is not measured faster" in lines[0], lines
+
+
+def test_auto_takes_the_int4_frame_up_to_its_measured_batch_and_the_int4_graph_above(
+    library, tiny_models, monkeypatch
+):
+    monkeypatch.setattr(native_plan, "FUSED_INT4_FASTER_UP_TO", {(native_plan.cpu_vendor(), library.isa): 2})
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {})  # INT8's table plays no part
+    runtime = _runtime(tiny_models.bundle(weights="int4-cp"))
+    assert runtime.runner.code_predictor_path == f"fused native {library.isa} up to batch 2, plugin above"
+    fused, rows_seen = runtime.runner.fused_code_predictor, []
+    frame = fused.frame
+    monkeypatch.setattr(
+        fused, "frame", lambda hidden, *rest: rows_seen.append(len(hidden)) or frame(hidden, *rest)
+    )
+    steps = runtime.spec.code_predictor.num_code_groups - 1
+    for rows in (1, 3, 2):
+        codes, _ = runtime.runner.code_predictor(*_inputs(runtime.spec, rows=rows, seed=rows).values())
+        assert codes.shape == (rows, steps)
+    assert rows_seen == [1, 2]  # 3 rows went to the plugin's INT4 graph

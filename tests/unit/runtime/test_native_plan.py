@@ -136,8 +136,11 @@ INT4_LABELS = (
 )
 
 
-def test_int4_weights_take_the_frame_under_always_only_until_measured(monkeypatch):
-    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {(native_plan.cpu_vendor(), "avx512"): 2})
+def test_int4_weights_take_the_frame_under_auto_only_where_the_int4_frame_measured_faster(monkeypatch):
+    monkeypatch.setattr(native_plan, "cpu_vendor", lambda: "AuthenticAMD")
+    # the INT8 frame's measurement says nothing about the INT4 one
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {("AuthenticAMD", "avx512"): 2})
+    monkeypatch.setattr(native_plan, "FUSED_INT4_FASTER_UP_TO", {})
     for weights in INT4_LABELS:
         always = choose_fused_code_predictor(
             DeviceSettings(native_kernels="always"), "avx512", CPU_ONLY, ["CPU"], weights
@@ -145,6 +148,15 @@ def test_int4_weights_take_the_frame_under_always_only_until_measured(monkeypatc
         assert always.wanted and always.up_to is None, weights
         auto = choose_fused_code_predictor(DeviceSettings(), "avx512", CPU_ONLY, ["CPU"], weights)
         assert not auto.wanted and "INT4 frame is not measured faster" in auto.why, weights
+    monkeypatch.setattr(native_plan, "FUSED_INT4_FASTER_UP_TO", {("AuthenticAMD", "avx512"): 3})
+    monkeypatch.setattr(native_plan, "FUSED_FASTER_UP_TO", {})
+    for weights in INT4_LABELS:
+        auto = choose_fused_code_predictor(DeviceSettings(), "avx512", CPU_ONLY, ["CPU"], weights, 4)
+        assert auto.wanted and auto.up_to == 3 and "up to batch 3 with INT4 weights" in auto.why, weights
+        within = choose_fused_code_predictor(DeviceSettings(), "avx512", CPU_ONLY, ["CPU"], weights, 2)
+        assert within.wanted and within.up_to is None, weights
+    # and the INT4 table says nothing about INT8 weights
+    assert not choose_fused_code_predictor(DeviceSettings(), "avx512", CPU_ONLY, ["CPU"], "int8").wanted
     never = choose_fused_code_predictor(
         DeviceSettings(native_kernels="never"), "avx512", CPU_ONLY, ["CPU"], INT4_LABELS[0]
     )
