@@ -85,19 +85,20 @@ void add_group(const Block<V, NW, M>& block, const QuantizedRows& x, int64_t row
     }
 }
 
-// One weight row against one row of x (a decode step's product), for a policy that asks for it
-// (V::kStraightGroups): each whole group as straight-line code, with no loop bound to work out per group,
-// and the row prefetched V::kRowPrefetchBytes ahead. On Zen 3 the general loop below spent about a fifth
-// of a row's time on its per-group set-up (weights in cache: 26 against 33 GB/s per thread), and the
+// One weight row against M rows of x (a decode step's product), out[i] for row + i, for a policy that asks
+// for it (V::kStraightGroups): each whole group as straight-line code, with no loop bound to work out per
+// group, and the row prefetched V::kRowPrefetchBytes ahead. On Zen 3 the general loop below spent about a
+// fifth of a row's time on its per-group set-up (weights in cache: 26 against 33 GB/s per thread), and the
 // fused frame at batch 1 took 0.92-0.95 of its time this way (docs/benchmarks.md, "the AVX2 kernel's
-// decode row"); with more rows of x the loop measured as fast, so it keeps them.
-template <typename V>
+// decode row"). BlockDot's one-by-one block takes it; DecodeRows up to kDecodeRowsMax rows of x.
+template <typename V, int M = 1>
 void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
     const int64_t K = x.cols, whole = K / kGroup;
-    Block<V, 1, 1> block;
+    Block<V, 1, M> block;
     block.w[0] = w;
-    block.x[0] = x.values + row * K;
-    __m256 acc[1][1] = {{_mm256_setzero_ps()}};
+    for (int i = 0; i < M; ++i) block.x[i] = x.values + (row + i) * K;
+    __m256 acc[1][M];
+    for (int i = 0; i < M; ++i) acc[0][i] = _mm256_setzero_ps();
     constexpr int64_t kStepsPerLine = 64 / V::kStep;
     for (int64_t g = 0; g < whole; ++g) {
         block.clear();
@@ -113,16 +114,26 @@ void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* o
         for (int64_t k = whole * kGroup; k < K; k += V::kStep) block.step(k, 0);
         add_group(block, x, row, whole, acc);
     }
-    out[0] = lane_sum(acc[0][0]);
+    for (int i = 0; i < M; ++i) out[i] = lane_sum(acc[0][i]);
 }
 
 // kernels.hpp's DecodeRows for a set with straight_row.
-template <typename V>
-void decode_rows(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, int64_t row, float* y) {
+template <typename V, int M>
+void decode_rows_m(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, float* y, int64_t stride) {
+    float out[M];
     for (int64_t r = 0; r < n; ++r) {
-        float out;
-        straight_row<V>(w + r * x.cols, x, row, &out);
-        y[r] = out * scale[r];
+        straight_row<V, M>(w + r * x.cols, x, 0, out);
+        for (int i = 0; i < M; ++i) y[i * stride + r] = out[i] * scale[r];
+    }
+}
+
+template <typename V>
+void decode_rows(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, float* y, int64_t stride) {
+    switch (x.rows) {
+        case 4: decode_rows_m<V, 4>(w, n, scale, x, y, stride); break;
+        case 3: decode_rows_m<V, 3>(w, n, scale, x, y, stride); break;
+        case 2: decode_rows_m<V, 2>(w, n, scale, x, y, stride); break;
+        default: decode_rows_m<V, 1>(w, n, scale, x, y, stride); break;
     }
 }
 

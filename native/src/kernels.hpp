@@ -82,14 +82,16 @@ using BlockDot = void (*)(const int8_t* w, int nw, const QuantizedRows& x, int64
 using BlockDot4 = void (*)(const Int4Matrix& w, int64_t n, int nw, const QuantizedRows& x, int64_t row, int m,
                            float* out);
 
-// y[r] = (the sum above for weight row r of w and x's row `row`) * scale[r], for r < n: a decode step's
-// product over a range of weight rows in one call, for a set whose one-row BlockDot is straight-line
-// (dot_kernels.hpp's straight_row). The same arithmetic as a BlockDot call per row; without the call,
-// its dispatch and the caller's store between rows, the loop goes from one row's end to the next row's
-// start as one stream (the product's kernel read 30-34 GB/s from DRAM where a flat probe loop of the same
+// y[i * y_stride + r] = (the sum above for weight row r of w and row i of x) * scale[r], for r < n and every
+// row i of x (at most kDecodeRowsMax): a decode step's product over a range of weight rows in one call, for
+// a set whose one-row BlockDot is straight-line (dot_kernels.hpp's straight_row, which takes up to
+// kDecodeRowsMax rows of x against one weight row). The same arithmetic as a BlockDot call per row; without
+// the call, its dispatch and the caller's store between rows, the loop goes from one row's end to the next
+// row's start as one stream (the product's kernel read 30-34 GB/s from DRAM where a flat probe loop of the same
 // arithmetic read 35-50, docs/benchmarks.md).
-using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, int64_t row,
-                            float* y);
+using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, const QuantizedRows& x, float* y,
+                            int64_t y_stride);
+constexpr int64_t kDecodeRowsMax = 4;
 
 // y[i * w.rows + r] = y4[i, r] (above) for every row i of x (1 or 2: kDecodeRows4Max) and r in [n, n + count):
 // DecodeRows for INT4 weights, each weight row read once for both rows of x (dot4_kernels.hpp).

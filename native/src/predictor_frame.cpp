@@ -39,8 +39,12 @@ int weight_rows_per_block(const KernelSet& kernels, int64_t m, bool int4) {
     // x as two or four interleaved ones: Zen 1 (README.md) and Zen 4 (docs/benchmarks.md, issue 34). Not
     // an INT4 row: half as long, with twice the instructions per byte (nibbles, a scale per group), its
     // kernel is bound by one row's dependency chain, and two rows a call took 0.75x the time on Zen 4.
+    // Up to kDecodeRowsMax rows of x, a set with DecodeRows reads one weight row a time too: on Zen 4 the
+    // INT8 frame at 3 and 4 rows took 0.76 and 0.81 of the time of two weight rows per call, the talker step
+    // at 4 rows 0.74 (docs/benchmarks.md).
     static const bool amd = __builtin_cpu_is("amd");
-    if (amd && m <= 2 && !int4) return 1;
+    const bool one_stream = m <= 2 || (m <= kDecodeRowsMax && kernels.decode_rows != nullptr);
+    if (amd && one_stream && !int4) return 1;
     return m <= kStreamRowsMax ? kernels.stream_block : kernels.gemm_block;
 }
 

@@ -7,8 +7,8 @@ namespace qwen3tts::native {
 void product_int8(const KernelSet& kernels, const Int8Matrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y) {
     const int64_t N = w.rows, K = w.cols;
-    if (x.rows == 1 && nw == 1 && kernels.decode_rows != nullptr) {  // a decode step's rows in one call
-        kernels.decode_rows(w.data + n_begin * K, n_end - n_begin, w.scale + n_begin, x, 0, y + n_begin);
+    if (x.rows <= kDecodeRowsMax && nw == 1 && kernels.decode_rows != nullptr) {  // a decode step's rows in one call
+        kernels.decode_rows(w.data + n_begin * K, n_end - n_begin, w.scale + n_begin, x, y + n_begin, N);
         return;
     }
     float out[kBlockRows * kBlockRows];

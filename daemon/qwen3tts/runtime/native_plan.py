@@ -47,9 +47,11 @@ MEASURED_FASTER: dict[str, frozenset[str]] = {}
 # on a 2-vCPU Zen 4) the plugin wins. Why the vendor: the frame blocks its weight rows differently on AMD
 # (native/src/predictor_frame.cpp), and an Intel AVX-512 VNNI CPU has not been measured with the frame.
 # A CPU class without an entry keeps the graph under `auto`. AMD with AVX2 only (a 2-vCPU Zen 3, two runs):
-# x0.65-0.71 of the plugin's time at batch 1, x0.73-0.78 at 4 and 8, x0.96 at 16.
+# x0.65-0.71 of the plugin's time at batch 1, x0.73-0.78 at 4 and 8, x0.96 at 16. AMD with AVX-512 VNNI (a
+# 2-vCPU Zen 4, since a decode step's rows of up to four rows of x go in one call, two runs): x0.49-0.57 at
+# batch 1, x0.64-0.65 at 2, x0.74-0.82 at 3, x0.84-0.88 at 4, x1.06 at 5, x1.10 at 6, x1.16 at 8.
 FUSED_FASTER_UP_TO: dict[tuple[str, str], int] = {
-    ("AuthenticAMD", "avx512_vnni"): 2,
+    ("AuthenticAMD", "avx512_vnni"): 4,
     ("AuthenticAMD", "avx2"): 8,
 }
 
@@ -74,6 +76,8 @@ FUSED_INT4_FASTER_UP_TO: dict[tuple[str, str], int] = {
 # Its prefill is slower than the plugin's (0.7 of its speed from 45 positions on, docs/benchmarks.md).
 NATIVE_TALKER_UP_TO: dict[tuple[str, str], int] = {
     ("AuthenticAMD", "avx2"): 8,
+    # a 2-vCPU Zen 4, 64 positions, two runs: x0.60-0.73 at 1, x0.77-0.86 at 2, x0.97 at 3, x1.05-1.21 at 4
+    ("AuthenticAMD", "avx512_vnni"): 2,
 }
 
 

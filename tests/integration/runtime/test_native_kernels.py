@@ -9,6 +9,7 @@ exact integer group sums, one fixed f32 order).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -159,6 +160,38 @@ def test_the_environment_can_pick_the_portable_set_for_a_process():
     env = {**os.environ, "QWEN3TTS_NATIVE_ISA": "generic"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "generic"
+
+
+ONE_WEIGHT_ROW = """
+import json, sys
+import numpy as np
+from qwen3tts.runtime.native import load_library
+native = load_library()
+rng = np.random.default_rng(7)
+w = rng.integers(-127, 128, (37, 1056), dtype=np.int8)  # 1056: every set's multiple, a short last group
+scale = ((rng.random(37, dtype=np.float32) + 0.5) / 127).astype(np.float32)
+differ = []
+for m in (1, 2, 3, 4, 5):
+    x = rng.standard_normal((m, 1056)).astype(np.float32)
+    x[m - 1, 500] = 300.0
+    reference = native.matmul_i8(x, w, scale, "generic")
+    for isa in sys.argv[1:]:
+        if not np.array_equal(native.matmul_i8(x, w, scale, isa), reference):
+            differ.append([isa, m])
+print(json.dumps(differ))
+"""
+
+
+def test_one_weight_row_a_block_takes_every_sets_decode_rows_bit_identically(library):
+    # The fused decode reads one weight row a time at up to four rows of x on AMD (predictor_frame.cpp),
+    # where the sets with DecodeRows take a thread's rows in one call; the op does so only with
+    # QWEN3TTS_NATIVE_BLOCKS=1,...: forced here, so every set's decode rows run on any CPU.
+    env = {**os.environ, "QWEN3TTS_NATIVE_BLOCKS": "1,1"}
+    sets = _sets(library[0])
+    out = subprocess.run(
+        [sys.executable, "-c", ONE_WEIGHT_ROW, *sets], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == [], f"sets and rows of x that differ from the portable set: {out.stdout}"
 
 
 def _compressed(rows, k=256, n=96, seed=5, batch_dims=(-1,)):
