@@ -2,11 +2,11 @@
 
 A random code predictor of the real shape (`--shape 0.6b`, the release's 5 layers, 15 heads and tables)
 is built with the bundle builder's graph (model/graphs/code_predictor.py) and INT8_SYM compression, saved
-and read back as a bundle's IR is; the plugin runs it as the daemon does (its default properties, and with
-f32 activations), the native predictor reads the same mapped tensors. Round by round each does one frame
-(15 steps, greedy and sampled rows alike: temperature 0.9, top-k 50) at each batch size. Reported: median
-ms per frame, GB/s of weights read per frame (each step reads the five layers and its own head), and the
-median per-round ratio to the plugin.
+and read back as a bundle's IR is; the plugin runs it as the daemon does (the daemon's compile properties,
+daemon_properties; and with exact f32 activations), the native predictor reads the same mapped tensors.
+Round by round each does one frame (15 steps, greedy and sampled rows alike: temperature 0.9, top-k 50) at
+each batch size. Reported: median ms per frame, GB/s of weights read per frame (each step reads the five
+layers and its own head), and the median per-round ratio to the plugin.
 
     python -m qwen3tts.bench.native_frame --shape 0.6b --batch-sizes 1,8 --rounds 7 [--threads 2]
         [--json out] [--work-dir dir]
@@ -29,9 +29,11 @@ from qwen3tts.model.graphs import code_predictor as cp
 from qwen3tts.model.spec_parse import parse_model_spec
 from qwen3tts.model.tensor_layout import code_predictor_tensor_shapes
 from qwen3tts.model.tiny import write_checkpoint
+from qwen3tts.runtime.devices import compile_properties
 from qwen3tts.runtime.native import DEFAULT_LIBRARY
 from qwen3tts.runtime.native_decode.predictor import NativeCodePredictor, declare
 from qwen3tts.runtime.native_decode.tensors import read_tensors
+from qwen3tts.settings import DeviceSettings
 
 
 def random_predictor(shape: str, out: Path, seed: int = 0, precision: str = "int8"):
@@ -62,6 +64,15 @@ def random_predictor(shape: str, out: Path, seed: int = 0, precision: str = "int
     return spec, path
 
 
+def daemon_properties(core: ov.Core, component: str, threads: int, kv_cache: str | None = None) -> dict:
+    """The compile properties the daemon gives `component` on this CPU (runtime/devices.py), at `threads`:
+    the plugin's row is what the daemon would run. Without them a CPU with bf16 compiled its default, bf16
+    activations, where the daemon asks for f32 (with the int8-activation kernels of VNNI CPUs)."""
+    capabilities = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    settings = DeviceSettings(num_threads=threads)
+    return compile_properties("CPU", settings, kv_cache, component, capabilities)
+
+
 def frame_bytes(tensors) -> int:
     """INT8 / packed INT4 weight bytes one frame reads: every layer matrix once per step, each step's own
     head (an INT4 matrix's group scales, 1/64 of its bytes, are not counted)."""
@@ -84,7 +95,7 @@ def run(
             raise SystemExit(f"{DEFAULT_LIBRARY} has no fused code predictor (rebuild native/)")
         isa = cdll.qwen3tts_native_isa().decode() if _declare_isa(cdll) else "generic"
         native = NativeCodePredictor.build(cdll, spec.code_predictor, tensors, isa, threads, keep=(model,))
-        props = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+        props = daemon_properties(core, "code_predictor", threads)
         plugin = core.compile_model(model, "CPU", props).create_infer_request()
         exact = {**props, "INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
         plugin_f32 = core.compile_model(model, "CPU", exact).create_infer_request()

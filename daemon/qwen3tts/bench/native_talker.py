@@ -2,7 +2,7 @@
 
 A random talker of the real shape (`--shape 0.6b`: 28 layers, codec_head) is built with the bundle
 builder's graph (model/graphs/talker.py) and INT8_SYM compression, saved and read back as a bundle's IR
-is; the plugin runs its PagedAttention copy as the daemon does (its default properties: u8 KV cache), the
+is; the plugin runs its PagedAttention copy as the daemon does (the daemon's properties: u8 KV cache), the
 native talker reads the same mapped tensors into its own f16 cache. Each batch's sequences are first
 prefilled with `--context` positions on both; then round by round each path runs one decode step (one
 row per sequence). Reported: median ms per step, GB/s of INT8 weights read per step (every layer matrix
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
+from qwen3tts.bench.native_frame import daemon_properties
 from qwen3tts.bench.rounds import summarise, table_rows
 from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.checkpoint import read_json
@@ -88,7 +89,7 @@ def run(shape, batches, rounds, context, threads, work_dir=None) -> dict:
         per_seq = -(-(context + rounds + 2) // native_talker.BLOCK_SIZE)
         blocks = max(batches) * per_seq
         native = native_talker.NativeTalker.build(cdll, spec.talker, tensors, isa, threads, blocks, (model,))
-        props = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads}
+        props = daemon_properties(core, "talker", threads, kv_cache="u8")  # the daemon's KV cache default
         plugin = PagedTalker(core.compile_model(to_paged(model), "CPU", props), blocks)
         weight_bytes = step_bytes(tensors)
         report = {"shape": shape, "threads": threads, "isa": isa, "context": context}
