@@ -56,8 +56,9 @@ class RecordingCompiler(PartCompiler):
         self.parts.append(part)
         return _RecordedModel(compiled, part.requests), placement
 
-    def precision(self, component: str) -> str:
-        return next(p.inference_precision for p in self.parts if p.component == component)
+    def precision(self, component: str) -> str | None:
+        """The inference precision `component` was compiled with; None if never compiled (a native path)."""
+        return next((p.inference_precision for p in self.parts if p.component == component), None)
 
     def kv_cache_precision(self) -> str:
         """Element type of the talker's compiled key cache (u8, f16, bf16, f32); "f16" for the native

@@ -109,7 +109,7 @@ def run_suite(options: BenchOptions, settings: Settings, baseline_rss: dict[str,
     # allocated), before the read limit's buffers, which are not the model's.
     peak_rss = machine.peak_rss_bytes()
     profile = top_operations(compiler) if options.profile else {}
-    kinds = _peak_kinds(compiler, runtime.manifest.precision)
+    kinds = peak_kinds(compiler, runtime.manifest.precision)
     costs = analysis.bundle_costs(runtime.bundle_dir, runtime.manifest, _kv_bytes_per_token(runtime), kinds)
     limits = machine.measure(threads, costs.footprints(), settings.devices.native_library)
     return suite_results(
@@ -218,11 +218,13 @@ def _log_run(run: workload.BatchRun) -> None:
     )
 
 
-def _peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[str, str]:
-    """Which measured peak bounds each stage: int8-weight stages take the compressed-weight path (the
-    fused native code predictor, which has no compiled graph to ask, runs only on INT8 weights)."""
+def peak_kinds(compiler: RecordingCompiler, precision: dict[str, str]) -> dict[str, str]:
+    """Which measured peak bounds each stage: int8-weight stages take the compressed-weight path, and so
+    does a stage with no compiled graph to ask (the fused native code predictor on INT8 or INT4 weights,
+    the native talker step: native/'s compressed-weight kernels)."""
     stages = ("talker", "code_predictor", "codec")
-    return {s: "int8_weights" if precision.get(s) == "int8" else compiler.precision(s) for s in stages}
+    compiled = {s: compiler.precision(s) for s in stages if precision.get(s) != "int8"}
+    return {s: compiled.get(s) or "int8_weights" for s in stages}
 
 
 def _kv_bytes_per_token(runtime) -> float:
