@@ -7,7 +7,8 @@ namespace qwen3tts::native {
 void product_int8(const KernelSet& kernels, const Int8Matrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y) {
     const int64_t N = w.rows, K = w.cols;
-    if (x.rows <= kDecodeRowsMax && nw == 1 && kernels.decode_rows != nullptr) {  // a decode step's rows in one call
+    const bool decode = x.rows >= 1 && x.rows <= kDecodeRowsMax;  // a decode step: its rows in one call
+    if (decode && nw == 1 && kernels.decode_rows != nullptr) {
         kernels.decode_rows(w.data + n_begin * K, n_end - n_begin, w.scale + n_begin, x, y + n_begin, N);
         return;
     }
@@ -29,7 +30,7 @@ void product_int8(const KernelSet& kernels, const Int8Matrix& w, const Quantized
 void product_rows(const KernelSet& kernels, const WeightMatrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y) {
     if (!w.is_int4()) return product_int8(kernels, w.int8, x, n_begin, n_end, nw, y);
-    if (x.rows <= kDecodeRows4Max && kernels.decode_rows4 != nullptr) {  // a decode step's rows in one call
+    if (x.rows >= 1 && x.rows <= kDecodeRows4Max && kernels.decode_rows4 != nullptr) {  // as product_int8
         kernels.decode_rows4(w.int4, n_begin, n_end - n_begin, x, y);
         return;
     }
