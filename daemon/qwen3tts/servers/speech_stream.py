@@ -160,13 +160,14 @@ class SpeechStream:
             except asyncio.CancelledError:
                 handle.cancel()  # the client went away: do not finish the piece
                 raise
-            if chunk is None:
+            if chunk is None or self.outcome is not None:  # closed meanwhile (shutdown): nothing more
                 break
             chunk = stretch.push(chunk) if stretch is not None else chunk
             if len(chunk):  # a stretcher may hold a chunk back while it gathers a pitch period
                 self._count(chunk)
                 yield chunk
-        tail = stretch.finish() if stretch is not None and not handle.cancelled else ()
+        ended = handle.cancelled or self.outcome is not None
+        tail = stretch.finish() if stretch is not None and not ended else ()
         if len(tail):
             self._count(tail)
             yield tail
