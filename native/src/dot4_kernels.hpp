@@ -73,14 +73,21 @@ void straight_rows4(const Int4Matrix& w, int64_t n, int64_t count, const Quantiz
     }
 }
 
+template <typename V, int M>
+void decode_rows4_m(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y) {
+    switch (w.group) {
+        case 32: straight_rows4<V, 32, M>(w, n, count, x, y); break;
+        case 64: straight_rows4<V, 64, M>(w, n, count, x, y); break;
+        default: straight_rows4<V, 128, M>(w, n, count, x, y); break;
+    }
+}
+
 template <typename V>
 void decode_rows4(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y) {
-    const bool two = x.rows == 2;
-    switch (w.group) {
-        case 32: two ? straight_rows4<V, 32, 2>(w, n, count, x, y) : straight_rows4<V, 32, 1>(w, n, count, x, y); break;
-        case 64: two ? straight_rows4<V, 64, 2>(w, n, count, x, y) : straight_rows4<V, 64, 1>(w, n, count, x, y); break;
-        default: two ? straight_rows4<V, 128, 2>(w, n, count, x, y) : straight_rows4<V, 128, 1>(w, n, count, x, y);
-    }
+    if (x.rows == 2)
+        decode_rows4_m<V, 2>(w, n, count, x, y);
+    else
+        decode_rows4_m<V, 1>(w, n, count, x, y);
 }
 
 template <typename V, int NW>

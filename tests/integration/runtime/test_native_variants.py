@@ -40,14 +40,13 @@ def test_pages_other_than_small_or_huge_are_refused(capsys):
 
 
 def test_the_variants_benchmark_takes_int4_weights(library, tmp_path):
-    out = tmp_path / "variants.json"
-    args = ["--shape", "tiny", "--batch-sizes", "1", "--rounds", "2", "--instances", "1", "--pages", "small"]
-    args += ["--weights", "int4_sym_g128", "--work-dir", str(tmp_path), "--json", str(out)]
-    assert native_variants.main(args) == 0
-    report = json.loads(out.read_text())
-    assert report["weights"] == "int4_sym_g128"
     # INT4 matrices are half the INT8 bytes: the frame's weight bytes say which were read
-    args8 = ["--shape", "tiny", "--batch-sizes", "1", "--rounds", "2", "--instances", "1", "--pages", "small"]
-    out8 = tmp_path / "int8.json"
-    assert native_variants.main([*args8, "--work-dir", str(tmp_path / "8"), "--json", str(out8)]) == 0
-    assert json.loads(out8.read_text())["weight_bytes_per_frame"] > report["weight_bytes_per_frame"]
+    args = ["--shape", "tiny", "--batch-sizes", "1", "--rounds", "2", "--instances", "1", "--pages", "small"]
+    args += ["--work-dir", str(tmp_path)]
+    reports = {}
+    for weights in ("int4_sym_g128", "int8"):
+        out = tmp_path / f"{weights}.json"
+        assert native_variants.main([*args, "--weights", weights, "--json", str(out)]) == 0
+        reports[weights] = json.loads(out.read_text())
+        assert reports[weights]["weights"] == weights
+    assert reports["int8"]["weight_bytes_per_frame"] > reports["int4_sym_g128"]["weight_bytes_per_frame"]
