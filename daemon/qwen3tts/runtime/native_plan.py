@@ -183,10 +183,10 @@ def choose_fused_code_predictor(
     vendor = cpu_vendor()
     up_to = (FUSED_INT4_FASTER_UP_TO if int4 else FUSED_FASTER_UP_TO).get((vendor, isa))
     if up_to is None:
-        frame = "the INT4 frame is not measured faster" if int4 else "not measured faster"
-        return FusedChoice(
-            False, f"{frame} with the {isa} kernels on {vendor}" + (" (always takes it)" * int4)
-        )
+        where = f"with the {isa} kernels on {vendor}"
+        if int4:
+            return FusedChoice(False, f"the INT4 frame is not measured faster {where} (always takes it)")
+        return FusedChoice(False, f"not measured faster {where}")
     why = f"measured faster with the {isa} kernels on {vendor} up to batch {up_to}"
     why += " with INT4 weights" if int4 else ""
     if max_num_seqs is not None and max_num_seqs <= up_to:  # no batch above it: no plugin graph to keep
