@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import socket
 import statistics
 import tempfile
 import time
@@ -27,6 +26,7 @@ import httpx
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
+from qwen3tts.bench.ports import free_port
 from qwen3tts.bench.workload import ttfa_sentence
 from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.servers import Offer, start_servers
@@ -35,12 +35,6 @@ from qwen3tts.settings_loader import load_settings
 # Every request speaks a sentence of its own, as new announcements do: with one sentence for all, the
 # prefix cache held its first block after the first request and the figures were cache hits.
 SENTENCES = itertools.count()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def wyoming_ttfa(port: int) -> float:

@@ -26,16 +26,11 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 
+from qwen3tts.bench.ports import free_port
 from qwen3tts.model.build import build_bundle
 from qwen3tts.model.tiny import write_checkpoint
 
 POOL = "qwen3tts/pool"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_broker(root: Path) -> tuple[subprocess.Popen, int]:

@@ -24,6 +24,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from qwen3tts.bench.ports import free_port
+
 
 def mosquitto_binary() -> str:
     for candidate in ("/usr/sbin/mosquitto", shutil.which("mosquitto")):
@@ -32,12 +34,6 @@ def mosquitto_binary() -> str:
     pytest.fail(
         "mosquitto is not installed (apt-get install mosquitto); the MQTT tests need it", pytrace=False
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, timeout: float = 5.0) -> None:

@@ -7,16 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from qwen3tts.bench.ports import free_port
 
 
 def start_broker(workdir: Path) -> tuple[subprocess.Popen, int]:

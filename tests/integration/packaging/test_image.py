@@ -28,6 +28,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize
 
 from conftest import REPO
+from qwen3tts.bench.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -43,12 +44,6 @@ def limits() -> list[str]:
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     nproc = min(4096, resource.getrlimit(resource.RLIMIT_NPROC)[0])  # the current 96363 was refused too
     return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
