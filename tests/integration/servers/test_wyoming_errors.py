@@ -181,6 +181,8 @@ def test_a_text_stream_that_keeps_chunking_cannot_hold_its_slot_past_max_request
     port = running.servers.wyoming_port
 
     async def trickle():
+        loop = asyncio.get_running_loop()
+        start = loop.time()  # before the server can start its clock: the connection, or the first event
         async with AsyncTcpClient("127.0.0.1", port) as client:
             await client.write_event(SynthesizeStart().event())
 
@@ -191,8 +193,7 @@ def test_a_text_stream_that_keeps_chunking_cannot_hold_its_slot_past_max_request
                         await asyncio.sleep(0.2)
 
             chunking = asyncio.create_task(keep_chunking())
-            loop = asyncio.get_running_loop()
-            start, received = loop.time(), []
+            received = []
             while (event := await asyncio.wait_for(client.read_event(), 5)) is not None:
                 received.append(event)
             chunking.cancel()
