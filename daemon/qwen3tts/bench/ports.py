@@ -16,7 +16,7 @@ import socket
 import threading
 from pathlib import Path
 
-_LOWEST = 10_000  # above the registered services a test machine runs (mosquitto 1883, ssh, ...)
+_LOWEST = 20_000  # above the services a test may start on their default ports (mosquitto, Wyoming 10200)
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _lock = threading.Lock()
 _walk: itertools.count | None = None
