@@ -48,9 +48,11 @@ __attribute__((visibility("default"))) int qwen3tts_native_matmul_i4(const char*
     std::vector<int16_t> values(static_cast<size_t>(m * k));
     std::vector<float> scales(static_cast<size_t>(m * num_groups(k)));
     quantize_rows(x, m, k, values.data(), scales.data());
+    std::vector<int16_t> split(values.size());
+    split4_rows(values.data(), m, k, split.data());
     WeightMatrix matrix{};
     matrix.int4 = {w, scale, n, k, group};
-    product_rows(kernels, matrix, {values.data(), scales.data(), m, k, num_groups(k)}, 0, n, nw, y);
+    product_rows(kernels, matrix, {values.data(), scales.data(), m, k, num_groups(k), split.data()}, 0, n, nw, y);
     return 0;
 }
 

@@ -32,23 +32,10 @@ inline float lane_sum(__m256 a) {
 template <int NW, int M>
 constexpr int kChains = NW * M <= 2 ? 2 : 1;
 
-// How a weight row's kStep channels at k become int16 lanes: INT8 bytes widened (kernels.hpp's Int8Matrix),
-// or INT4 nibbles unpacked from byte k / 2 (Int4Matrix; dot4_kernels.hpp).
-struct Int8Row {
-    using byte = int8_t;
-    template <typename V>
-    static typename V::reg widen(const byte* row, int64_t k) { return V::widen(row + k); }
-};
-struct Int4Row {
-    using byte = uint8_t;
-    template <typename V>
-    static typename V::reg widen(const byte* row, int64_t k) { return V::widen4(row + k / 2); }
-};
-
-template <typename V, int NW, int M, typename Row = Int8Row>
+template <typename V, int NW, int M>
 struct Block {
     static constexpr int S = kChains<NW, M>;
-    const typename Row::byte* w[NW];
+    const int8_t* w[NW];
     const int16_t* x[M];
     typename V::reg sums[NW][M][S];
 
@@ -62,7 +49,7 @@ struct Block {
         typename V::reg xv[M];
         for (int i = 0; i < M; ++i) xv[i] = V::load(x[i] + k);
         for (int r = 0; r < NW; ++r) {
-            const typename V::reg wv = Row::template widen<V>(w[r], k);
+            const typename V::reg wv = V::widen(w[r] + k);
             for (int i = 0; i < M; ++i) sums[r][i][s] = V::dot(sums[r][i][s], wv, xv[i]);
         }
     }

@@ -48,10 +48,18 @@ struct Int4Matrix {
 //   y4[m, n] = sum over weight groups g of  (ws[n, g] * xs[m, a(g)]) * (sum_{k in g} w[n, k] * xq[m, k])
 //
 // with a(g) the activation group that holds weight group g (a weight group divides kGroup, so it never
-// straddles two). The integer products of a weight group go into the same 8 lanes (by (k - g0) mod 16, g0
-// the weight group's first channel); after each weight group lane j adds float(its sum) * c, where
-// c = ws[n, g] * xs[m, a(g)] is rounded to f32 once; the same tree adds the lanes at the end, and nothing
-// multiplies after it (the weight scale is per group). |w xq| <= 8 * 32767: a group's sum is exact.
+// straddles two). The integer products of a weight group go into 8 lanes, lane j taking the channels k with
+// (k - g0) mod 32 in [4j, 4j + 4), g0 the weight group's first channel (not the INT8 lanes: this is what
+// the kernels get when they unpack a row's bytes as they lie, below); after each weight group lane j adds
+// float(its sum) * c, where c = ws[n, g] * xs[m, a(g)] is rounded to f32 once; the same tree adds the lanes
+// at the end, and nothing multiplies after it (the weight scale is per group). |w xq| <= 8 * 32767: a
+// group's sum is exact.
+//
+// The SIMD kernels sign-extend a row's bytes to int16 as they are (one instruction) and take each byte's
+// high nibble with one shift, its low one with two: one register of even channels, one of odd ones. So
+// they read x in that order too (split4_rows: per block of 64 channels, its 32 even channels, then its 32
+// odd ones), made once per product input beside xq. Unpacking into channel order took a shuffle and two
+// shifts per register and left the INT4 frame bound by instructions (docs/benchmarks.md).
 inline bool int4_group_supported(int64_t group) { return group == 32 || group == 64 || group == 128; }
 
 struct QuantizedRows {
@@ -60,12 +68,17 @@ struct QuantizedRows {
     int64_t rows;           // M
     int64_t cols;           // K
     int64_t groups;         // ceil(K / kGroup)
+    const int16_t* split = nullptr;  // [rows, cols]: values in split4_rows' order, for INT4 products
 };
 
 inline int64_t num_groups(int64_t cols) { return (cols + kGroup - 1) / kGroup; }
 
 // xq and xs of x [rows, cols] f32 (kernels_generic.cpp: plain x86-64, the same on every machine).
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, float* scales);
+
+// values [rows, cols] (cols a multiple of 32) in the INT4 kernels' order: each block of 64 channels (the
+// last one of 32 if cols is an odd multiple of 32) as its even channels, then its odd ones.
+void split4_rows(const int16_t* values, int64_t rows, int64_t cols, int16_t* split);
 
 // out[r * kBlockRows + i] = the sum above (without scale[n]) for `nw` (1 to kBlockRows) consecutive
 // weight rows starting at w (row stride x.cols) and `m` (1 to kBlockRows) rows of x starting at `row`.
@@ -94,7 +107,8 @@ using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, cons
 constexpr int64_t kDecodeRowsMax = 4;
 
 // y[i * w.rows + r] = y4[i, r] (above) for every row i of x (1 or 2: kDecodeRows4Max) and r in [n, n + count):
-// DecodeRows for INT4 weights, each weight row read once for both rows of x (dot4_kernels.hpp).
+// DecodeRows for INT4 weights, each weight row read once for both rows of x (dot4_kernels.hpp). The INT4
+// kernels (this and BlockDot4) read x.split, which every caller of a SIMD set fills.
 using DecodeRows4 = void (*)(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y);
 constexpr int64_t kDecodeRows4Max = 2;
 

@@ -4,12 +4,20 @@
 
 #include "dot4_kernels.hpp"
 #include "dot_kernels.hpp"
+#include "simd_avx2.hpp"
 #include "simd_avx512.hpp"
 
 namespace qwen3tts::native {
 namespace {
 
+// The INT4 kernels' 256-bit steps where a 512-bit one would straddle two groups of 32 (dot4_kernels.hpp).
+struct Avx512VnniNarrow : Avx2Base {
+    static constexpr int64_t kRowPrefetchBytes = 4096;
+    static reg dot(reg acc, reg a, reg b) { return _mm256_dpwssd_epi32(acc, a, b); }
+};
+
 struct Avx512Vnni : Avx512Base {
+    using Narrow = Avx512VnniNarrow;
     // A decode row as straight-line groups and a decode step's rows in one call (dot_kernels.hpp's
     // straight_row and decode_rows), as the AVX2 set. On Zen 4 the INT8 frame at batch 1 took 0.91 of the
     // general loop's time, the talker step about 0.95; 4 KiB ahead measured as fast as 1 or 2 KiB or faster.

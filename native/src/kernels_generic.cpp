@@ -77,6 +77,17 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int16_t* values, 
         }
 }
 
+void split4_rows(const int16_t* values, int64_t rows, int64_t cols, int16_t* split) {
+    for (int64_t m = 0; m < rows; ++m)
+        for (int64_t base = m * cols, end = base + cols; base < end; base += 64) {
+            const int64_t half = (end - base < 64 ? end - base : 64) / 2;
+            for (int64_t e = 0; e < half; ++e) {
+                split[base + e] = values[base + 2 * e];
+                split[base + half + e] = values[base + 2 * e + 1];
+            }
+        }
+}
+
 float row_dot(const int8_t* w, const QuantizedRows& x, int64_t row) {
     const int16_t* xq = x.values + row * x.cols;
     const float* xs = x.scales + row * x.groups;
@@ -108,7 +119,7 @@ float row_dot4(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int64_t r
     float lanes[kLanes] = {};
     for (int64_t g0 = 0, g = 0; g0 < w.cols; g0 += w.group, ++g) {
         int32_t sums[kLanes] = {};
-        for (int64_t k = g0; k < g0 + w.group; ++k) sums[(k - g0) % 16 / 2] += int4_at(wr, k) * int32_t(xq[k]);
+        for (int64_t k = g0; k < g0 + w.group; ++k) sums[(k - g0) % 32 / 4] += int4_at(wr, k) * int32_t(xq[k]);
         const float c = ws[g] * xs[g0 / kGroup];
         for (int64_t j = 0; j < kLanes; ++j) lanes[j] = lanes[j] + static_cast<float>(sums[j]) * c;
     }

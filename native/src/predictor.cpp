@@ -77,6 +77,7 @@ std::string Predictor::frame(const FrameInputs& in, const FrameOutputs& out) {
         s.embed_sum.resize(in.rows * p.input_size);
         s.probs.resize(p.steps + 1);
         s.xq.resize(m * widest);
+        s.xsplit.resize(m * widest);
         s.xs.resize(m * num_groups(widest));
         s.qkv.resize(m * (q + 2 * kv));
         s.o.resize(m * p.hidden);

@@ -112,13 +112,14 @@ void Predictor::open_phase(int64_t index, Scratch& s) {
 void Predictor::run_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
     const WeightMatrix& w = *p.w;
     const KernelSet& kernels = w.cols() % kernels_.cols_multiple == 0 ? kernels_ : generic_kernels();
-    const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols(), num_groups(w.cols())};
+    const QuantizedRows rows{s.xq.data(), s.xs.data(), p.m, w.cols(), num_groups(w.cols()), s.xsplit.data()};
     const int64_t n_begin = chunk * p.chunk_rows, n_end = std::min(w.rows(), n_begin + p.chunk_rows);
     product_rows(kernels, w, rows, n_begin, n_end, weight_rows_per_block(kernels, p.m, w.is_int4()), p.y);
 }
 
 void Predictor::quantize(const float* x, int64_t m, int64_t cols, Scratch& s) {
     quantize_rows(x, m, cols, s.xq.data(), s.xs.data());
+    if (cols % 32 == 0) split4_rows(s.xq.data(), m, cols, s.xsplit.data());  // for INT4 matrices (their K)
 }
 
 // The serial work after phase `index`, ending with the next phase's input quantized.

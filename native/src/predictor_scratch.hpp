@@ -28,7 +28,7 @@ struct Predictor::Scratch {
     std::atomic<int> sleepers{0};
     // activations (written only by the thread finishing a phase)
     std::vector<float> x, h, attn, step_in, embed_sum, probs;
-    std::vector<int16_t> xq;  // the open phase's input, quantized (kernels.hpp)
+    std::vector<int16_t> xq, xsplit;  // the open phase's input, quantized, and in the INT4 kernels' order
     std::vector<float> xs;
     std::vector<std::pair<float, int32_t>> order;
     // phase outputs (written by chunks) and the in-frame KV cache [rows, layers, positions, kv width]

@@ -80,13 +80,13 @@ def _quantized(x):
 
 def _y4(x, w, scale, group):
     """kernels.hpp's y4 in float32, step by step: exact integer sums per weight group in 8 lanes (lane j:
-    channels (k - g0) mod 16 in {2j, 2j + 1}), c = ws * xs rounded once, lane += float(sum) * c, one tree."""
+    channels (k - g0) mod 32 in [4j, 4j + 4)), c = ws * xs rounded once, lane += float(sum) * c, one tree."""
     xq, xs = _quantized(x)
     (m, k), n = x.shape, w.shape[0]
     lanes = np.zeros((m, n, 8), np.float32)
     for g, g0 in enumerate(range(0, k, group)):
         products = xq[:, None, g0 : g0 + group] * w[None, :, g0 : g0 + group].astype(np.int64)
-        sums = products.reshape(m, n, group // 16, 8, 2).sum(axis=(2, 4))
+        sums = products.reshape(m, n, group // 32, 8, 4).sum(axis=(2, 4))
         c = scale[None, :, g] * xs[:, None, g0 // 128]
         lanes = lanes + sums.astype(np.float32) * c[:, :, None]
     pair = lambda a, b: lanes[..., a] + lanes[..., b]  # noqa: E731
