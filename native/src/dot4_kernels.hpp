@@ -104,7 +104,7 @@ void block_dot4_rows(const Int4Matrix& w, int64_t n, const QuantizedRows& x, int
         for (int i = 0; i < M; ++i) out[r * kBlockRows + i] = lane_sum(acc[r][i]);
 }
 
-// kernels.hpp's DecodeRows4: the rows [n, n + count) of y4 for the M (1 or 2) rows of x, one weight row after
+// kernels.hpp's DecodeRows4: the rows [n, n + count) of y4 for the M (1 to 4) rows of x, one weight row after
 // the next in one call, each group as straight-line code (G constant). At one row of x a BlockDot4 call per
 // one or two 512-byte rows spent more on the call, its dispatch and its set-up than on the row's eight
 // groups (Zen 4: the INT4 frame took 0.64x the time this way, docs/benchmarks.md).
@@ -156,10 +156,12 @@ template <typename V>
 void decode_rows4(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y) {
     if constexpr (V::kStep4 > 32)
         if (!steps_fit<V>(w)) return decode_rows4<typename V::Narrow>(w, n, count, x, y);
-    if (x.rows == 2)
-        decode_rows4_m<V, 2>(w, n, count, x, y);
-    else
-        decode_rows4_m<V, 1>(w, n, count, x, y);
+    switch (x.rows) {
+        case 4: decode_rows4_m<V, 4>(w, n, count, x, y); break;
+        case 3: decode_rows4_m<V, 3>(w, n, count, x, y); break;
+        case 2: decode_rows4_m<V, 2>(w, n, count, x, y); break;
+        default: decode_rows4_m<V, 1>(w, n, count, x, y); break;
+    }
 }
 
 template <typename V, int NW>

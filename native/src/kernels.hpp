@@ -106,11 +106,11 @@ using DecodeRows = void (*)(const int8_t* w, int64_t n, const float* scale, cons
                             int64_t y_stride);
 constexpr int64_t kDecodeRowsMax = 4;
 
-// y[i * w.rows + r] = y4[i, r] (above) for every row i of x (1 or 2: kDecodeRows4Max) and r in [n, n + count):
+// y[i * w.rows + r] = y4[i, r] (above) for every row i of x (1 to kDecodeRows4Max) and r in [n, n + count):
 // DecodeRows for INT4 weights, each weight row read once for both rows of x (dot4_kernels.hpp). The INT4
 // kernels (this and BlockDot4) read x.split, which every caller of a SIMD set fills.
 using DecodeRows4 = void (*)(const Int4Matrix& w, int64_t n, int64_t count, const QuantizedRows& x, float* y);
-constexpr int64_t kDecodeRows4Max = 2;
+constexpr int64_t kDecodeRows4Max = 4;
 
 struct KernelSet {
     const char* name;       // "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni"

@@ -28,7 +28,7 @@ struct WeightMatrix {
 void product_int8(const KernelSet& kernels, const Int8Matrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y);
 
-// The same for a code-predictor matrix, INT8 (product_int8) or INT4 (kernels.hpp's y4; one or two rows of x
+// The same for a code-predictor matrix, INT8 (product_int8) or INT4 (kernels.hpp's y4; one to four rows of x
 // on a set with DecodeRows4 in one call).
 void product_rows(const KernelSet& kernels, const WeightMatrix& w, const QuantizedRows& x, int64_t n_begin,
                   int64_t n_end, int nw, float* y);

@@ -99,7 +99,7 @@ def test_the_int4_kernels_give_their_documented_arithmetic_bit_for_bit(library, 
     n = 37  # not a multiple of any block: every kernel's remainder rows run
     w = rng.integers(-8, 8, (n, k)).astype(np.int8)
     scale = ((rng.random((n, k // group)) + 0.5) / 8).astype(np.float32)
-    for m in (1, 2, 3, 6):  # 1 and 2: a decode step's rows in one call (DecodeRows4)
+    for m in (1, 2, 3, 4, 6):  # 1 to 4: a decode step's rows in one call (DecodeRows4)
         x = rng.standard_normal((m, k)).astype(np.float32)
         x[0, k // 3] = 300.0  # an outlier costs only its own activation group
         expected = _y4(x, w, scale, group)
