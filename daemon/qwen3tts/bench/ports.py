@@ -19,7 +19,7 @@ from pathlib import Path
 _LOWEST = 20_000  # above the services a test may start on their default ports (mosquitto, Wyoming 10200)
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _lock = threading.Lock()
-_walk: itertools.count | None = None
+_walk: tuple[int, itertools.count] | None = None  # (the pid it belongs to, its next candidates)
 
 
 def _ephemeral_start() -> int:
@@ -31,9 +31,10 @@ def _ephemeral_start() -> int:
 
 def _candidates() -> itertools.count:
     global _walk
-    if _walk is None:
-        _walk = itertools.count(os.getpid() * 97)  # processes of one run start far apart
-    return _walk
+    pid = os.getpid()
+    if _walk is None or _walk[0] != pid:  # a forked child walks its own stretch, not its parent's
+        _walk = (pid, itertools.count(pid * 7919))  # neighbouring pids (a run's workers) start far apart
+    return _walk[1]
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,5 +1,6 @@
 """The free ports the tests and measuring scripts listen on stay out of the kernel's ephemeral range."""
 
+import os
 import socket
 from pathlib import Path
 
@@ -30,3 +31,18 @@ def test_ports_something_is_bound_to_are_skipped_and_the_one_given_can_be_bound(
     finally:
         for sock in taken:
             sock.close()
+
+
+def test_a_forked_child_does_not_walk_its_parents_ports():
+    free_port()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its first port, to the parent
+        os.write(writer, str(free_port()).encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(child, 0)
+    from_child = int(os.read(reader, 16))
+    os.close(reader)
+    # had the child gone on with the parent's walk, its first port would be the parent's next one
+    assert from_child != free_port()
