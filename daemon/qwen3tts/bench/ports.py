@@ -39,11 +39,10 @@ def _candidates() -> itertools.count:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port on `host` that nothing is bound to now and no outgoing connection will take."""
-    top = _ephemeral_start()
-    span = max(1, top - _LOWEST)
+    span = _ephemeral_start() - _LOWEST
     with _lock:
         walk = _candidates()
-        for _ in range(span):
+        for _ in range(max(0, span)):  # none where the ephemeral range starts below ours
             port = _LOWEST + next(walk) % span
             with socket.socket() as sock:
                 try:
@@ -51,6 +50,6 @@ def free_port(host: str = "127.0.0.1") -> int:
                 except OSError:
                     continue
             return port
-    with socket.socket() as sock:  # every port below the range busy: the kernel's pick, as before
+    with socket.socket() as sock:  # nothing free below the range: the kernel's pick, as before
         sock.bind((host, 0))
         return sock.getsockname()[1]

@@ -46,3 +46,13 @@ def test_a_forked_child_does_not_walk_its_parents_ports():
     os.close(reader)
     # had the child gone on with the parent's walk, its first port would be the parent's next one
     assert from_child != free_port()
+
+
+def test_where_the_ephemeral_range_starts_below_ours_the_kernel_picks(tmp_path, monkeypatch):
+    from qwen3tts.bench import ports
+
+    low = tmp_path / "ip_local_port_range"
+    low.write_text("15000\t60999\n")
+    monkeypatch.setattr(ports, "_RANGE_FILE", low)
+    first, second = free_port(), free_port()  # neither bound in between: not one fixed port below the range
+    assert first != second
