@@ -167,7 +167,8 @@ class Engine:
             self.pipeline.finish(seq, SequenceStatus.FINISHED_ERROR, seq.error)
         if not out.chunks:
             return bool(out.aborted)
-        self.meter.count(self.pipeline.run(out.chunks))
+        started = self.meter.clock()
+        self.meter.count(self.pipeline.run(out.chunks), started)
         return True
 
     def _intake(self) -> None:

@@ -64,3 +64,31 @@ def test_steps_older_than_the_window_leave_the_rates_and_the_mean_batch_counts_f
     assert meter.frames_per_second == pytest.approx(4 / FPS_WINDOW_S)
     assert meter.mean_batch() == pytest.approx((10 * 4 + 4 * 1) / 14)
     assert (meter.num_steps, meter.num_frames) == (14, 44)
+
+
+def test_idle_time_between_two_requests_inside_the_window_does_not_count():
+    clock = Clock()
+    meter = StepMeter(clock)
+    steps(meter, clock, 6, every=0.1, frames=1)  # a request at 10 frames per second, then it ends
+    clock.now += 1.2  # idle: nothing to run
+    started = clock.now
+    clock.now += 0.2
+    meter.count(0, started)  # the next request's prefill, 0.2 s of stepping
+    for _ in range(4):  # its frames, a step right after the one before
+        started = clock.now + 0.001
+        clock.now += 0.1
+        meter.count(1, started)
+    # The window (2 s back from the last step, at 102.4) holds the first request's steps ending at 100.4,
+    # 100.5 and 100.6, the prefill and the four steps. After the first of them: 2 + 0 + 4 frames over
+    # 0.2 s + the prefill's own 0.2 s + 0.4 s of stepping; over the whole 2.0 s it was 3 frames per second.
+    assert meter.decode_frames_per_second == pytest.approx(6 / 0.8)
+
+
+def test_a_step_that_follows_the_one_before_at_once_counts_the_loops_own_time_between_them():
+    clock = Clock()
+    meter = StepMeter(clock)
+    for _ in range(5):
+        started = clock.now + 0.05  # the loop's own work between two steps (below IDLE_GAP_S) counts
+        clock.now += 0.15
+        meter.count(1, started)
+    assert meter.decode_frames_per_second == pytest.approx(1 / 0.15)
