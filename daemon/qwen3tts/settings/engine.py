@@ -113,7 +113,9 @@ class EngineSettings:
     first_chunk_frames: int = field(default=1, metadata={"min": 1})
     """Frames in the first codec chunk of a stream (built into the bundle). Default 1 = 80 ms."""
     chunk_frames: int = field(default=12, metadata={"min": 1})
-    """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms."""
+    """Frames in each later codec chunk (built into the bundle). Default 12 = 960 ms. A bundle built with
+    4 lets an announcement faster than real time start about half a second sooner (it need not wait for
+    a 12-frame chunk); on a CPU codec it cost no synthesis time where measured (docs/benchmarks.md)."""
     text_track: TextTrack = "auto"
     """How the prompt gives the text to the talker: whole (every text token before the first frame) or
     streamed (the first token in the prompt, one more with each frame: the first frame comes after a
