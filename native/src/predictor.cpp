@@ -59,6 +59,14 @@ std::string Predictor::check() const {
     return why;
 }
 
+bool Predictor::reads_int4() const {
+    bool any = weights_.projection.is_int4();
+    for (const PredictorLayer& layer : weights_.layers)
+        any = any || layer.qkv.is_int4() || layer.o.is_int4() || layer.gate_up.is_int4() || layer.down.is_int4();
+    for (const WeightMatrix& head : weights_.heads) any = any || head.is_int4();
+    return any;
+}
+
 std::string Predictor::frame(const FrameInputs& in, const FrameOutputs& out) {
     for (int64_t r = 0; r < in.rows; ++r)
         if (in.code0[r] < 0 || in.code0[r] >= shape_.talker_vocab)
@@ -77,7 +85,8 @@ std::string Predictor::frame(const FrameInputs& in, const FrameOutputs& out) {
         s.embed_sum.resize(in.rows * p.input_size);
         s.probs.resize(p.steps + 1);
         s.xq.resize(m * widest);
-        s.xsplit.resize(m * widest);
+        s.int4 = reads_int4();  // the weights are all set before the first frame (check())
+        if (s.int4) s.xsplit.resize(m * widest);
         s.xs.resize(m * num_groups(widest));
         s.qkv.resize(m * (q + 2 * kv));
         s.o.resize(m * p.hidden);

@@ -80,6 +80,7 @@ public:
 private:
     struct Phase;
     int64_t phases_per_step() const;
+    bool reads_int4() const;  // some code-predictor matrix is INT4 (its input needs split4_rows)
     Phase phase(int64_t index, Scratch& s) const;
     void run_frame(Scratch& s);
     void run_chunk(const Phase& phase, int64_t chunk, Scratch& s) const;

@@ -119,7 +119,7 @@ void Predictor::run_chunk(const Phase& p, int64_t chunk, Scratch& s) const {
 
 void Predictor::quantize(const float* x, int64_t m, int64_t cols, Scratch& s) {
     quantize_rows(x, m, cols, s.xq.data(), s.xs.data());
-    if (cols % 32 == 0) split4_rows(s.xq.data(), m, cols, s.xsplit.data());  // for INT4 matrices (their K)
+    if (s.int4 && cols % 32 == 0) split4_rows(s.xq.data(), m, cols, s.xsplit.data());  // INT4 matrices' K
 }
 
 // The serial work after phase `index`, ending with the next phase's input quantized.

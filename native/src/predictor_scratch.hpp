@@ -29,6 +29,7 @@ struct Predictor::Scratch {
     // activations (written only by the thread finishing a phase)
     std::vector<float> x, h, attn, step_in, embed_sum, probs;
     std::vector<int16_t> xq, xsplit;  // the open phase's input, quantized, and in the INT4 kernels' order
+    bool int4 = false;                // some matrix is INT4: xsplit is made (not for INT8 bundles)
     std::vector<float> xs;
     std::vector<std::pair<float, int32_t>> order;
     // phase outputs (written by chunks) and the in-frame KV cache [rows, layers, positions, kv width]
