@@ -118,7 +118,18 @@ def test_a_body_that_never_arrives_is_dropped_after_the_read_timeout():
 def test_connections_over_the_per_client_cap_get_a_503_and_the_renderer_serves_again_after():
     async def scenario(rig):
         host, port = rig.servers.renderer.description_url.split("/")[2].split(":")
+        # The rig's own client closes each connection after its request, but the renderer counts one
+        # until its loop sees the close: on a busy machine that took a slot of the cap, a held
+        # connection was refused in its place, and the one "over" the cap was let in when the slot
+        # came free (no 503). The renderer's count is the state to wait for.
+        gate = rig.servers.renderer.listener.gate
+        async with asyncio.timeout(WAIT_S):
+            while gate.open:
+                await asyncio.sleep(0.01)
         held = [await asyncio.open_connection(host, int(port)) for _ in range(2)]
+        async with asyncio.timeout(WAIT_S):
+            while gate.open < 2:  # both admitted before the next one comes
+                await asyncio.sleep(0.01)
         reader, writer = await asyncio.open_connection(host, int(port))  # one over the cap
         async with asyncio.timeout(WAIT_S):
             refused = await reader.read()

@@ -26,7 +26,7 @@ from async_upnp_client.server import (
 )
 
 from qwen3tts.errors import ConfigError
-from qwen3tts.servers.limits import FileBudget
+from qwen3tts.servers.limits import FileBudget, Listener
 from qwen3tts.servers.renderer.connections import gated_listener
 from qwen3tts.servers.renderer.device import friendly_name, renderer_device_class
 from qwen3tts.servers.renderer.fetch import FetchLimits
@@ -43,11 +43,13 @@ SHUTDOWN_S = 2.0  # requests still running at stop (a Play fetching, an event be
 
 
 class RendererSite:
-    """The running renderer: `player` (state), `description_url`, `close()` (a coroutine)."""
+    """The running renderer: `player` (state), `description_url`, `listener` (its connections, gated),
+    `close()` (a coroutine)."""
 
-    def __init__(self, player: Player, description_url: str, closers: list):
+    def __init__(self, player: Player, description_url: str, listener: Listener, closers: list):
         self.player = player
         self.description_url = description_url
+        self.listener = listener
         self._closers = closers
 
     async def close(self) -> None:
@@ -95,7 +97,8 @@ async def start_renderer(
                            shutdown_timeout=SHUTDOWN_S)  # fmt: skip
     await runner.setup()
     closers.append(runner.cleanup)
-    closers.append(gated_listener(sock, runner, servers_config, files).close)
+    listener = gated_listener(sock, runner, servers_config, files)
+    closers.append(listener.close)
     if config.ssdp:
         for part in (
             SsdpSearchResponder(device, source=(host, 0)),
@@ -105,7 +108,7 @@ async def start_renderer(
             closers.append(part.async_stop)
     url = f"http://{host}:{port}{device.device_url}"
     log.info("renderer: %r (%s) at %s%s", name, device.udn, url, ", SSDP on" if config.ssdp else "")
-    return RendererSite(player, url, closers)
+    return RendererSite(player, url, listener, closers)
 
 
 def _application(device, servers_config) -> web.Application:
