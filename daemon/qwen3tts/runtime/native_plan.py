@@ -68,18 +68,24 @@ FUSED_INT4_FASTER_UP_TO: dict[tuple[str, str], int] = {
 
 # (CPU vendor, kernel set) -> the most sequences at which the native talker step measured as fast as the
 # plugin's paged talker or faster, at every batch up to it, 2 threads (`python -m
-# qwen3tts.bench.native_talker`, docs/benchmarks.md "The native talker step on this class"). The talker
-# cannot change path between batches as the code predictor does (its KV cache is the path's own), so
-# `auto` takes it only where engine.max_num_seqs stays within this. AMD with AVX2 only (a 2-vCPU Zen 3):
+# qwen3tts.bench.native_talker`, docs/benchmarks.md "The native talker step on this class"; on AVX-512
+# VNNI end to end, `qwen3tts bench`). The talker cannot change path between batches as the code
+# predictor does (its KV cache is the path's own), so `auto` takes it only where engine.max_num_seqs
+# stays within this. AMD with AVX2 only (a 2-vCPU Zen 3):
 # x0.76-0.79 at 1, x0.82 at 2; since its attention reads a block's rows of a KV head as one stream, x0.89
 # at 4, x0.79-0.83 at 8, x0.87 at 12 and x1.07-1.12 at 16 (64 and 200 positions); end to end 0.85-0.89 of
 # the wall time per frame at batch 1, peak RSS 1737 against 2107 MiB (no compiled copy of its weights).
 # Its prefill is slower than the plugin's (0.7 of its speed from 45 positions on, docs/benchmarks.md).
 NATIVE_TALKER_UP_TO: dict[tuple[str, str], int] = {
     ("AuthenticAMD", "avx2"): 8,
-    # a 2-vCPU Zen 4, 64 positions, against the plugin as the daemon compiles it: x0.74 at 1, x0.87 at 2,
-    # x0.98 at 3, x1.10 at 4 (and x0.60-0.73, x0.77-0.86, x0.97, x1.05-1.21 against its bf16 default)
-    ("AuthenticAMD", "avx512_vnni"): 2,
+    # A 2-vCPU Zen 4. The step alone, interleaved with the plugin in one process (64 positions, the
+    # daemon's properties): x0.74-0.83 at 1, x0.87-0.97 at 2, x0.98-1.10 at 3, x1.07-1.20 at 4. End to end
+    # (`qwen3tts bench`, the 0.6B INT8 bundle, each path in its own process, alternated), the talker's ms
+    # per frame: x0.53-0.75 at 1 (three pairs), x0.79 at 2, x0.97 at 3, x0.89-1.00 at 4 (three pairs);
+    # peak RSS 1822 against 2077-2107 MiB (no compiled copy of its weights); first audio +47-80 ms (its
+    # prefill, int16 multiply-adds at their peak, against the plugin's int8 ones). By the daemon's own
+    # measure as fast at every batch up to the default engine.max_num_seqs, and far faster at one.
+    ("AuthenticAMD", "avx512_vnni"): 4,
 }
 
 
