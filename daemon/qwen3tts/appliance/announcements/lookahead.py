@@ -62,6 +62,7 @@ class LookAhead:
         """EWMA of synthesis time / audio time of one stream, once it produces audio."""
         self.first_pcm_s: float | None = None
         """EWMA of the wait from a sentence's submission to its first PCM (its prompt's prefill)."""
+        self.chunk_gap_s: float | None = None  # EWMA of the wait between two PCM chunks of a sentence
         self._request_ids = itertools.count()
 
     # ---- what plays, and how long it takes ----
@@ -107,8 +108,8 @@ class LookAhead:
             return pace.jitter_threshold(jitter_ms, None, None)
         expected = sum(self.estimate(play, index) for index in range(play.playing_end))
         waiting = sum(p.handle is None and speaks(p.piece) for p in play.pieces[play.done : play.playing_end])
-        rtf = pace.slower(self.stream_rtf(), self.rtf)
-        return pace.jitter_threshold(jitter_ms, expected, rtf, waiting * (self.first_pcm_s or 0.0))
+        rtf, waits_s = pace.slower(self.stream_rtf(), self.rtf), waiting * (self.first_pcm_s or 0.0)
+        return pace.jitter_threshold(jitter_ms, expected, rtf, waits_s, self.chunk_gap_s or 0.0)
 
     def stream_rtf(self) -> float | None:
         """Synthesis time / audio time of one stream now (pace.stream_rtf)."""
@@ -235,6 +236,9 @@ class LookAhead:
         if handle is None:
             return False
         chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
+        if chunks:
+            now = time.monotonic()
+            self.chunk_gap_s, piece.last_pcm_at = pace.chunk_gap(self.chunk_gap_s, piece.last_pcm_at, now)
         for chunk in chunks:
             if piece.arriving_since is None:
                 piece.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here

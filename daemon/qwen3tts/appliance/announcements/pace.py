@@ -3,8 +3,8 @@ piece may join the engine's batch.
 
 The rule is the listener's: speech that has started must never wait for audio. A stream synthesised at
 rtf (synthesis time / audio time) > 1 falls behind by 1 - 1/rtf of every second it plays, so a play
-starts once that share of all it will say is in hand; faster than real time, a short jitter buffer is
-enough. And a piece beyond the one that plays next joins the batch only while every stream would still
+starts once that share of all it will say is in hand; faster than real time, once the later sentences'
+waits for their prefills are; and always one codec chunk's wait besides. And a piece beyond the one that plays next joins the batch only while every stream would still
 run faster than real time with it: the engine's steps are shared, so on a machine that synthesises one
 stream at about real time, a sentence synthesised ahead slowed the one being waited for and the first
 words came seconds later (docs/announcer.md).
@@ -21,20 +21,35 @@ FRAME_S = 0.08  # audio per frame of the 12.5 Hz codec
 
 
 def jitter_threshold(
-    jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None, waits_s: float = 0.0
-) -> int:
-    """Samples to buffer before speech starts: max(jitter_buffer_ms, expected * (1 - 1/rtf) + waits / rtf).
+    jitter_buffer_ms: int, expected_duration_s: float | None, rtf: float | None, waits_s: float = 0.0,
+    chunk_gap_s: float = 0.0,
+) -> int:  # fmt: skip
+    """Samples to buffer before speech starts: max(jitter_buffer_ms, shortfall + chunk_gap_s), the
+    shortfall expected * (1 - 1/rtf) + waits / rtf at rtf >= 1, the waits themselves below it.
 
     rtf = synthesis time / audio time. A T-second play whose rest takes rtf * (T - B) + waits to
     synthesise (`waits_s`: the sentences not started yet, each waiting for its prompt's prefill before
     its first audio) plays without a stall if that is no longer than T, i.e. with B = T * (1 - 1/rtf) +
-    waits / rtf seconds in hand at the start. Unknown rtf or duration -> just jitter_buffer_ms.
+    waits / rtf seconds in hand at the start. That holds at the end of the play, which is the worst
+    moment only for a stream slower than real time; a faster one gets ahead over the whole play, but the
+    next sentence's wait comes after the first sentence, before it has: the waits are held in full (with
+    the end's sum, a stream a little faster than real time counted its lead over the whole play against
+    the prefills and ran dry at sentence boundaries, docs/benchmarks.md). And audio comes a codec chunk
+    at a time (12 frames, about a second of speech, by default), so the buffer also holds the wait
+    between two chunks (`chunk_gap_s`, as measured). Unknown rtf or duration -> just jitter_buffer_ms.
     """
     floor = jitter_buffer_ms * MODEL_RATE // 1000
     if not expected_duration_s or not rtf or rtf <= 0:
         return floor
-    shortfall = max(0.0, expected_duration_s * (1.0 - 1.0 / rtf) + waits_s / rtf)
-    return max(floor, int(np.ceil(shortfall * MODEL_RATE)))
+    slow = rtf >= 1.0
+    shortfall = expected_duration_s * (1.0 - 1.0 / rtf) + waits_s / rtf if slow else waits_s
+    return max(floor, int(np.ceil((shortfall + chunk_gap_s) * MODEL_RATE)))
+
+
+def chunk_gap(average: float | None, last_at: float | None, now: float) -> tuple[float | None, float]:
+    """(the running wait between two PCM chunks of a piece, `now` as its latest arrival): one more sample
+    when the piece had PCM before (`last_at`); its first PCM waited on its prefill, measured apart."""
+    return (average if last_at is None else ewma(average, now - last_at)), now
 
 
 def stream_rtf(stats: EngineStats, measured: float | None) -> float | None:

@@ -42,6 +42,8 @@ class PiecePlay:
     """Monotonic time it went to the engine (the wait for its first PCM is measured from there)."""
     arriving_since: float | None = None
     """Monotonic time its first PCM came (its speed is measured from there)."""
+    last_pcm_at: float | None = None
+    """Monotonic time its latest PCM came (the waits between its codec chunks are measured from there)."""
 
     def drop(self) -> None:
         if self.handle is not None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from announcer_fakes import FOUR, TurnRig
 
-from qwen3tts.appliance.announcements.pace import jitter_threshold
+from qwen3tts.appliance.announcements.pace import chunk_gap, jitter_threshold
 from qwen3tts.engine.stats import EngineStats
 
 MS = 24
@@ -39,11 +39,53 @@ def test_jitter_threshold_is_the_larger_of_the_floor_and_the_predicted_shortfall
     [
         (10.0, 2.0, 1.0, 5500),  # half of 10 s, and the 1 s of prefills the sentences still wait for, at 2x
         (4.0, 1.0, 0.9, 900),  # at real time only the waits are short
-        (10.0, 0.5, 1.0, 300),  # twice real time makes up for them: the floor
+        (10.0, 0.5, 1.0, 1000),  # twice real time: it gets ahead over the play, not before the first wait
+        (10.0, 0.5, 0.2, 300),  # a short wait stays under the floor
     ],
 )
 def test_the_prefills_still_to_come_add_to_the_shortfall(duration, rtf, waits, expected_ms):
     assert jitter_threshold(300, duration, rtf, waits) == expected_ms * MS
+
+
+@pytest.mark.parametrize(
+    ("duration", "rtf", "waits", "gap", "expected_ms"),
+    [
+        (10.0, 0.9, 0.0, 1.0, 1000),  # a little faster than real time: still one chunk's wait in hand
+        (10.0, 2.0, 1.0, 1.0, 6500),  # slower: the shortfall, then one chunk's wait on top
+        (10.0, 0.5, 0.0, 0.2, 300),  # a short wait stays under the floor
+        (10.0, None, 0.0, 1.0, 300),  # no speed measured yet: the floor
+    ],
+)
+def test_the_wait_between_two_codec_chunks_is_held_on_top_of_the_shortfall(
+    duration, rtf, waits, gap, expected_ms
+):
+    assert jitter_threshold(300, duration, rtf, waits, gap) == expected_ms * MS
+
+
+def test_the_wait_between_chunks_is_measured_from_a_piece_s_second_chunk_on():
+    assert chunk_gap(None, None, 5.0) == (None, 5.0)  # a first chunk waited on its prefill: not a gap
+    assert chunk_gap(None, 5.0, 6.0) == (1.0, 6.0)
+    average, last = chunk_gap(1.0, 6.0, 6.5)
+    assert 0.5 < average < 1.0 and last == 6.5
+
+
+def test_the_threshold_holds_the_measured_wait_between_a_sentence_s_chunks(tmp_path):
+    rig = TurnRig(tmp_path)
+    rig.say("a", FOUR)
+    rig.turn()
+    first = rig.engine.of("a")[0]
+    first.produce(np.ones(2400, np.float32))
+    rig.turn()
+    assert rig.lookahead.chunk_gap_s is None  # one chunk: nothing to measure yet
+    arrived = rig.play("a").pieces[0].last_pcm_at
+    first.produce(np.ones(2400, np.float32))
+    rig.turn()
+    gap_s = rig.lookahead.chunk_gap_s
+    assert gap_s == pytest.approx(rig.play("a").pieces[0].last_pcm_at - arrived) and gap_s > 0
+    ann = rig.play("a")
+    rig.lookahead.engine = StatsEngine(running=1, frames_per_second=25.0)  # twice real time: the floor
+    rig.lookahead.chunk_gap_s = 1.0  # (as a 12-frame chunk takes at about real time)
+    assert rig.lookahead.start_threshold(ann) == 1000 * MS
 
 
 def test_the_threshold_counts_the_sentences_not_started_and_the_slower_speed_known(tmp_path):
