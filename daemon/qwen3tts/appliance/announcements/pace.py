@@ -4,10 +4,11 @@ piece may join the engine's batch.
 The rule is the listener's: speech that has started must never wait for audio. A stream synthesised at
 rtf (synthesis time / audio time) > 1 falls behind by 1 - 1/rtf of every second it plays, so a play
 starts once that share of all it will say is in hand; faster than real time, once the later sentences'
-waits for their prefills are; and always one codec chunk's wait besides. And a piece beyond the one that plays next joins the batch only while every stream would still
-run faster than real time with it: the engine's steps are shared, so on a machine that synthesises one
-stream at about real time, a sentence synthesised ahead slowed the one being waited for and the first
-words came seconds later (docs/announcer.md).
+waits for their prefills are; and always one codec chunk's wait besides. And a piece beyond the one that
+plays next joins the batch only while every stream would still run faster than real time with it: the
+engine's steps are shared, so on a machine that synthesises one stream at about real time, a sentence
+synthesised ahead slowed the one being waited for and the first words came seconds later
+(docs/announcer.md).
 """
 
 from __future__ import annotations
