@@ -236,14 +236,14 @@ class LookAhead:
         if handle is None:
             return False
         chunks, ended = handle.ready_chunks()  # raises the piece's RequestError
-        if chunks:
+        if chunks:  # one clock read per arrival: the chunk gap, and the speed from the first PCM on
             now = time.monotonic()
             self.chunk_gap_s, piece.last_pcm_at = pace.chunk_gap(self.chunk_gap_s, piece.last_pcm_at, now)
-        for chunk in chunks:
             if piece.arriving_since is None:
-                piece.arriving_since = time.monotonic()  # its first PCM: the speed is measured from here
+                piece.arriving_since = now
                 piece.stretch = self.sounds.stretch(piece.piece)
                 self._measure_wait(piece)
+        for chunk in chunks:
             self._put(play, piece.stretch.push(chunk) if piece.stretch is not None else chunk)
         if not ended or handle.cancelled:
             return False
