@@ -20,8 +20,8 @@ namespace qwen3tts::native {
 Talker::Talker(const TalkerShape& shape, const KernelSet& kernels, int threads)
     : shape_(shape),
       kernels_(kernels),
-      cache_values_(shape.blocks * shape.layers * 2 * shape.block_size * shape.kv_heads * shape.head_dim),
-      cache_(new uint16_t[static_cast<size_t>(cache_values_)]),
+      cache_bytes_(shape.blocks * shape.layers * 2 * shape.block_size * shape.kv_heads * cache_row_bytes(shape)),
+      cache_(new uint8_t[static_cast<size_t>(cache_bytes_)]),
       pool_(threads),
       scratch_(std::make_unique<Scratch>()) {
     weights_.layers.resize(static_cast<size_t>(shape.layers));
@@ -105,7 +105,8 @@ std::string Talker::step(const TalkerStep& in) {
         math::rope_angles(p.head_dim, weights_.inverse_frequencies.data(), s.row_position[i],
                           &s.rope_cos[i * p.head_dim / 2], &s.rope_sin[i * p.head_dim / 2]);
     s.per_thread.resize(pool_.size());
-    for (auto& buffer : s.per_thread) buffer.resize((p.heads / p.kv_heads) * (s.context + p.head_dim) + p.head_dim);
+    for (auto& buffer : s.per_thread)  // scores, a block of widened rows, the group's queries (attend)
+        buffer.resize((p.heads / p.kv_heads) * (s.context + p.head_dim) + p.block_size * p.head_dim);
     std::copy(in.embeddings, in.embeddings + m * p.hidden, s.x.begin());
     norm_rows(s.x.data(), weights_.layers[0].input_norm, m, s);
     s.phases = kPhasesPerLayer * p.layers + 1;

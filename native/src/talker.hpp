@@ -5,9 +5,12 @@
 // kept); the small vectors are copied as f32. Products use kernels.hpp's arithmetic, so every kernel set
 // gives bit-identical results.
 //
-// The KV cache is the talker's own (the plugin's U8 layout is not shared): IEEE half, one array of
-// [blocks, layers, 2 (key, value), kv_heads, block_size, head_dim]; keys after q/k norm and RoPE. The
-// engine's block tables index its first axis, so one block holds `block_size` positions of every layer.
+// The KV cache is the talker's own (the plugin's layout is not shared): one array of rows [blocks, layers,
+// 2 (key, value), kv_heads, block_size], a row being one position of one KV head, keys after q/k norm and
+// RoPE. A row is head_dim IEEE halves, or (the default, as engine.kv_cache_precision: u8 for the plugin too)
+// a scale and a zero point (f32) then head_dim bytes q, the value being (q - zero) * scale: per position
+// and head, asymmetric, as OpenVINO quantizes its U8 cache. The engine's block tables index the first
+// axis, so one block holds `block_size` positions of every layer.
 // A KV head's positions are contiguous within a block, so attention reads each head's rows as one
 // stream: with the heads of a position side by side, its rows lay 2 KiB apart and each was a cache
 // miss the loop waited for (a step at 400 positions took 1.3-1.5x as long, docs/benchmarks.md).
@@ -26,7 +29,11 @@ namespace qwen3tts::native {
 struct TalkerShape {
     int64_t hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, blocks, block_size;
     float eps;
+    bool cache_u8;
 };
+
+// Bytes of one cached row (one position of one KV head): see the KV cache above.
+inline int64_t cache_row_bytes(const TalkerShape& s) { return s.cache_u8 ? 8 + s.head_dim : 2 * s.head_dim; }
 
 struct TalkerLayer {
     Int8Matrix qkv{}, o{}, gate_up{}, down{};
@@ -61,7 +68,7 @@ public:
     const TalkerShape& shape() const { return shape_; }
     const KernelSet& kernels() const { return kernels_; }
     int threads() const { return pool_.size(); }
-    int64_t cache_bytes() const { return cache_values_ * 2; }
+    int64_t cache_bytes() const { return cache_bytes_; }
     std::string check() const;
     // "" or why the step was refused (nothing is written then).
     std::string step(const TalkerStep& in);
@@ -78,15 +85,16 @@ private:
     void norm_rows(const float* x, const std::vector<float>& gain, int64_t m, Scratch& s);
     void store_keys_values(int64_t layer, Scratch& s);
     void attend(int thread, int64_t layer, int64_t item, Scratch& s);
-    uint16_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot);
+    uint8_t* cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot);
+    void store_row(const float* x, uint8_t* row) const;
 
     TalkerShape shape_;
     const KernelSet& kernels_;
     TalkerWeights weights_;
     // left uninitialised: a position is always written before it is read, and the pages of blocks no
     // sequence has used yet stay out of the process's memory
-    int64_t cache_values_;
-    std::unique_ptr<uint16_t[]> cache_;
+    int64_t cache_bytes_;
+    std::unique_ptr<uint8_t[]> cache_;
     ThreadPool pool_;
     std::unique_ptr<Scratch> scratch_;
 };

@@ -1,9 +1,10 @@
 // The talker's attention (talker.hpp): q/k norms, RoPE and the cache writes after each layer's qkv
-// product, then causal GQA attention over the paged f16 cache.
+// product, then causal GQA attention over the paged cache (u8 or f16 rows, talker.hpp).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "decode_math.hpp"
 #include "talker.hpp"
@@ -12,42 +13,59 @@
 namespace qwen3tts::native {
 namespace {
 
-// Cached halves to floats. The conversion is exact either way (every half is a float), so the F16C
-// instruction and the table give the same values; vcvtph2ps does 8 per instruction where the table
-// takes a load per value (the widening was about a fifth of a batch-8 decode step, docs/benchmarks.md).
-void widen_by_table(const uint16_t* h, float* out, int64_t n) {
-    const float* table = math::half_table();
-    for (int64_t d = 0; d < n; ++d) out[d] = table[h[d]];
+// A u8 row's scale and zero point (its first 8 bytes; memcpy: a row need not be 4-byte aligned).
+inline void row_header(const uint8_t* row, float& scale, float& zero) {
+    std::memcpy(&scale, row, sizeof scale);
+    std::memcpy(&zero, row + sizeof scale, sizeof zero);
 }
 
+// One cached row's values as floats, the portable way: halves through the table (exact either way: every
+// half is a float), bytes as (q - zero) * scale, a subtraction then a product as the registers do below.
+template <bool U8>
+void widen_row(const uint8_t* row, int64_t hd, float* out) {
+    if constexpr (U8) {
+        float scale, zero;
+        row_header(row, scale, zero);
+        for (int64_t d = 0; d < hd; ++d) out[d] = (static_cast<float>(row[8 + d]) - zero) * scale;
+    } else {
+        const float* table = math::half_table();
+        const auto* h = reinterpret_cast<const uint16_t*>(row);
+        for (int64_t d = 0; d < hd; ++d) out[d] = table[h[d]];
+    }
+}
 
-// One block's cached rows of one KV head (`count` positions, contiguous) against the group's queries,
-// two ways with the same arithmetic. Portable: each row widened through the table, then math::dot per
-// head and `out[d] += share * row[d]` per position. AVX with F16C: the row widened in registers, the
+// One block's cached rows of one KV head (`count` positions, `row_bytes` apart) against the group's
+// queries, two ways with the same arithmetic. Portable: each row widened (widen_row), then math::dot per
+// head and `out[d] += share * row[d]` per position. AVX2 with F16C: the row widened in registers, the
 // lanes of a register being math::dot's eight chains, and the values added eight elements a register in
-// the same position order. Each is a multiply then an add, never fused (no FMA in these targets), so both
-// round alike and the tests comparing every kernel set with the portable one bit for bit hold.
+// the same position order (a block's rows widened once into `row`, [count, hd], for all heads). Each is a multiply then an add, never fused (no FMA in these targets), so both
+// round alike and the tests comparing every kernel set with the portable one bit for bit hold. (Widening
+// the halves with vcvtph2ps instead of the table's load per value: the widening was about a fifth of a
+// batch-8 decode step, docs/benchmarks.md.)
 struct BlockMath {
     // scores[j * stride + i] = q_j . key_i, for heads j < groups and rows i < count
-    void (*score)(const float* q, int64_t groups, const uint16_t* keys, int64_t count, int64_t hd,
-                  float* scores, int64_t stride, float* row);
+    void (*score)(const float* q, int64_t groups, const uint8_t* keys, int64_t row_bytes, int64_t count,
+                  int64_t hd, float* scores, int64_t stride, float* row);
     // out_j[d] += shares[j * stride + i] * value_i[d], i ascending
-    void (*add_values)(const float* shares, int64_t groups, int64_t stride, const uint16_t* values,
-                       int64_t count, int64_t hd, float* out, int64_t out_stride, float* row);
+    void (*add_values)(const float* shares, int64_t groups, int64_t stride, const uint8_t* values,
+                       int64_t row_bytes, int64_t count, int64_t hd, float* out, int64_t out_stride, float* row);
 };
 
-void score_by_table(const float* q, int64_t groups, const uint16_t* keys, int64_t count, int64_t hd,
-                    float* scores, int64_t stride, float* row) {
+template <bool U8>
+void score_portable(const float* q, int64_t groups, const uint8_t* keys, int64_t row_bytes, int64_t count,
+                    int64_t hd, float* scores, int64_t stride, float* row) {
     for (int64_t i = 0; i < count; ++i) {
-        widen_by_table(keys + i * hd, row, hd);
+        widen_row<U8>(keys + i * row_bytes, hd, row);
         for (int64_t j = 0; j < groups; ++j) scores[j * stride + i] = math::dot(q + j * hd, row, hd);
     }
 }
 
-void add_values_by_table(const float* shares, int64_t groups, int64_t stride, const uint16_t* values,
-                         int64_t count, int64_t hd, float* out, int64_t out_stride, float* row) {
+template <bool U8>
+void add_values_portable(const float* shares, int64_t groups, int64_t stride, const uint8_t* values,
+                         int64_t row_bytes, int64_t count, int64_t hd, float* out, int64_t out_stride,
+                         float* row) {
     for (int64_t i = 0; i < count; ++i) {
-        widen_by_table(values + i * hd, row, hd);
+        widen_row<U8>(values + i * row_bytes, hd, row);
         for (int64_t j = 0; j < groups; ++j) {
             float* o = out + j * out_stride;
             const float share = shares[j * stride + i];
@@ -56,20 +74,57 @@ void add_values_by_table(const float* shares, int64_t groups, int64_t stride, co
     }
 }
 
-__attribute__((target("avx,f16c"))) inline __m256 widen8(const uint16_t* h) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+// A row's zero point and scale broadcast (u8; unused for halves).
+struct RowParams {
+    __m256 zero, scale;
+};
+
+template <bool U8>
+__attribute__((target("avx2,f16c"))) inline RowParams row_params(const uint8_t* row) {
+    if constexpr (U8) {
+        float scale, zero;
+        row_header(row, scale, zero);
+        return {_mm256_set1_ps(zero), _mm256_set1_ps(scale)};
+    } else {
+        return {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    }
 }
 
-__attribute__((target("avx,f16c"))) void score_by_f16c(const float* q, int64_t groups, const uint16_t* keys,
-                                                        int64_t count, int64_t hd, float* scores, int64_t stride,
-                                                        float*) {
+// Eight values of a cached row from element d, widened in registers.
+template <bool U8>
+__attribute__((target("avx2,f16c"))) inline __m256 widen8(const uint8_t* row, int64_t d, const RowParams& p) {
+    if constexpr (U8) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 8 + d));
+        return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)), p.zero), p.scale);
+    } else {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+    }
+}
+
+// A block's `count` cached rows widened into `block` [count, hd] once, for every head of the group (widened
+// per head, a u8 block took a batch-4 step at 64 positions 6 % longer than a half one).
+template <bool U8>
+__attribute__((target("avx2,f16c"))) void widen_block(const uint8_t* rows, int64_t row_bytes, int64_t count,
+                                                      int64_t hd, float* block) {
     for (int64_t i = 0; i < count; ++i) {
-        const uint16_t* key = keys + i * hd;
+        const uint8_t* row = rows + i * row_bytes;
+        const RowParams params = row_params<U8>(row);
+        for (int64_t d = 0; d < hd; d += 8) _mm256_storeu_ps(block + i * hd + d, widen8<U8>(row, d, params));
+    }
+}
+
+template <bool U8>
+__attribute__((target("avx2,f16c"))) void score_simd(const float* q, int64_t groups, const uint8_t* keys,
+                                                     int64_t row_bytes, int64_t count, int64_t hd,
+                                                     float* scores, int64_t stride, float* block) {
+    widen_block<U8>(keys, row_bytes, count, hd, block);
+    for (int64_t i = 0; i < count; ++i) {
+        const float* key = block + i * hd;
         for (int64_t j = 0; j < groups; ++j) {
             const float* qj = q + j * hd;
             __m256 chains = _mm256_setzero_ps();
             for (int64_t d = 0; d < hd; d += 8)
-                chains = _mm256_add_ps(chains, _mm256_mul_ps(_mm256_loadu_ps(qj + d), widen8(key + d)));
+                chains = _mm256_add_ps(chains, _mm256_mul_ps(_mm256_loadu_ps(qj + d), _mm256_loadu_ps(key + d)));
             alignas(32) float c[8];
             _mm256_store_ps(c, chains);
             scores[j * stride + i] = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
@@ -79,47 +134,81 @@ __attribute__((target("avx,f16c"))) void score_by_f16c(const float* q, int64_t g
 
 // R registers of out (8 R elements from d) through every row: R sums in flight hide the add's latency.
 template <int R>
-__attribute__((target("avx,f16c"))) inline void add_values_lanes(const float* shares, const uint16_t* values,
-                                                                 int64_t count, int64_t hd, int64_t d, float* o) {
+__attribute__((target("avx2,f16c"))) inline void add_values_lanes(const float* shares, const float* block,
+                                                                  int64_t count, int64_t hd, int64_t d, float* o) {
     __m256 sums[R];
     for (int k = 0; k < R; ++k) sums[k] = _mm256_loadu_ps(o + d + 8 * k);
     for (int64_t i = 0; i < count; ++i) {
         const __m256 share = _mm256_set1_ps(shares[i]);
         for (int k = 0; k < R; ++k)
-            sums[k] = _mm256_add_ps(sums[k], _mm256_mul_ps(share, widen8(values + i * hd + d + 8 * k)));
+            sums[k] = _mm256_add_ps(sums[k], _mm256_mul_ps(share, _mm256_loadu_ps(block + i * hd + d + 8 * k)));
     }
     for (int k = 0; k < R; ++k) _mm256_storeu_ps(o + d + 8 * k, sums[k]);
 }
 
-__attribute__((target("avx,f16c"))) void add_values_by_f16c(const float* shares, int64_t groups, int64_t stride,
-                                                             const uint16_t* values, int64_t count, int64_t hd,
-                                                             float* out, int64_t out_stride, float*) {
+template <bool U8>
+__attribute__((target("avx2,f16c"))) void add_values_simd(const float* shares, int64_t groups, int64_t stride,
+                                                          const uint8_t* values, int64_t row_bytes,
+                                                          int64_t count, int64_t hd, float* out,
+                                                          int64_t out_stride, float* block) {
+    widen_block<U8>(values, row_bytes, count, hd, block);
     for (int64_t j = 0; j < groups; ++j) {
         float* o = out + j * out_stride;
         int64_t d = 0;
-        for (; d + 32 <= hd; d += 32) add_values_lanes<4>(shares + j * stride, values, count, hd, d, o);
-        for (; d < hd; d += 8) add_values_lanes<1>(shares + j * stride, values, count, hd, d, o);
+        for (; d + 32 <= hd; d += 32) add_values_lanes<4>(shares + j * stride, block, count, hd, d, o);
+        for (; d < hd; d += 8) add_values_lanes<1>(shares + j * stride, block, count, hd, d, o);
     }
 }
 
-// The portable set keeps the table, so that the tests comparing every set with it bit for bit compare
-// the two ways. libgcc's checks include the OS having enabled the AVX register state. A head size that
-// is not a multiple of 8 (no released model) takes the table on every set.
-BlockMath block_math(const KernelSet& kernels, int64_t hd) {
-    static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-    if (f16c && &kernels != &generic_kernels() && hd % 8 == 0) return {score_by_f16c, add_values_by_f16c};
-    return {score_by_table, add_values_by_table};
+// The portable set keeps the portable way, so that the tests comparing every set with it bit for bit
+// compare the two. libgcc's checks include the OS having enabled the AVX register state. A head size
+// that is not a multiple of 8 (no released model) takes the portable way on every set.
+BlockMath block_math(const KernelSet& kernels, int64_t hd, bool u8) {
+    static const bool simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    if (simd && &kernels != &generic_kernels() && hd % 8 == 0)
+        return u8 ? BlockMath{score_simd<true>, add_values_simd<true>} : BlockMath{score_simd<false>, add_values_simd<false>};
+    return u8 ? BlockMath{score_portable<true>, add_values_portable<true>}
+              : BlockMath{score_portable<false>, add_values_portable<false>};
 }
 
 }  // namespace
 
-uint16_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot) {
+uint8_t* Talker::cache_at(int64_t block, int64_t layer, int64_t kind, int64_t head, int64_t slot) {
     const TalkerShape& p = shape_;
     const int64_t row = (((block * p.layers + layer) * 2 + kind) * p.kv_heads + head) * p.block_size + slot;
-    return cache_.get() + row * p.head_dim;
+    return cache_.get() + row * cache_row_bytes(p);
 }
 
-// q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache as half.
+// One key or value of a position and KV head into its cached row: halves, or u8 over the row's own range,
+// the zero point kept as a float (rounded to a whole number it added its own rounding: on the tiny
+// talkers the step's error against the f32 cache grew past the plugin's u8 cache's, 6.0e-3 against 5.5e-3;
+// unrounded 3.8-5.3e-3). A constant row takes a scale of 1 and comes back exactly.
+void Talker::store_row(const float* x, uint8_t* row) const {
+    const int64_t hd = shape_.head_dim;
+    if (!shape_.cache_u8) {
+        for (int64_t d = 0; d < hd; ++d) {
+            const uint16_t h = math::float_to_half(x[d]);
+            std::memcpy(row + 2 * d, &h, sizeof h);
+        }
+        return;
+    }
+    float low = x[0], high = x[0];
+    for (int64_t d = 1; d < hd; ++d) low = std::min(low, x[d]), high = std::max(high, x[d]);
+    float scale = (high - low) / 255.0f;
+    if (!(scale > 0.0f)) scale = 1.0f;
+    // Rounded by adding a half and truncating: std::nearbyint is a libm call in this file's baseline target,
+    // and a division per value besides made the cache writes (serial work between two phases) cost a
+    // batch-4 step at 64 positions 6 % more than the halves' did.
+    const float inverse = 1.0f / scale, zero = -low * inverse;
+    for (int64_t d = 0; d < hd; ++d) {
+        const float q = x[d] * inverse + zero + 0.5f;
+        row[8 + d] = static_cast<uint8_t>(q >= 0.0f ? std::min(q, 255.0f) : 0.0f);  // (NaN: 0)
+    }
+    std::memcpy(row, &scale, sizeof scale);
+    std::memcpy(row + sizeof scale, &zero, sizeof zero);
+}
+
+// q (normed, RoPE'd) into s.q; k (normed, RoPE'd) and v of every new position into the cache (store_row).
 void Talker::store_keys_values(int64_t layer, Scratch& s) {
     const TalkerShape& p = shape_;
     const TalkerLayer& w = weights_.layers[layer];
@@ -139,11 +228,8 @@ void Talker::store_keys_values(int64_t layer, Scratch& s) {
         for (int64_t g = 0; g < p.kv_heads; ++g) {
             math::rms_norm(projected + q_width + g * hd, w.k_norm.data(), hd, p.eps, k);
             math::rope_rotate(k, hd, &s.rope_cos[r * half], &s.rope_sin[r * half]);
-            uint16_t* key = cache_at(block, layer, 0, g, slot);
-            uint16_t* value = cache_at(block, layer, 1, g, slot);
-            const float* projected_value = projected + q_width + kv + g * hd;
-            for (int64_t d = 0; d < hd; ++d) key[d] = math::float_to_half(k[d]);
-            for (int64_t d = 0; d < hd; ++d) value[d] = math::float_to_half(projected_value[d]);
+            store_row(k, cache_at(block, layer, 0, g, slot));
+            store_row(projected + q_width + kv + g * hd, cache_at(block, layer, 1, g, slot));
         }
     }
 }
@@ -158,16 +244,17 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t r = item / p.kv_heads, g = item % p.kv_heads, positions = s.row_position[r] + 1;
     float* scores = s.per_thread[thread].data();  // [groups, positions]
-    float* row = scores + groups * s.context;     // one widened key or value row
-    float* q = row + hd;                          // [groups, hd], scaled
+    float* row = scores + groups * s.context;     // widened key or value rows, up to a block of them
+    float* q = row + bs * hd;                     // [groups, hd], scaled
     float* out = &s.attn[r * q_width + g * groups * hd];  // [groups, hd]
     const int32_t* table = s.in.tables + s.in.table_begins[s.row_chunk[r]];
-    const BlockMath math_of_blocks = block_math(kernels_, hd);
+    const BlockMath math_of_blocks = block_math(kernels_, hd, p.cache_u8);
+    const int64_t row_bytes = cache_row_bytes(p);
     for (int64_t j = 0; j < groups; ++j)
         for (int64_t d = 0; d < hd; ++d) q[j * hd + d] = s.q[r * q_width + (g * groups + j) * hd + d] * scale;
     for (int64_t t = 0; t < positions; t += bs)
-        math_of_blocks.score(q, groups, cache_at(table[t / bs], layer, 0, g, 0), std::min(bs, positions - t), hd,
-                             scores + t, s.context, row);
+        math_of_blocks.score(q, groups, cache_at(table[t / bs], layer, 0, g, 0), row_bytes,
+                             std::min(bs, positions - t), hd, scores + t, s.context, row);
     for (int64_t j = 0; j < groups; ++j) {
         float* head_scores = scores + j * s.context;
         float largest = -INFINITY, total = 0.0f;
@@ -178,7 +265,7 @@ void Talker::attend(int thread, int64_t layer, int64_t item, Scratch& s) {
     std::fill(out, out + groups * hd, 0.0f);
     for (int64_t t = 0; t < positions; t += bs)
         math_of_blocks.add_values(scores + t, groups, s.context, cache_at(table[t / bs], layer, 1, g, 0),
-                                  std::min(bs, positions - t), hd, out, hd, row);
+                                  row_bytes, std::min(bs, positions - t), hd, out, hd, row);
 }
 
 }  // namespace qwen3tts::native

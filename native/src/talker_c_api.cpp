@@ -23,15 +23,16 @@ enum VectorKind { kInputNorm, kPostNorm, kQNorm, kKNorm, kFinalNorm, kInverseFre
 
 #define API extern "C" __attribute__((visibility("default")))
 
-// dims: hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, blocks, block_size.
-// nullptr if this CPU cannot run kernel set `isa`, a dimension is not positive or the cache cannot be had.
-API void* qwen3tts_talker_create(const int64_t* dims, float eps, const char* isa, int threads) {
+// dims: hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, blocks, block_size; cache_u8: 1 for
+// the u8 KV cache, 0 for halves (talker.hpp). nullptr if this CPU cannot run kernel set `isa`, a dimension
+// is not positive or the cache cannot be had.
+API void* qwen3tts_talker_create(const int64_t* dims, float eps, const char* isa, int threads, int cache_u8) {
     const qwen3tts::native::KernelSet* kernels = qwen3tts::native::kernels_named(isa);
     for (int i = 0; i < 9; ++i)
         if (dims[i] <= 0) return nullptr;
     if (kernels == nullptr) return nullptr;
     const qwen3tts::native::TalkerShape shape{dims[0], dims[1], dims[2], dims[3], dims[4],
-                                              dims[5], dims[6], dims[7], dims[8], eps};
+                                              dims[5], dims[6], dims[7], dims[8], eps, cache_u8 != 0};
     try {
         return new Handle{Talker(shape, *kernels, threads), ""};
     } catch (const std::bad_alloc&) {
@@ -46,6 +47,9 @@ API const char* qwen3tts_talker_isa(void* handle) { return static_cast<Handle*>(
 API int qwen3tts_talker_threads(void* handle) { return static_cast<Handle*>(handle)->talker.threads(); }
 
 API int64_t qwen3tts_talker_cache_bytes(void* handle) { return static_cast<Handle*>(handle)->talker.cache_bytes(); }
+
+// 1 if the KV cache holds u8 rows, 0 for halves (a library without this function predates the u8 cache).
+API int qwen3tts_talker_cache_u8(void* handle) { return static_cast<Handle*>(handle)->talker.shape().cache_u8; }
 
 // 0, or -1 for an unknown kind or index. `data` must outlive the talker; `scale` [rows] is copied.
 API int qwen3tts_talker_set_matrix(void* handle, int kind, int64_t index, const int8_t* data, const float* scale,

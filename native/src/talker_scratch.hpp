@@ -33,7 +33,7 @@ struct Talker::Scratch {
     std::vector<float> x, h, qkv, q, attn, o, gate_up, down;
     std::vector<int16_t> xq;
     std::vector<float> xs;
-    std::vector<std::vector<float>> per_thread;  // attention scores and one widened key/value row
+    std::vector<std::vector<float>> per_thread;  // attention scores, widened key/value rows, queries
 };
 
 }  // namespace qwen3tts::native

@@ -40,10 +40,13 @@ def test_the_native_talkers_pool_follows_the_same_rule_with_its_own_blocks(tiny_
     full = native("engine.max_num_seqs=2", "engine.max_frames=100", "engine.max_text_chars=40")
     assert full.block_size == 32
     assert full.num_kv_blocks == 2 * -(-(40 + PROMPT_OVERHEAD_POSITIONS + 100) // 32)
-    capped = native("engine.max_num_seqs=64", "engine.kv_cache_mib=1")
     spec = read_manifest(tiny_models.bundle(weights="int8")).spec.talker
-    # half-precision keys and values of every layer, 32 positions a block
-    per_block = spec.num_hidden_layers * 2 * 32 * spec.num_key_value_heads * spec.head_dim * 2
-    assert capped.kv_cache_bytes == capped.num_kv_blocks * per_block
-    assert capped.num_kv_blocks == (1 << 20) // per_block
+    # keys and values of every layer, 32 positions a block; a row per position and KV head: head_dim bytes
+    # after an f32 scale and zero point (u8, the default), or head_dim halves
+    for precision, row in (("u8", spec.head_dim + 8), ("f16", 2 * spec.head_dim)):
+        limits = ("engine.max_num_seqs=64", "engine.kv_cache_mib=1")
+        capped = native(*limits, f"engine.kv_cache_precision={precision}")
+        per_block = spec.num_hidden_layers * 2 * 32 * spec.num_key_value_heads * row
+        assert capped.kv_cache_bytes == capped.num_kv_blocks * per_block
+        assert capped.num_kv_blocks == (1 << 20) // per_block
     assert native("engine.num_kv_blocks=5").num_kv_blocks == 5

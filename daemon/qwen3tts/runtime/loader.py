@@ -114,7 +114,7 @@ def load_runtime(
         compiler, prefs, plan, native, library, manifest, bundle_dir, settings
     )
     if isinstance(talker, NativeTalker):
-        num_blocks, precision = talker.num_blocks, "f16, native"
+        num_blocks, precision = talker.num_blocks, f"{talker.cache_precision}, native"
     else:
         num_blocks, precision = _plugin_kv_blocks(talker, settings), settings.engine.kv_cache_precision
     runner = OVRunner(spec, talker, predictor, codec, num_blocks)

@@ -102,11 +102,12 @@ def native_talker_or_none(
     if not choice.wanted:
         log.info("talker: the plugin's paged graph, not the native step (%s)", choice.why)
         return None
-    per_block = native_talker.kv_bytes_per_block(spec.talker)
+    cache = native_talker.cache_precision(settings.engine.kv_cache_precision)
+    per_block = native_talker.kv_bytes_per_block(spec.talker, cache)
     blocks = settings.engine.num_kv_blocks or kv_pool_blocks(per_block, native_talker.BLOCK_SIZE, settings)
     threads = default_threads(devices.num_threads)
     try:
-        build = lambda: native_talker.build_native_talker(library, model, spec.talker, blocks, threads)  # noqa: E731
+        build = lambda: native_talker.build_native_talker(library, model, spec.talker, blocks, threads, cache)  # noqa: E731
         talker = compiler.build("talker", build)
     except (UnreadableTensors, ValueError, OSError) as exc:
         log.warning("talker: the plugin's paged graph, the native step cannot run: %s", exc)

@@ -103,7 +103,8 @@ class EngineSettings:
     kv_cache_mib: int = field(default=256, metadata={"min": 1})
     """KV cache memory budget in MiB, used when num_kv_blocks is 0. Default 256 MiB."""
     kv_cache_precision: Literal["u8", "f16", "bf16", "f32"] = "u8"
-    """Element type of the paged KV cache. Default u8."""
+    """Element type of the paged KV cache. Default u8. The native talker (devices.native_talker) keeps u8
+    (a scale and zero point per position and head) or, for any other value, IEEE half."""
     prefix_caching: bool = True
     """Share KV blocks of bit-identical prompt prefixes between requests (same voice). Default true."""
     max_frames: int = field(default=2048, metadata={"min": 2})

@@ -2,8 +2,9 @@
 
 Against the plugin's paged talker of the same bundle (f32 activations and an f32 KV cache: the exact
 product): a prefill, then decode steps of two sequences with their own block tables, mixed with a
-prefill chunk, give logits and hidden states within the stated tolerance. Every kernel set this CPU runs
-gives the portable set's results bit for bit, at any thread count. Bad chunks are refused with a clear
+prefill chunk, give logits and hidden states within the stated tolerance with the f16 cache, and drift no
+more than the plugin's own u8 cache with the u8 one. Every kernel set this CPU runs gives the portable
+set's results bit for bit with either cache, at any thread count. Bad chunks are refused with a clear
 error and leave the cache as it was. The loader takes it only when devices.native_talker asks, then
 without compiling the plugin's talker, and the engine speaks through it.
 """
@@ -42,20 +43,20 @@ TABLES = ([3, 7, 1, 12], [5, 2, 9, 0])
 CPU = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
 
 
-def _native(library, bundle, isa=None, threads=2):
+def _native(library, bundle, isa=None, threads=2, cache="u8"):
     spec = layout.read_manifest(bundle).spec
     model = ov.Core().read_model(bundle / layout.TALKER_XML)
     if isa is not None:
         library = replace(library, isa=isa)
-    return spec, build_native_talker(library, model, spec.talker, BLOCKS, threads)
+    return spec, build_native_talker(library, model, spec.talker, BLOCKS, threads, cache)
 
 
-def _plugin(bundle):
+def _plugin(bundle, cache="f32"):
     core = ov.Core()
     exact = {
         "INFERENCE_PRECISION_HINT": "f32",
         "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0,
-        "KV_CACHE_PRECISION": "f32",
+        "KV_CACHE_PRECISION": cache,
     }
     compiled = core.compile_model(to_paged(core.read_model(bundle / layout.TALKER_XML)), "CPU", exact)
     return PagedTalker(compiled, BLOCKS)
@@ -81,7 +82,7 @@ def _steps(hidden_size, seed):
 @pytest.mark.parametrize("shape", ["tiny", "tiny-1.7b"])
 def test_prefill_and_decode_agree_with_the_plugins_paged_talker(library, tiny_models, shape):
     bundle = tiny_models.bundle(shape=shape, weights="int8")
-    spec, native = _native(library, bundle)
+    spec, native = _native(library, bundle, cache="f16")
     plugin = _plugin(bundle)
     assert plugin.block_size == native.block_size == BLOCK_SIZE
     worst = 0.0
@@ -96,27 +97,48 @@ def test_prefill_and_decode_agree_with_the_plugins_paged_talker(library, tiny_mo
     print(f"{shape}: worst relative error {worst:.1e}")
 
 
+@pytest.mark.parametrize("shape", ["tiny", "tiny-1.7b"])
+def test_the_u8_cache_drifts_no_more_than_the_plugins_u8_cache(library, tiny_models, shape):
+    # Both against the plugin's f32 cache, the exact product: u8 rows lose what their 256 levels cannot
+    # hold (native/src/talker.hpp), as the plugin's own U8 cache does (engine.kv_cache_precision's default).
+    bundle = tiny_models.bundle(shape=shape, weights="int8")
+    spec, native = _native(library, bundle, cache="u8")
+    assert native.cache_precision == "u8"
+    exact, plugin_u8 = _plugin(bundle), _plugin(bundle, cache="u8")
+    worst = {"native": 0.0, "plugin": 0.0}
+    for chunks in _steps(spec.talker.hidden_size, seed=3):
+        feed = [(c.embeddings, c.past_len, c.block_table) for c in chunks]
+        expected = exact.step(feed)
+        for path, got in (("native", native.talker(chunks)), ("plugin", plugin_u8.step(feed))):
+            for ours, theirs in zip(got, expected, strict=True):
+                worst[path] = max(worst[path], float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+    print(f"{shape}: worst relative error, u8 caches: {worst}")
+    assert 0.0 < worst["native"] <= 1.1 * worst["plugin"], worst  # (0: the cache would not be u8)
+
+
 # one sequence: its decode steps have one row of x, which a set with DecodeRows takes in one call per chunk
 # of weight rows (kernels.hpp); two: two rows, and a prefill chunk beside a decode row
+@pytest.mark.parametrize("cache", ["u8", "f16"])
 @pytest.mark.parametrize("sequences", [2, 1])
 def test_every_kernel_set_and_thread_count_gives_the_generic_results_bit_for_bit(
-    library, tiny_models, sequences
+    library, tiny_models, sequences, cache
 ):
     bundle = tiny_models.bundle(shape="tiny-1.7b", weights="int8")
-    spec, generic = _native(library, bundle, "generic", threads=1)
+    spec, generic = _native(library, bundle, "generic", threads=1, cache=cache)
     steps = [chunks[:sequences] for chunks in _steps(spec.talker.hidden_size, seed=7)]
     expected = [generic.talker(chunks) for chunks in steps]
     runnable = [isa for isa in ALL_SETS if library.supports(isa)]
     assert library.isa in runnable
     for isa in runnable:
         for threads in (1, 2, 3):
-            _, talker = _native(library, bundle, isa, threads)
+            _, talker = _native(library, bundle, isa, threads, cache)
             for chunks, wanted in zip(steps, expected, strict=True):
                 for ours, theirs in zip(talker.talker(chunks), wanted, strict=True):
                     np.testing.assert_array_equal(ours, theirs, err_msg=f"{isa}, {threads} threads")
 
 
-def test_heads_of_several_register_groups_give_the_generic_results(library, tiny_models, tmp_path):
+@pytest.mark.parametrize("cache", ["u8", "f16"])
+def test_heads_of_several_register_groups_give_the_generic_results(library, tiny_models, tmp_path, cache):
     # The AVX attention adds a head's values four registers (32 values) at a time, then one register at a
     # time: the tiny checkpoints' heads of 16 never reach the first, a talker with heads of 40 takes both.
     tiny = layout.read_manifest(tiny_models.bundle(shape="tiny-1.7b", weights="int8")).spec.talker
@@ -124,10 +146,10 @@ def test_heads_of_several_register_groups_give_the_generic_results(library, tiny
     native_talker_bench.save_random_talker(spec, tmp_path / "talker.xml", seed=11)
     model = ov.Core().read_model(tmp_path / "talker.xml")
     steps = _steps(spec.hidden_size, seed=13)
-    generic = build_native_talker(replace(library, isa="generic"), model, spec, BLOCKS, 1)
+    generic = build_native_talker(replace(library, isa="generic"), model, spec, BLOCKS, 1, cache)
     expected = [generic.talker(chunks) for chunks in steps]
     for isa in (isa for isa in ALL_SETS if library.supports(isa)):
-        talker = build_native_talker(replace(library, isa=isa), model, spec, BLOCKS, 2)
+        talker = build_native_talker(replace(library, isa=isa), model, spec, BLOCKS, 2, cache)
         for chunks, wanted in zip(steps, expected, strict=True):
             for ours, theirs in zip(talker.talker(chunks), wanted, strict=True):
                 np.testing.assert_array_equal(ours, theirs, err_msg=isa)
@@ -236,12 +258,14 @@ def test_the_fallbacks_keep_the_plugins_talker_with_one_line_naming_why(
 def test_the_talker_benchmark_runs_and_reports_both_paths(library, tmp_path):
     out = tmp_path / "talker.json"
     args = ["--shape", "tiny", "--batch-sizes", "1,3", "--rounds", "2", "--context", "40", "--threads", "2"]
+    args += ["--caches", "u8,f16"]
     assert native_talker_bench.main([*args, "--work-dir", str(tmp_path), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["isa"] == library.isa and report["weight_bytes_per_step"] > 0
+    native = [f"native step ({library.isa}, 2 threads, {cache} cache)" for cache in ("u8", "f16")]
     for batch in ("1", "3"):
         paths = report["batches"][batch]
-        assert set(paths) == {"plugin", f"native step ({library.isa}, 2 threads)"}
+        assert set(paths) == {"plugin", *native}
         assert all(v["median_ms"] > 0 and v["gb_per_s"] > 0 for v in paths.values())
 
 

@@ -1,8 +1,9 @@
 """The native talker (native/src/talker.hpp) through its C entry: one call per engine talker step.
 
-It owns its KV cache (IEEE half, [blocks, layers, 2, BLOCK_SIZE, kv_heads, head_dim]; the engine's block
-tables index the first axis) and does prefill chunks and decode rows alike, so the plugin's compiled
-talker is not needed when it runs. `NativeTalker.talker` has the contract of Runner.talker
+It owns its KV cache ([blocks, layers, 2, kv_heads, BLOCK_SIZE] rows of one position and KV head: u8 with a
+scale and zero point per row, as engine.kv_cache_precision's default and the plugin's, or IEEE half; the
+engine's block tables index the first axis) and does prefill chunks and decode rows alike, so the plugin's
+compiled talker is not needed when it runs. `NativeTalker.talker` has the contract of Runner.talker
 (engine/runner.py). Opt-in: devices.native_talker (settings/engine.py); build_native_talker builds one
 for the loader.
 """
@@ -31,22 +32,31 @@ _MATRIX_KINDS = {"qkv": 0, "o": 1, "gate_up": 2, "down": 3, "head": 4}
 _VECTOR_KINDS = {"input": 0, "post": 1, "q": 2, "k": 3, "final": 4, "inverse_frequencies": 5}
 
 
-def kv_bytes_per_block(spec: TalkerSpec, block_size: int = BLOCK_SIZE) -> int:
-    """Bytes one native KV block takes across all layers (keys and values, 2 bytes each)."""
-    return spec.num_hidden_layers * 2 * block_size * spec.num_key_value_heads * spec.head_dim * 2
+def cache_precision(kv_cache_precision: str) -> str:
+    """The native cache's element type for engine.kv_cache_precision: u8 as asked, else f16 (the native
+    talker has no bf16 or f32 cache; f16 is the nearer to either)."""
+    return "u8" if kv_cache_precision == "u8" else "f16"
+
+
+def kv_bytes_per_block(spec: TalkerSpec, precision: str, block_size: int = BLOCK_SIZE) -> int:
+    """Bytes one native KV block takes across all layers (keys and values): per position and KV head a
+    row of head_dim halves, or head_dim bytes after its f32 scale and zero point (native/src/talker.hpp)."""
+    row = spec.head_dim + 8 if precision == "u8" else 2 * spec.head_dim
+    return spec.num_hidden_layers * 2 * block_size * spec.num_key_value_heads * row
 
 
 def declare(cdll: ctypes.CDLL) -> bool:
     """Declare the talker's C functions on `cdll`; False if the library predates them."""
-    if not hasattr(cdll, "qwen3tts_talker_step"):
+    if not hasattr(cdll, "qwen3tts_talker_cache_u8"):  # (a library from before the u8 cache)
         return False
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     signatures = {
-        "qwen3tts_talker_create": (p, [p, ctypes.c_float, ctypes.c_char_p, i32]),
+        "qwen3tts_talker_create": (p, [p, ctypes.c_float, ctypes.c_char_p, i32, i32]),
         "qwen3tts_talker_destroy": (None, [p]),
         "qwen3tts_talker_isa": (ctypes.c_char_p, [p]),
         "qwen3tts_talker_threads": (i32, [p]),
         "qwen3tts_talker_cache_bytes": (i64, [p]),
+        "qwen3tts_talker_cache_u8": (i32, [p]),
         "qwen3tts_talker_set_matrix": (i32, [p, i32, i64, p, p, i64, i64]),
         "qwen3tts_talker_set_vector": (i32, [p, i32, i64, p, i64]),
         "qwen3tts_talker_check": (i32, [p]),
@@ -60,14 +70,21 @@ def declare(cdll: ctypes.CDLL) -> bool:
 
 
 def build_native_talker(
-    library: NativeLibrary, model: ov.Model, spec: TalkerSpec, num_blocks: int, threads: int
+    library: NativeLibrary,
+    model: ov.Model,
+    spec: TalkerSpec,
+    num_blocks: int,
+    threads: int,
+    cache: str = "u8",
 ) -> NativeTalker:
     """A native talker over `model`'s tensors (the bundle's talker IR, kept alive with it) with a cache of
-    `num_blocks` blocks; UnreadableTensors says why it cannot be. One warm-up step runs here (block 0)."""
+    `num_blocks` blocks of `cache` ("u8" or "f16") rows; UnreadableTensors says why it cannot be. One warm-up
+    step runs here (block 0)."""
     if not declare(library.cdll):
-        raise UnreadableTensors(f"{library.path} has no native talker (rebuild native/)")
+        raise UnreadableTensors(f"{library.path} has no native talker with a u8 cache (rebuild native/)")
+    tensors = read_talker_tensors(model, spec)
     talker = NativeTalker.build(
-        library.cdll, spec, read_talker_tensors(model, spec), library.isa, threads, num_blocks, keep=(model,)
+        library.cdll, spec, tensors, library.isa, threads, num_blocks, cache, keep=(model,)
     )
     talker.talker([TalkerChunk(0, np.zeros((1, spec.hidden_size), np.float32), 0, [0])])
     return talker
@@ -81,14 +98,18 @@ class NativeTalker:
         self.isa = cdll.qwen3tts_talker_isa(handle).decode()
         self.threads = cdll.qwen3tts_talker_threads(handle)
         self.cache_bytes = cdll.qwen3tts_talker_cache_bytes(handle)
+        self.cache_precision = "u8" if cdll.qwen3tts_talker_cache_u8(handle) else "f16"
         self.block_size, self.num_blocks = BLOCK_SIZE, num_blocks
         self._lock = threading.Lock()  # one step at a time: the cache and buffers are its own
 
     @classmethod
     def build(
-        cls, cdll, spec: TalkerSpec, tensors: TalkerTensors, isa: str, threads: int, num_blocks: int, keep=()
-    ) -> NativeTalker:
+        cls, cdll, spec: TalkerSpec, tensors: TalkerTensors, isa: str, threads: int, num_blocks: int,
+        cache: str = "u8", keep=(),
+    ) -> NativeTalker:  # fmt: skip
         """A checked talker over `tensors`; UnreadableTensors if the library refuses them or the cache."""
+        if cache not in ("u8", "f16"):
+            raise ValueError(f"the native talker's cache is u8 or f16, not {cache!r}")
         dims = (ctypes.c_int64 * 9)(
             spec.hidden_size,
             spec.intermediate_size,
@@ -100,7 +121,7 @@ class NativeTalker:
             num_blocks,
             BLOCK_SIZE,
         )
-        handle = cdll.qwen3tts_talker_create(dims, spec.rms_norm_eps, isa.encode(), threads)
+        handle = cdll.qwen3tts_talker_create(dims, spec.rms_norm_eps, isa.encode(), threads, cache == "u8")
         if not handle:
             raise UnreadableTensors(
                 f"the library cannot build a talker for kernel set {isa}, this shape and {num_blocks} blocks"
