@@ -3,13 +3,14 @@
 A random talker of the real shape (`--shape 0.6b`: 28 layers, codec_head) is built with the bundle
 builder's graph (model/graphs/talker.py) and INT8_SYM compression, saved and read back as a bundle's IR
 is; the plugin runs its PagedAttention copy as the daemon does (the daemon's properties: u8 KV cache), the
-native talker reads the same mapped tensors into its own f16 cache. Each batch's sequences are first
-prefilled with `--context` positions on both; then round by round each path runs one decode step (one
-row per sequence). Reported: median ms per step, GB/s of INT8 weights read per step (every layer matrix
-and codec_head once), and the median per-round ratio to the plugin.
+native talker reads the same mapped tensors, with its own cache of each kind `--caches` names (u8, the
+daemon's default, and / or f16), side by side in the same rounds, each round in another order. Each
+batch's sequences are first prefilled with `--context` positions on both; then round by round each path
+runs one decode step (one row per sequence). Reported: median ms per step, GB/s of INT8 weights read per
+step (every layer matrix and codec_head once), and the median per-round ratio to the plugin.
 
     python -m qwen3tts.bench.native_talker --shape 0.6b --batch-sizes 1,8 --rounds 7 [--context 64]
-        [--threads 2] [--json out] [--work-dir dir]
+        [--threads 2] [--caches u8,f16] [--json out] [--work-dir dir]
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def step_bytes(tensors) -> int:
     return sum(w.data.nbytes for layer in tensors.layers for w in layer.values()) + tensors.head.data.nbytes
 
 
-def run(shape, batches, rounds, context, threads, work_dir=None) -> dict:
+def run(shape, batches, rounds, context, threads, work_dir=None, caches=("u8",)) -> dict:
     with tempfile.TemporaryDirectory(prefix="native-talker-") as tmp:
         spec, path = random_talker(shape, work_dir or Path(tmp))
         core = ov.Core()
@@ -88,21 +89,27 @@ def run(shape, batches, rounds, context, threads, work_dir=None) -> dict:
         isa = cdll.qwen3tts_native_isa().decode()
         per_seq = -(-(context + rounds + 2) // native_talker.BLOCK_SIZE)
         blocks = max(batches) * per_seq
-        native = native_talker.NativeTalker.build(cdll, spec.talker, tensors, isa, threads, blocks, (model,))
+        natives = {
+            f"native step ({isa}, {threads} threads, {cache} cache)": native_talker.NativeTalker.build(
+                cdll, spec.talker, tensors, isa, threads, blocks, cache, keep=(model,)
+            )
+            for cache in caches
+        }
         props = daemon_properties(core, "talker", threads, kv_cache="u8")  # the daemon's KV cache default
         plugin = PagedTalker(core.compile_model(to_paged(model), "CPU", props), blocks)
         weight_bytes = step_bytes(tensors)
         report = {"shape": shape, "threads": threads, "isa": isa, "context": context}
         report["weight_bytes_per_step"] = weight_bytes
         report["batches"] = {
-            batch: _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_bytes)
+            batch: _time_batch(spec, batch, rounds, context, per_seq, plugin, natives, weight_bytes)
             for batch in batches
         }
-        native.close()
+        for native in natives.values():
+            native.close()
         return report
 
 
-def _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_bytes) -> dict:
+def _time_batch(spec, batch, rounds, context, per_seq, plugin, natives, weight_bytes) -> dict:
     rng = np.random.default_rng(batch)
     hidden = spec.talker.hidden_size
     tables = [list(range(s * per_seq, (s + 1) * per_seq)) for s in range(batch)]
@@ -117,12 +124,16 @@ def _time_batch(spec, batch, rounds, context, per_seq, plugin, native, weight_by
         return plugin.step([(c.embeddings, c.past_len, c.block_table) for c in step])
 
     prefill = chunks(context, 0)
-    on_plugin(prefill), native.talker(prefill)
-    name = f"native step ({native.isa}, {native.threads} threads)"
-    samples = {"plugin": [], name: []}
+    on_plugin(prefill)
+    for native in natives.values():
+        native.talker(prefill)
+    paths = [("plugin", on_plugin)] + [(name, native.talker) for name, native in natives.items()]
+    samples = {path: [] for path, _ in paths}
     for done in range(rounds + 1):
         step = chunks(1, context + done)
-        for path, call in (("plugin", on_plugin), (name, native.talker)):
+        # each round in another order: the path right after the plugin's ran while OpenVINO's threads were
+        # still spinning on both cores (a native step after it took 1.06-1.18x as long as one after another)
+        for path, call in paths[done % len(paths) :] + paths[: done % len(paths)]:
             started = time.perf_counter()
             call(step)
             if done:  # the first decode step: allocations
@@ -149,11 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--context", type=int, default=64, help="positions prefilled before the decode steps")
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
+    parser.add_argument("--caches", default="u8", help="native KV caches to run, comma-separated: u8, f16")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work-dir", type=Path, help="keep the random talker here, reuse it next time")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batch_sizes.split(",")]
-    report = run(args.shape, batches, args.rounds, args.context, args.threads, args.work_dir)
+    caches = tuple(args.caches.split(","))
+    if not set(caches) <= {"u8", "f16"}:
+        parser.error(f"--caches: u8 and / or f16, not {args.caches!r}")
+    report = run(args.shape, batches, args.rounds, args.context, args.threads, args.work_dir, caches)
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
