@@ -1,6 +1,6 @@
 """How far the fast precisions drift from the official f32 outputs: INT8 weights, a u8 KV cache, and
-the native path (native/: int16 activations) against the plugin's: the talker's INT8 MatMuls on the
-native kernels, the code predictor as the fused native frame.
+the native path (native/: int16 activations) against the plugin's: the talker as the native step over its
+own cache (u8, or f16 where the plugin's row has f32), the code predictor as the fused native frame.
 
 Measured on the golden fixtures (tests/fixtures/golden, official PyTorch f32): max |Δlogit| of the
 teacher-forced talker and code predictor, and how many greedy frames stay identical end to end.
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
+from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.engine.sequence import Request
 from qwen3tts.model import bundle as layout
 from qwen3tts.model.build import build_bundle
@@ -27,6 +28,7 @@ from qwen3tts.model.graphs import code_predictor as cp
 from qwen3tts.model.graphs.talker import to_paged
 from qwen3tts.model.tiny import write_checkpoint
 from qwen3tts.runtime.loader import load_runtime
+from qwen3tts.runtime.native_decode import talker as native_talker
 from qwen3tts.runtime.paged_talker import PagedTalker
 from qwen3tts.settings_loader import load_settings
 
@@ -43,30 +45,27 @@ class Drift:
     logit_scale: float  # max |logit| of the golden talker logits, for scale
     frames_identical: int  # greedy frames equal to the official ones before the first difference
     frames_total: int
-    native: bool = False  # the native path: the talker's INT8 MatMuls on native/'s kernels, the fused frame
-
-
-def _read(core: ov.Core, path: Path, native) -> ov.Model:
-    """The graph at `path`, with its INT8 MatMuls on the native kernels when `native` is the library."""
-    model = core.read_model(path)
-    if native is not None:
-        from qwen3tts.runtime.native import replace_int8_matmuls
-
-        replace_int8_matmuls(model, native)
-    return model
+    native: bool = False  # the native path: the native talker step, the fused frame
 
 
 def teacher_forced_logits(
     core: ov.Core, bundle: Path, golden: dict, kv_cache: str, native=None
 ) -> np.ndarray:
-    """Prefill + decode logits of the paged talker fed the golden inputs ([1 + N, V])."""
-    talker = to_paged(_read(core, bundle / layout.TALKER_XML, native))
-    model = core.compile_model(talker, "CPU", {**F32, "KV_CACHE_PRECISION": kv_cache})
-    talker = PagedTalker(model, num_blocks=4)
+    """Prefill + decode logits of the paged talker fed the golden inputs ([1 + N, V]); with `native` (the
+    library) the native talker step over its own cache (u8 as asked, else f16: it has no f32 cache)."""
+    if native is None:
+        talker = to_paged(core.read_model(bundle / layout.TALKER_XML))
+        model = core.compile_model(talker, "CPU", {**F32, "KV_CACHE_PRECISION": kv_cache})
+        step = PagedTalker(model, num_blocks=4).step
+    else:
+        spec = layout.read_manifest(bundle).spec.talker
+        model, cache = core.read_model(bundle / layout.TALKER_XML), native_talker.cache_precision(kv_cache)
+        stepper = native_talker.build_native_talker(native, model, spec, 4, 2, cache)
+        step = lambda chunks: stepper.talker([TalkerChunk(0, *chunk) for chunk in chunks])  # noqa: E731
     embeds, table = golden["prompt_embeds"], [0, 1, 2, 3]
-    rows = [talker.step([(embeds, 0, table)])[0][0]]
-    for t, step in enumerate(golden["decode_inputs"]):
-        rows.append(talker.step([(step[None], embeds.shape[0] + t, table)])[0][0])
+    rows = [step([(embeds, 0, table)])[0][0]]
+    for t, decode in enumerate(golden["decode_inputs"]):
+        rows.append(step([(decode[None], embeds.shape[0] + t, table)])[0][0])
     return np.array(rows)
 
 
@@ -116,11 +115,12 @@ def predictor_drift(core: ov.Core, bundle: Path, golden: dict, native=None) -> f
 def greedy_frames(bundle: Path, case: dict, golden: dict, kv_cache: str, native: bool = False) -> np.ndarray:
     # What the product runs: `auto` precision (an f32 hint on CPUs, and on VNNI CPUs the plugin's int8
     # activations for compressed-weight MatMuls, as in the teacher-forced graphs above; an explicit f32
-    # would turn those off) on the plugin's kernels, or on the native path (`always`: the talker's MatMuls
-    # on native/'s kernels, the code predictor as the fused frame at every batch)
+    # would turn those off) on the plugin's kernels, or on the native path (`always`: the native talker
+    # step, the code predictor as the fused frame at every batch)
     precision = "devices.native_kernels=always" if native else "devices.native_kernels=never"
+    talker = "devices.native_talker=always" if native else "devices.native_talker=never"
     cpu = ["devices.talker=[CPU]", "devices.codec=[CPU]"]
-    settings = load_settings(None, [precision, *cpu, f"engine.kv_cache_precision={kv_cache}"])
+    settings = load_settings(None, [precision, talker, *cpu, f"engine.kv_cache_precision={kv_cache}"])
     runtime = load_runtime(bundle, settings)
     if "xvector" in golden:
         runtime.prompt_builder.xvectors = lambda _path: golden["xvector"]
@@ -155,7 +155,7 @@ def measure(
     return Drift(
         case["name"],
         weights,
-        kv_cache,
+        kv_cache if native is None else native_talker.cache_precision(kv_cache),  # (what the step ran)
         float(talker),
         float(predictor),
         float(np.abs(expected_logits).max()),
