@@ -3,8 +3,8 @@
 // everything here has internal linkage (anonymous namespace), so the linker can never hand one
 // instruction set's copy to another's caller. The f32 lanes are 256-bit AVX code in every one of them.
 //
-// V provides: kStep (int16 lanes per register); kStraightGroups (and with it kRowPrefetchBytes: see
-// straight_row); reg; zero(); widen(const int8_t*) (kStep int8 -> int16);
+// V provides: kStep (int16 lanes per register); kStraightGroups (see straight_row; kRowPrefetchBytes is the
+// INT4 rows' distance, dot4_kernels.hpp); reg; zero(); widen(const int8_t*) (kStep int8 -> int16);
 // load(const int16_t*); dot(acc, a, b) = acc + pairwise a*b in int32 lanes (vpmaddwd + vpaddd, or
 // vpdpwssd); add(a, b) in int32 lanes; lanes8(reg) -> __m256i, the 8 lanes of kernels.hpp (256 bits: as
 // is; 512 bits: lane j plus lane j + 8, which covers the same channels mod 16).
@@ -74,10 +74,17 @@ void add_group(const Block<V, NW, M>& block, const QuantizedRows& x, int64_t row
 
 // One weight row against M rows of x (a decode step's product), out[i] for row + i, for a policy that asks
 // for it (V::kStraightGroups): each whole group as straight-line code, with no loop bound to work out per
-// group, and the row prefetched V::kRowPrefetchBytes ahead. On Zen 3 the general loop below spent about a
+// group, and the row prefetched kStraightPrefetchBytes ahead. On Zen 3 the general loop below spent about a
 // fifth of a row's time on its per-group set-up (weights in cache: 26 against 33 GB/s per thread), and the
 // fused frame at batch 1 took 0.92-0.95 of its time this way (docs/benchmarks.md, "the AVX2 kernel's
 // decode row"). BlockDot's one-by-one block takes it; DecodeRows up to kDecodeRowsMax rows of x.
+// How far ahead straight_row asks for a decode row's weights, and into L2 (T1), not L1: with 4 KiB into L1
+// the 0.6B talker's step at batch 1 read 27 GB/s of weights on Zen 4 while a plain read of the same bytes
+// took 45-48 GB/s; 8 KiB into L2 took 0.90-0.92 of its time (the AVX2 set forced 0.93, the INT8 frame at
+// batch 1 0.93, two rows 0.96, four rows, bound by their multiply-adds, the same), 16 and 32 KiB into L2
+// 0.92-0.95, 2 KiB 1.07-1.11, 16 KiB into L1 1.14 (docs/benchmarks.md, "the talker's share").
+constexpr int64_t kStraightPrefetchBytes = 8192;
+
 template <typename V, int M = 1>
 void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* out) {
     const int64_t K = x.cols, whole = K / kGroup;
@@ -91,7 +98,7 @@ void straight_row(const int8_t* w, const QuantizedRows& x, int64_t row, float* o
         block.clear();
         for (int64_t line = 0; line < kGroup; line += 64) {  // constant bounds: the compiler unrolls them
             const int64_t k = g * kGroup + line;
-            _mm_prefetch(reinterpret_cast<const char*>(w + k + V::kRowPrefetchBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(w + k + kStraightPrefetchBytes), _MM_HINT_T1);
             for (int64_t u = 0; u < kStepsPerLine; ++u) block.step(k + u * V::kStep, static_cast<int>(u % block.S));
         }
         add_group(block, x, row, g, acc);

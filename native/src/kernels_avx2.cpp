@@ -10,9 +10,9 @@ namespace qwen3tts::native {
 namespace {
 
 struct Avx2 : Avx2Base {
-    // A decode row as straight-line groups, prefetched 4 KiB ahead (dot_kernels.hpp's straight_row): the
-    // frame at batch 1 took 0.92-0.95 of the general loop's time on Zen 3. The AVX-VNNI twin, not
-    // measured, keeps the loop.
+    // A decode row as straight-line groups (dot_kernels.hpp's straight_row): the frame at batch 1 took
+    // 0.92-0.95 of the general loop's time on Zen 3. The AVX-VNNI twin, not measured, keeps the loop. The
+    // INT4 rows prefetch kRowPrefetchBytes ahead (dot4_kernels.hpp).
     static constexpr bool kStraightGroups = true;
     static constexpr int64_t kRowPrefetchBytes = 4096;
     static reg dot(reg acc, reg a, reg b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }

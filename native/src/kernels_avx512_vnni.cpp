@@ -20,7 +20,8 @@ struct Avx512Vnni : Avx512Base {
     using Narrow = Avx512VnniNarrow;
     // A decode row as straight-line groups and a decode step's rows in one call (dot_kernels.hpp's
     // straight_row and decode_rows), as the AVX2 set. On Zen 4 the INT8 frame at batch 1 took 0.91 of the
-    // general loop's time, the talker step about 0.95; 4 KiB ahead measured as fast as 1 or 2 KiB or faster.
+    // general loop's time, the talker step about 0.95. The INT4 rows prefetch 4 KiB ahead (dot4_kernels.hpp),
+    // measured as fast as 1 or 2 KiB or faster.
     static constexpr bool kStraightGroups = true;
     static constexpr int64_t kRowPrefetchBytes = 4096;
     static reg dot(reg acc, reg a, reg b) { return _mm512_dpwssd_epi32(acc, a, b); }
