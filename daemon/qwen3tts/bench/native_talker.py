@@ -4,13 +4,14 @@ A random talker of the real shape (`--shape 0.6b`: 28 layers, codec_head) is bui
 builder's graph (model/graphs/talker.py) and INT8_SYM compression, saved and read back as a bundle's IR
 is; the plugin runs its PagedAttention copy as the daemon does (the daemon's properties: u8 KV cache), the
 native talker reads the same mapped tensors, with its own cache of each kind `--caches` names (u8, the
-daemon's default, and / or f16), side by side in the same rounds, each round in another order. Each
-batch's sequences are first prefilled with `--context` positions on both; then round by round each path
-runs one decode step (one row per sequence). Reported: median ms per step, GB/s of INT8 weights read per
-step (every layer matrix and codec_head once), and the median per-round ratio to the plugin.
+daemon's default, and / or f16; of each `--library` build too), side by side in the same rounds, each
+round in another order. Each batch's sequences are first prefilled with `--context` positions on both;
+then round by round each path runs one decode step (one row per sequence). Reported: median ms per step,
+GB/s of INT8 weights read per step (every layer matrix and codec_head once), and the median per-round
+ratio to the plugin.
 
     python -m qwen3tts.bench.native_talker --shape 0.6b --batch-sizes 1,8 --rounds 7 [--context 64]
-        [--threads 2] [--caches u8,f16] [--json out] [--work-dir dir]
+        [--threads 2] [--caches u8,f16] [--library another/build.so ...] [--json out] [--work-dir dir]
 """
 
 from __future__ import annotations
@@ -76,25 +77,27 @@ def step_bytes(tensors) -> int:
     return sum(w.data.nbytes for layer in tensors.layers for w in layer.values()) + tensors.head.data.nbytes
 
 
-def run(shape, batches, rounds, context, threads, work_dir=None, caches=("u8",)) -> dict:
+def run(shape, batches, rounds, context, threads, work_dir=None, caches=("u8",), libraries=()) -> dict:
     with tempfile.TemporaryDirectory(prefix="native-talker-") as tmp:
         spec, path = random_talker(shape, work_dir or Path(tmp))
         core = ov.Core()
         model = core.read_model(str(path))
         tensors = read_talker_tensors(model, spec.talker)
-        cdll = ctypes.CDLL(str(DEFAULT_LIBRARY))
-        if not native_talker.declare(cdll):
-            raise SystemExit(f"{DEFAULT_LIBRARY} has no native talker (rebuild native/)")
-        cdll.qwen3tts_native_isa.restype = ctypes.c_char_p
-        isa = cdll.qwen3tts_native_isa().decode()
         per_seq = -(-(context + rounds + 2) // native_talker.BLOCK_SIZE)
         blocks = max(batches) * per_seq
-        natives = {
-            f"native step ({isa}, {threads} threads, {cache} cache)": native_talker.NativeTalker.build(
-                cdll, spec.talker, tensors, isa, threads, blocks, cache, keep=(model,)
-            )
-            for cache in caches
-        }
+        natives, isa = {}, None
+        for index, library in enumerate([DEFAULT_LIBRARY, *libraries]):
+            cdll = ctypes.CDLL(str(library))
+            if not native_talker.declare(cdll):
+                raise SystemExit(f"{library} has no native talker with a u8 cache (rebuild native/)")
+            cdll.qwen3tts_native_isa.restype = ctypes.c_char_p
+            isa = isa or cdll.qwen3tts_native_isa().decode()
+            which = f"library {index} ({Path(library).name}), " if libraries else ""
+            for cache in caches:
+                name = f"native step ({which}{isa}, {threads} threads, {cache} cache)"
+                natives[name] = native_talker.NativeTalker.build(
+                    cdll, spec.talker, tensors, isa, threads, blocks, cache, keep=(model,)
+                )
         props = daemon_properties(core, "talker", threads, kv_cache="u8")  # the daemon's KV cache default
         plugin = PagedTalker(core.compile_model(to_paged(model), "CPU", props), blocks)
         weight_bytes = step_bytes(tensors)
@@ -161,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context", type=int, default=64, help="positions prefilled before the decode steps")
     parser.add_argument("--threads", type=int, default=2, help="threads of the plugin and the native pool")
     parser.add_argument("--caches", default="u8", help="native KV caches to run, comma-separated: u8, f16")
+    parser.add_argument(
+        "--library", type=Path, action="append", default=[], help="another build beside main's (repeatable)"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--work-dir", type=Path, help="keep the random talker here, reuse it next time")
     args = parser.parse_args(argv)
@@ -168,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     caches = tuple(args.caches.split(","))
     if not set(caches) <= {"u8", "f16"}:
         parser.error(f"--caches: u8 and / or f16, not {args.caches!r}")
-    report = run(args.shape, batches, args.rounds, args.context, args.threads, args.work_dir, caches)
+    report = run(
+        args.shape, batches, args.rounds, args.context, args.threads, args.work_dir, caches, args.library
+    )
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

@@ -258,11 +258,16 @@ def test_the_fallbacks_keep_the_plugins_talker_with_one_line_naming_why(
 def test_the_talker_benchmark_runs_and_reports_both_paths(library, tmp_path):
     out = tmp_path / "talker.json"
     args = ["--shape", "tiny", "--batch-sizes", "1,3", "--rounds", "2", "--context", "40", "--threads", "2"]
-    args += ["--caches", "u8,f16"]
+    args += ["--caches", "u8,f16", "--library", str(library.path)]  # (the same build twice: two talkers)
     assert native_talker_bench.main([*args, "--work-dir", str(tmp_path), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["isa"] == library.isa and report["weight_bytes_per_step"] > 0
-    native = [f"native step ({library.isa}, 2 threads, {cache} cache)" for cache in ("u8", "f16")]
+    name = library.path.name
+    native = [
+        f"native step (library {i} ({name}), {library.isa}, 2 threads, {cache} cache)"
+        for i in (0, 1)
+        for cache in ("u8", "f16")
+    ]
     for batch in ("1", "3"):
         paths = report["batches"][batch]
         assert set(paths) == {"plugin", *native}
