@@ -36,12 +36,13 @@ void widen_row(const uint8_t* row, int64_t hd, float* out) {
 
 // One block's cached rows of one KV head (`count` positions, `row_bytes` apart) against the group's
 // queries, two ways with the same arithmetic. Portable: each row widened (widen_row), then math::dot per
-// head and `out[d] += share * row[d]` per position. AVX2 with F16C: the row widened in registers, the
-// lanes of a register being math::dot's eight chains, and the values added eight elements a register in
-// the same position order (a block's rows widened once into `row`, [count, hd], for all heads). Each is a multiply then an add, never fused (no FMA in these targets), so both
-// round alike and the tests comparing every kernel set with the portable one bit for bit hold. (Widening
-// the halves with vcvtph2ps instead of the table's load per value: the widening was about a fifth of a
-// batch-8 decode step, docs/benchmarks.md.)
+// head and `out[d] += share * row[d]` per position. AVX2 with F16C: the block's rows widened in registers
+// once into `row` ([count, hd], for all heads of the group), the lanes of a register being math::dot's
+// eight chains, and the values added eight elements a register in the same position order. Each is a
+// multiply then an add, never fused (no FMA in these targets), so both round alike and the tests
+// comparing every kernel set with the portable one bit for bit hold. (Widening the halves with vcvtph2ps
+// instead of the table's load per value: the widening was about a fifth of a batch-8 decode step,
+// docs/benchmarks.md.)
 struct BlockMath {
     // scores[j * stride + i] = q_j . key_i, for heads j < groups and rows i < count
     void (*score)(const float* q, int64_t groups, const uint8_t* keys, int64_t row_bytes, int64_t count,
@@ -101,8 +102,8 @@ __attribute__((target("avx2,f16c"))) inline __m256 widen8(const uint8_t* row, in
     }
 }
 
-// A block's `count` cached rows widened into `block` [count, hd] once, for every head of the group (widened
-// per head, a u8 block took a batch-4 step at 64 positions 6 % longer than a half one).
+// A block's `count` cached rows widened into `block` [count, hd] once for every head of the group, which
+// all read the same rows (a u8 row's widening is four instructions per eight values, a half's one).
 template <bool U8>
 __attribute__((target("avx2,f16c"))) void widen_block(const uint8_t* rows, int64_t row_bytes, int64_t count,
                                                       int64_t hd, float* block) {
@@ -166,7 +167,8 @@ __attribute__((target("avx2,f16c"))) void add_values_simd(const float* shares, i
 BlockMath block_math(const KernelSet& kernels, int64_t hd, bool u8) {
     static const bool simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     if (simd && &kernels != &generic_kernels() && hd % 8 == 0)
-        return u8 ? BlockMath{score_simd<true>, add_values_simd<true>} : BlockMath{score_simd<false>, add_values_simd<false>};
+        return u8 ? BlockMath{score_simd<true>, add_values_simd<true>}
+                  : BlockMath{score_simd<false>, add_values_simd<false>};
     return u8 ? BlockMath{score_portable<true>, add_values_portable<true>}
               : BlockMath{score_portable<false>, add_values_portable<false>};
 }
@@ -196,9 +198,8 @@ void Talker::store_row(const float* x, uint8_t* row) const {
     for (int64_t d = 1; d < hd; ++d) low = std::min(low, x[d]), high = std::max(high, x[d]);
     float scale = (high - low) / 255.0f;
     if (!(scale > 0.0f)) scale = 1.0f;
-    // Rounded by adding a half and truncating: std::nearbyint is a libm call in this file's baseline target,
-    // and a division per value besides made the cache writes (serial work between two phases) cost a
-    // batch-4 step at 64 positions 6 % more than the halves' did.
+    // Rounded by adding a half and truncating (std::nearbyint is a call into libm at this file's baseline
+    // target), with one division per row: the cache writes are serial work between two phases.
     const float inverse = 1.0f / scale, zero = -low * inverse;
     for (int64_t d = 0; d < hd; ++d) {
         const float q = x[d] * inverse + zero + 0.5f;
