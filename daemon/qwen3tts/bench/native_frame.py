@@ -5,8 +5,8 @@ is built with the bundle builder's graph (model/graphs/code_predictor.py) and IN
 and read back as a bundle's IR is; the plugin runs it as the daemon does (the daemon's compile properties,
 daemon_properties; and with exact f32 activations), the native predictor reads the same mapped tensors.
 Round by round each does one frame (15 steps, greedy and sampled rows alike: temperature 0.9, top-k 50) at
-each batch size. Reported: median ms per frame, GB/s of weights read per frame (each step reads the five
-layers and its own head), and the median per-round ratio to the plugin.
+each batch size, in a new order every round. Reported: median ms per frame, GB/s of weights read per frame
+(each step reads the five layers and its own head), and the median per-round ratio to the plugin.
 
     python -m qwen3tts.bench.native_frame --shape 0.6b --batch-sizes 1,8 --rounds 7 [--threads 2]
         [--json out] [--work-dir dir]
@@ -131,7 +131,9 @@ def _time_batch(spec, batch, rounds, plugin, plugin_f32, native, weight_bytes) -
         "plugin, f32 activations": lambda: plugin_f32.infer(feeds),
         f"native frame ({native.isa}, {native.threads} threads)": lambda: native.frame(*feeds.values()),
     }
-    samples = time_in_rounds(timers, rounds)
+    # a new order every round: the native frame always ran right after the plugin's f32 graph, whose
+    # threads were still spinning on both cores (the talker step took 1.06-1.18x as long so, 2abe2fd)
+    samples = time_in_rounds(timers, rounds, shuffle_seed=batch)
     return summarise(samples, weight_bytes)
 
 
