@@ -63,9 +63,15 @@ FUSED_FASTER_UP_TO: dict[tuple[str, str], int] = {
 # The same for a code predictor in INT4_SYM weights, against the plugin's graph of the same INT4 weights
 # (`python -m qwen3tts.bench.native_frame --weights int4_sym_g128`, docs/benchmarks.md "Issue 34: the INT4
 # frame unpacked as it lies"). A 2-vCPU Zen 4, three runs against the plugin's INT4 graph compiled as the
-# daemon compiles it: x0.66-0.67 of its time at batch 1, x0.87-0.89 at 2, x1.18-1.19 at 3. The AVX2 set's
-# INT4 frame is about as fast (forced, on Zen 4), but the plugin's INT4 graph was never measured on an
-# AVX2-only CPU: no entry for it yet.
+# daemon compiles it: x0.66-0.67 of its time at batch 1, x0.87-0.89 at 2, x1.18-1.19 at 3; with the
+# order shuffled every round (the bench ran the frame right after the plugin's threads had spun before)
+# x0.67, 0.86, 0.97 and 1.13 at 1-4. End to end with the int4-cp bundle, `devices.native_kernels: always`
+# (the frame at every batch) against this entry: the code predictor x1.13-1.19 at 3 and x1.29-1.37 at 4,
+# the whole frame x1.09-1.11 at 4, but peak RSS 1476-1486 against 2702 MiB (the plugin's INT4 graph
+# compiled beside the frame for batches 3-4): `always` is the setting for a box short of memory
+# (docs/benchmarks.md, "The INT4 frame at three and four rows"). The AVX2 set's INT4 frame is about as
+# fast (forced, on Zen 4), but the plugin's INT4 graph was never measured on an AVX2-only CPU: no entry
+# for it yet.
 FUSED_INT4_FASTER_UP_TO: dict[tuple[str, str], int] = {
     ("AuthenticAMD", "avx512_vnni"): 2,
 }
@@ -84,7 +90,9 @@ FUSED_INT4_FASTER_UP_TO: dict[tuple[str, str], int] = {
 NATIVE_TALKER_UP_TO: dict[tuple[str, str], int] = {
     ("AuthenticAMD", "avx2"): 8,
     # A 2-vCPU Zen 4. The step alone, interleaved with the plugin in one process (64 positions, the
-    # daemon's properties): x0.74-0.83 at 1, x0.87-0.97 at 2, x0.98-1.10 at 3, x1.07-1.20 at 4. End to end
+    # daemon's properties): x0.74-0.83 at 1, x0.87-0.97 at 2, x0.98-1.10 at 3, x1.07-1.20 at 4 (it ran
+    # right after the plugin's spinning threads; in a new order every round, with a decode row prefetched
+    # 8 KiB ahead into L2: x0.71 at 1, x0.81 at 2, x1.00 at 4). End to end
     # (`qwen3tts bench`, the 0.6B INT8 bundle, each path in its own process, alternated), the talker's ms
     # per frame: x0.53-0.75 at 1 (three pairs), x0.79 at 2, x0.97 at 3, x0.89-1.00 at 4 (three pairs);
     # peak RSS 1822 against 2077-2107 MiB (no compiled copy of its weights); first audio +47-80 ms (its
