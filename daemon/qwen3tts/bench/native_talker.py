@@ -5,7 +5,7 @@ builder's graph (model/graphs/talker.py) and INT8_SYM compression, saved and rea
 is; the plugin runs its PagedAttention copy as the daemon does (the daemon's properties: u8 KV cache), the
 native talker reads the same mapped tensors, with its own cache of each kind `--caches` names (u8, the
 daemon's default, and / or f16; of each `--library` build too), side by side in the same rounds, each
-round in another order. Each batch's sequences are first prefilled with `--context` positions on both;
+round in a new order. Each batch's sequences are first prefilled with `--context` positions on both;
 then round by round each path runs one decode step (one row per sequence). Reported: median ms per step,
 GB/s of INT8 weights read per step (every layer matrix and codec_head once), and the median per-round
 ratio to the plugin.
@@ -20,14 +20,13 @@ import argparse
 import ctypes
 import json
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import openvino as ov
 
 from qwen3tts.bench.native_frame import daemon_properties
-from qwen3tts.bench.rounds import summarise, table_rows
+from qwen3tts.bench.rounds import summarise, table_rows, time_in_rounds
 from qwen3tts.engine.runner import TalkerChunk
 from qwen3tts.model.checkpoint import read_json
 from qwen3tts.model.compression import save_graph
@@ -127,21 +126,21 @@ def _time_batch(spec, batch, rounds, context, per_seq, plugin, natives, weight_b
         return plugin.step([(c.embeddings, c.past_len, c.block_table) for c in step])
 
     prefill = chunks(context, 0)
-    on_plugin(prefill)
-    for native in natives.values():
-        native.talker(prefill)
-    paths = [("plugin", on_plugin)] + [(name, native.talker) for name, native in natives.items()]
-    samples = {path: [] for path, _ in paths}
-    for done in range(rounds + 1):
-        step = chunks(1, context + done)
-        # each round in another order: the path right after the plugin's ran while OpenVINO's threads were
-        # still spinning on both cores (a native step after it took 1.06-1.18x as long as one after another)
-        for path, call in paths[done % len(paths) :] + paths[: done % len(paths)]:
-            started = time.perf_counter()
-            call(step)
-            if done:  # the first decode step: allocations
-                samples[path].append(time.perf_counter() - started)
-    return summarise(samples, weight_bytes)
+    calls = {"plugin": on_plugin, **{name: native.talker for name, native in natives.items()}}
+    for call in calls.values():
+        call(prefill)
+    # the same decode steps for every path, each path at its own next one per call (time_in_rounds calls
+    # each timer once untimed, then once a round); a new order every round: the path right after the
+    # plugin's ran while OpenVINO's threads were still spinning on both cores (1.06-1.18x as long)
+    steps = [chunks(1, context + done) for done in range(rounds + 1)]
+    timers = {path: _stepper(call, steps) for path, call in calls.items()}
+    return summarise(time_in_rounds(timers, rounds, shuffle_seed=batch), weight_bytes)
+
+
+def _stepper(call, steps):
+    """A timer that runs `call` on the next of `steps` each time."""
+    left = iter(steps)
+    return lambda: call(next(left))
 
 
 def render(report: dict) -> str:
