@@ -98,6 +98,10 @@ build_venv() {
     # Wheels that carry every platform's library (audiostretchy: a macOS .dylib and a Windows .dll
     # beside its Linux .so): what Linux can never load goes, and lintian has nothing to say about it.
     find "$root/opt/qwen3tts/venv" -type f \( -name '*.dylib' -o -name '*.dll' \) -delete
+    # The wheels' own test suites (numpy/_core/tests, scipy/*/tests, sklearn/*/tests, ...: 74 of the
+    # venv's 700 MB) are never imported by the daemon: the appliance's disk, the download and every
+    # install and upgrade are that much smaller without them (tests/integration/packaging checks).
+    find "$root/opt/qwen3tts/venv/lib" -type d -name tests -prune -exec rm -rf {} +
     mkdir -p "$1"
     mv "$root/opt/qwen3tts/venv" "$1/venv"
 }
@@ -149,9 +153,10 @@ platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --pl
     || { tail -20 "$work/wheels.log" >&2; exit 1; }
 rm -rf "$built"
 
-# The venv depends only on the wheels and the target release: one built from the same wheels is
-# reused (a second package of another version, as the upgrade test makes, skips 1-2 minutes).
-key="$suite-$(cat "$wheels"/*.whl | sha256sum | cut -c1-16)"
+# The venv depends only on the wheels, the target release and build_venv itself: one built the same
+# way from the same wheels is reused (a second package of another version, as the upgrade test makes,
+# skips 1-2 minutes).
+key="$suite-$( (cat "$wheels"/*.whl; declare -f build_venv) | sha256sum | cut -c1-16)"
 cache="$work/venv-cache/$key"
 if [ -d "$cache/venv" ]; then
     step "venv: the one built from the same wheels ($cache)"

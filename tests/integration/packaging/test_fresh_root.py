@@ -105,6 +105,15 @@ def test_the_venv_runs_on_the_roots_own_python(box, suite):
     assert ran.stdout.startswith(f"/usr {PYTHONS[suite]}."), ran.stdout
 
 
+def test_the_venv_ships_no_test_suites_of_its_wheels(box, suite):
+    site = box.root / f"opt/qwen3tts/venv/lib/python{PYTHONS[suite]}/site-packages"
+    suites = sorted(str(p.relative_to(site)) for p in site.rglob("tests") if p.is_dir())
+    assert suites == [], suites[:20]
+    # only test suites go: numpy.testing and scipy's test helpers are modules their packages import
+    assert (site / "numpy" / "testing" / "__init__.py").is_file()
+    assert (site / "scipy" / "_lib" / "_testutils.py").is_file()
+
+
 def test_the_installed_unit_is_the_checkouts_with_the_packages_paths(box):
     installed = (box.root / UNIT.lstrip("/")).read_text().splitlines()
     checkout = (REPO / "systemd" / "qwen3tts.service").read_text().splitlines()
