@@ -98,7 +98,7 @@ build_venv() {
     # Wheels that carry every platform's library (audiostretchy: a macOS .dylib and a Windows .dll
     # beside its Linux .so): what Linux can never load goes, and lintian has nothing to say about it.
     find "$root/opt/qwen3tts/venv" -type f \( -name '*.dylib' -o -name '*.dll' \) -delete
-    # The wheels' own test suites (numpy/_core/tests, scipy/*/tests, sklearn/*/tests, ...: 74 of the
+    # The wheels' own test suites (numpy/_core/tests, scipy/*/tests, sklearn/*/tests, ...: about 70 of the
     # venv's 700 MB) are never imported by the daemon: the appliance's disk, the download and every
     # install and upgrade are that much smaller without them (tests/integration/packaging checks).
     find "$root/opt/qwen3tts/venv/lib" -type d -name tests -prune -exec rm -rf {} +
