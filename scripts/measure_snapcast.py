@@ -28,7 +28,15 @@ import numpy as np
 import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from snapcast_rig import Music, Snapclient, Snapserver, Timeline, locate, music_level, wait_until
+from snapcast_rig import (
+    Snapclient,
+    Snapserver,
+    Timeline,
+    locate,
+    music_level,
+    running_rig,
+    wait_until,
+)
 
 from qwen3tts.appliance.audio.chimes import ChimeSet
 from qwen3tts.appliance.audio.playback import Playback
@@ -108,26 +116,14 @@ def restart_run(server: Snapserver, settings: SnapcastSettings, work: Path) -> d
 
 
 def measure(source: str, runs: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, running_rig(Path(tmp)) as (server, clients):
         work = Path(tmp)
-        server = Snapserver(work)
-        server.start()
-        clients = [Snapclient(server, name) for name in ("left", "right")]
-        for client in clients:
-            client.start()
-        music = Music(server).start()
         wait_until(lambda: all(playing_music(c) for c in clients), 30.0)
         stream = "announcements" if source == "tcp" else "announcements_pipe"
         uri = server.tcp_source if source == "tcp" else server.pipe_source
         settings = SnapcastSettings(control_port=server.control_port, source=uri, stream=stream)
-        try:
-            results = [one_run(server, clients, settings, work) for _ in range(runs)]
-            restart = restart_run(server, replace(settings), work)
-        finally:
-            music.stop()
-            for client in clients:
-                client.stop()
-            server.stop()
+        results = [one_run(server, clients, settings, work) for _ in range(runs)]
+        restart = restart_run(server, replace(settings), work)
     latency = statistics.median(r["latency"] for r in results)
     skew = statistics.median(r["skew"] for r in results)
     worst = max(r["skew"] for r in results)
