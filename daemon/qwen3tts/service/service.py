@@ -33,6 +33,7 @@ from qwen3tts.servers import Offer, RecentEvents, start_servers
 from qwen3tts.service.announcer_factory import make_announcer
 from qwen3tts.service.console import Console
 from qwen3tts.service.front_end import text_front_end
+from qwen3tts.service.interned_strings import settle_interned_strings
 from qwen3tts.service.memory_trim import MemoryTrim
 from qwen3tts.service.mqtt_door import MqttDoor
 from qwen3tts.service.outbox import Outbox
@@ -119,6 +120,7 @@ class Service:
                                      outlet=outlet)  # fmt: skip
         for zone, playback in self.playbacks.items():
             self.supervisor.start(audio_worker(zone), playback.run)
+        settle_interned_strings()  # a one-time 3.7 MB step taken now, not requests later
         plans = f"plan={self.runtime.plan.summary()}; decode={self.runtime.plan.decode_paths()}"
         self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; {plans}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
