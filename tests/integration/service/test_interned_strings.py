@@ -18,11 +18,12 @@ DAEMON = Path(__file__).resolve().parents[3] / "daemon"
 PATHS = 100_000  # about 20,000 requests' worth of spool, temporary and WAV file names
 
 PROGRAM = """
-import ctypes, pathlib, sys
+import pathlib, sys
 import qwen3tts.service.service
 from qwen3tts.service.interned_strings import settle_interned_strings
+from qwen3tts.service.memory_trim import glibc_malloc_trim
 
-trim = ctypes.CDLL("libc.so.6").malloc_trim
+trim = glibc_malloc_trim()
 
 def rss_mib():
     trim(0)  # what the daemon's periodic trim gives back is not growth
