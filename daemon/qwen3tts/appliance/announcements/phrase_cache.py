@@ -63,6 +63,9 @@ class PhraseCache:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.directory = Path(directory)
+        # entries are named as str, not Path: pathlib interns every part it parses, and a name per new
+        # phrase would churn CPython's interned-strings table (docs/operations.md, "Memory")
+        self._dir = str(self.directory)
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._index: OrderedDict[str, int] = OrderedDict()  # key -> file size, least recent first
@@ -149,15 +152,15 @@ class PhraseCache:
 
     # ---- internals (the lock is held) ----
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> str:
         if not isinstance(key, str) or not _KEY.fullmatch(key):
             raise ValueError(f"not a phrase cache key: {key!r:.80}")
-        return self.directory / f"{key}{SUFFIX}"
+        return os.path.join(self._dir, f"{key}{SUFFIX}")
 
     def _remove(self, key: str) -> None:
         self._bytes -= self._index.pop(key, 0)
         try:
-            (self.directory / f"{key}{SUFFIX}").unlink()
+            os.unlink(os.path.join(self._dir, f"{key}{SUFFIX}"))
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -181,9 +184,10 @@ class PhraseCache:
         log.info("phrase cache %s: %d entries, %d bytes", self.directory, len(self._index), self._bytes)
 
 
-def _read_entry(path: Path) -> np.ndarray | None:
+def _read_entry(path: str) -> np.ndarray | None:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return None
     header = len(MAGIC) + 32
@@ -195,8 +199,8 @@ def _read_entry(path: Path) -> np.ndarray | None:
     return np.frombuffer(payload, dtype="<f4").astype(np.float32)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+def _write_atomically(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -204,5 +208,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise

@@ -66,6 +66,9 @@ class Spool:
     def __init__(self, directory: Path, disk=os, ledger_dir: Path | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        # a file is named as str, not Path: pathlib interns every part it parses, and each request's
+        # new name would churn CPython's interned-strings table (docs/operations.md, "Memory")
+        self._dir = str(self.directory)
         self.disk = disk
         self.ledger = EndedLedger(ledger_dir, self.directory)
         self.ended_earlier: list[Announcement] = []
@@ -75,8 +78,8 @@ class Spool:
         self.pending: dict[str, Callable[[], None]] = {}
         """File name -> the write, removal or move that failed last, to try again (`retry`)."""
 
-    def path_of(self, ann: Announcement) -> Path:
-        return self.directory / f"{ann.seq:012d}.json"
+    def path_of(self, ann: Announcement) -> str:
+        return os.path.join(self._dir, f"{ann.seq:012d}.json")
 
     def write(self, ann: Announcement) -> None:
         """Store `ann` durably; when this returns the announcement survives a power cut. OSError when it
@@ -84,10 +87,10 @@ class Spool:
         same file replaces it)."""
         data = json.dumps({"version": SPOOL_VERSION, "announcement": ann.to_json()}).encode("utf-8")
         final = self.path_of(ann)
-        self._deferred(final.name, ann.id, lambda: self._write_file(final, data))
+        self._deferred(os.path.basename(final), ann.id, lambda: self._write_file(final, data))
 
-    def _write_file(self, final: Path, data: bytes) -> None:
-        tmp = final.with_suffix(".json.tmp")
+    def _write_file(self, final: str, data: bytes) -> None:
+        tmp = final + ".tmp"
         fd = self.disk.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             self.disk.write(fd, data)
@@ -100,7 +103,7 @@ class Spool:
     def remove(self, ann: Announcement) -> None:
         """Remove `ann`'s file for good; OSError when it cannot (it is then `pending`, retried)."""
         path = self.path_of(ann)
-        self._deferred(path.name, ann.id, lambda: self._unlink(path), ends=REMOVE)
+        self._deferred(os.path.basename(path), ann.id, lambda: self._unlink(path), ends=REMOVE)
 
     def retry(self) -> int:
         """Try the pending removals and moves again; how many still fail (never raises)."""
@@ -150,7 +153,7 @@ class Spool:
         if entry[0] != ann_id:
             self.ledger.forget(name)
             return False
-        path = self.directory / name
+        path = os.path.join(self._dir, name)
         action = self._unlink if entry[1] == REMOVE else self._move_to_quarantine
         self.pending[name] = lambda: action(path)
         log.warning(
@@ -172,7 +175,7 @@ class Spool:
     def quarantine(self, ann: Announcement, why: str) -> None:
         """Move a spooled announcement out of the way for good; OSError when it cannot (then `pending`)."""
         path = self.path_of(ann)
-        self._deferred(path.name, ann.id, lambda: self._move_to_quarantine(path), ends=MOVED)
+        self._deferred(os.path.basename(path), ann.id, lambda: self._move_to_quarantine(path), ends=MOVED)
         log.error("%s: quarantined (%s)", ann.id, why)
 
     def take_unreadable(self) -> list[Unreadable]:
@@ -201,21 +204,21 @@ class Spool:
         self.pending.pop(name, None)
         self.ledger.forget(name)
 
-    def _unlink(self, path: Path) -> None:
+    def _unlink(self, path: str) -> None:
         try:
             self.disk.unlink(path)
         except FileNotFoundError:
-            if path.name not in self.pending:
+            if os.path.basename(path) not in self.pending:
                 return  # never written (a put that failed early) or removed before
             # an earlier try unlinked it but could not fsync the directory: that is what is left
         self._fsync_directory()
 
-    def _move_to_quarantine(self, path: Path) -> None:
-        if not path.exists():
+    def _move_to_quarantine(self, path: str | Path) -> None:
+        if not os.path.exists(path):
             return
-        target_dir = self.directory / QUARANTINE
-        target_dir.mkdir(exist_ok=True)
-        self.disk.replace(path, target_dir / f"{path.name}.{int(time.time())}")
+        target_dir = os.path.join(self._dir, QUARANTINE)
+        os.makedirs(target_dir, exist_ok=True)
+        self.disk.replace(path, os.path.join(target_dir, f"{os.path.basename(path)}.{int(time.time())}"))
         self._fsync_directory()
 
     def _fsync_directory(self) -> None:

@@ -10,6 +10,7 @@ Lifecycle, driven by the audio thread: `begin(id)` -> `write(block)`... -> `end(
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -146,11 +147,13 @@ class WavSink:
         self.name = f"wav:{self.directory}@{rate}" + (" (real time)" if realtime else "")
         self._clock, self._sleep = clock, sleep
         self._due: float | None = None  # when the samples written so far have been "heard"
-        self.paths: deque[Path] = deque(maxlen=RECENT_ITEMS)
+        self.paths: deque[str] = deque(maxlen=RECENT_ITEMS)
         """The last files written (for tests and tools); bounded: the sink runs for months."""
         self._resampler = Resampler(rate)
         self._wave: wave.Wave_write | None = None
-        self._part: Path | None = None
+        # file names are str, not Path: pathlib interns every part it parses, and a new name per
+        # announcement would churn CPython's interned-strings table (docs/operations.md, "Memory")
+        self._part: str | None = None
         self._count = 0
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -161,9 +164,9 @@ class WavSink:
     def begin(self, item_id: str) -> None:
         self._abandon()
         self._count += 1
-        self._part = self.directory / f"{self._count:06d}-{_safe_stem(item_id)}.wav.part"
+        self._part = os.path.join(self.directory, f"{self._count:06d}-{_safe_stem(item_id)}.wav.part")
         try:
-            self._wave = wave.open(str(self._part), "wb")  # noqa: SIM115 - open across begin()..end()
+            self._wave = wave.open(self._part, "wb")  # noqa: SIM115 - open across begin()..end()
         except OSError as exc:
             raise AudioError(f"wav sink: cannot write {self._part}: {exc.strerror}") from exc
         self._wave.setnchannels(1)
@@ -187,12 +190,12 @@ class WavSink:
         if self._wave is None or self._part is None:
             return
         if not complete:
-            log.info("dropped %s: the announcement was cut", self._part.name)
+            log.info("dropped %s: the announcement was cut", os.path.basename(self._part))
             self._abandon()
             return
         self._write_pcm(self._resampler.flush())
         self._wave.close()
-        final = self._part.with_suffix("")  # drop ".part"
+        final = self._part.removesuffix(".part")
         os.replace(self._part, final)
         self.paths.append(final)
         log.info("wrote %s", final)
@@ -226,6 +229,7 @@ class WavSink:
         """Drop a half-written file (an announcement that failed before end())."""
         if self._wave is not None and self._part is not None:
             self._wave.close()
-            self._part.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._part)
             self._resampler.flush()
         self._wave, self._part = None, None

@@ -127,7 +127,7 @@ def test_what_a_sink_remembers_of_what_it_played_is_bounded(tmp_path):
         wav.write(np.zeros(10, dtype=np.float32))
         wav.end()
     assert len(null.items) == RECENT_ITEMS and null.items[-1] == f"n{RECENT_ITEMS + 4}"
-    assert len(wav.paths) == RECENT_ITEMS and wav.paths[-1].name.endswith(f"w{RECENT_ITEMS + 4}.wav")
+    assert len(wav.paths) == RECENT_ITEMS and wav.paths[-1].endswith(f"w{RECENT_ITEMS + 4}.wav")
     assert len(list(tmp_path.glob("*.wav"))) == RECENT_ITEMS + 5  # the files themselves all stay
 
 
