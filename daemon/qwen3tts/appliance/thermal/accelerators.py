@@ -5,11 +5,10 @@ package temperature (sensors.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwen3tts.appliance.thermal.sysfs import numbered_dirs, read_int
+from qwen3tts.appliance.thermal.sysfs import attribute, numbered_dirs, read_int
 
 THROTTLE_REASONS = ("pl1", "pl2", "pl4", "thermal", "prochot", "ratl", "vr_thermalert", "vr_tdc")
 
@@ -48,7 +47,9 @@ def _read_i915(card: Path) -> list[GpuGt]:
                 gt=gt.name,
                 act_freq_mhz=read_int(gt / "rps_act_freq_mhz"),
                 max_freq_mhz=read_int(gt / "rps_max_freq_mhz"),
-                **_throttle(gt / f"throttle_reason_{name}" for name in ("status", *THROTTLE_REASONS)),
+                **_throttle(
+                    {n: attribute(gt, f"throttle_reason_{n}") for n in ("status", *THROTTLE_REASONS)}
+                ),
             )
             for gt in gt_dirs
         ]
@@ -76,23 +77,24 @@ def _read_xe(card: Path) -> list[GpuGt]:
                     act_freq_mhz=read_int(freq / "act_freq"),
                     max_freq_mhz=read_int(freq / "max_freq"),
                     **_throttle(
-                        [throttle / "status", *(throttle / f"reason_{name}" for name in THROTTLE_REASONS)]
+                        {"status": attribute(throttle, "status")}
+                        | {name: attribute(throttle, f"reason_{name}") for name in THROTTLE_REASONS}
                     ),
                 )
             )
     return gts
 
 
-def _throttle(files: Iterable[Path]) -> dict:
+def _throttle(files: dict[str, str]) -> dict:
     """Reason names whose flag file reads non-zero; `status` is the driver's any-reason summary bit."""
     reasons, known = [], False
-    for path in files:
+    for reason, path in files.items():
         value = read_int(path)
         if value is None:
             continue
         known = True
         if value:
-            reasons.append(path.name.removeprefix("throttle_reason_").removeprefix("reason_"))
+            reasons.append(reason)
     return {"throttle_reasons": tuple(reasons), "throttle_known": known}
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwen3tts.appliance.thermal.accelerators import GpuGt, NpuReading, read_gpus, read_npus
-from qwen3tts.appliance.thermal.sysfs import numbered_dirs, read_attribute, read_millidegrees
+from qwen3tts.appliance.thermal.sysfs import attribute, numbered_dirs, read_attribute, read_millidegrees
 
 _TEMP_INPUT = re.compile(r"temp(\d+)_input")
 
@@ -68,8 +68,8 @@ def _read_trips(zone_dir: Path) -> tuple[TripPoint, ...]:
     return tuple(
         TripPoint(
             index=k,
-            type=read_attribute(zone_dir / f"trip_point_{k}_type"),
-            temp_c=read_millidegrees(zone_dir / f"trip_point_{k}_temp"),
+            type=read_attribute(attribute(zone_dir, f"trip_point_{k}_type")),
+            temp_c=read_millidegrees(attribute(zone_dir, f"trip_point_{k}_temp")),
         )
         for k in indices
     )
@@ -104,10 +104,10 @@ def read_coretemp(sysfs_root: Path) -> list[HwmonTemp]:
             temps.append(
                 HwmonTemp(
                     chip=chip.name,
-                    label=read_attribute(chip / f"temp{k}_label") or f"temp{k}",
-                    temp_c=read_millidegrees(chip / f"temp{k}_input"),
-                    max_c=read_millidegrees(chip / f"temp{k}_max"),
-                    crit_c=read_millidegrees(chip / f"temp{k}_crit"),
+                    label=read_attribute(attribute(chip, f"temp{k}_label")) or f"temp{k}",
+                    temp_c=read_millidegrees(attribute(chip, f"temp{k}_input")),
+                    max_c=read_millidegrees(attribute(chip, f"temp{k}_max")),
+                    crit_c=read_millidegrees(attribute(chip, f"temp{k}_crit")),
                 )
             )
     return temps

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -13,7 +14,14 @@ log = logging.getLogger(__name__)
 MAX_ATTRIBUTE_BYTES = 4096  # a sysfs attribute is at most one page
 
 
-def read_attribute(path: Path) -> str | None:
+def attribute(directory: Path, name: str) -> str:
+    """`directory/name` as a str. The readers run every few seconds; a `Path` would intern each name
+    made here (`temp3_input`, `throttle_reason_pl1`) anew each time, and that churn makes CPython
+    rebuild its 3.7 MB interned-strings table now and then (docs/operations.md, "Memory")."""
+    return os.path.join(directory, name)
+
+
+def read_attribute(path: str | Path) -> str | None:
     """The stripped contents of one sysfs attribute, or None when it cannot be read for any reason."""
     try:
         with open(path, "rb") as attribute:
@@ -28,7 +36,7 @@ def read_attribute(path: Path) -> str | None:
         return None
 
 
-def read_int(path: Path) -> int | None:
+def read_int(path: str | Path) -> int | None:
     text = read_attribute(path)
     try:
         return int(text) if text else None
@@ -37,7 +45,7 @@ def read_int(path: Path) -> int | None:
         return None
 
 
-def read_millidegrees(path: Path) -> float | None:
+def read_millidegrees(path: str | Path) -> float | None:
     value = read_int(path)
     return None if value is None else value / 1000.0
 

@@ -1,23 +1,27 @@
-"""A request's own file names never reach CPython's interned-strings table (issue 37, flat memory).
+"""What the daemon names again and again never reaches CPython's interned-strings table (issue 37).
 
-pathlib interns every part of every path it parses; a new name per request then takes a slot in the
-table and leaves a dummy behind when it is dropped, and the 3.7 MB table is rebuilt whenever the slots
-run out (docs/benchmarks.md). The spool, the phrase cache and the WAV sink name their per-request files
-as `str`; each test here records what is interned while one request's files come and go.
+pathlib interns every part of every path it parses; a name made anew (per request, per poll) then takes
+a slot in the table and leaves a dummy behind when it is dropped, and the 3.7 MB table is rebuilt
+whenever the slots run out (docs/benchmarks.md). The spool, the phrase cache and the WAV sink name their
+per-request files as `str`, the thermal readers their attributes; each test records what is interned
+while one request's files come and go, or while the sensors are read.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
 import pytest
+from fake_sysfs import laptop
 
 from qwen3tts.appliance.announcements.announcement import Announcement
 from qwen3tts.appliance.announcements.phrase_cache import PhraseCache
 from qwen3tts.appliance.announcements.spool import Spool
 from qwen3tts.appliance.audio.sinks import WavSink
+from qwen3tts.appliance.thermal.sensors import read_sensors
 
 KEY = "5e" * 32
 
@@ -73,3 +77,15 @@ def test_a_wav_file_written_and_one_abandoned_intern_nothing_of_their_own(tmp_pa
     sink.end(complete=False)
     assert os.listdir(tmp_path / "wav") == ["000001-req-4711.wav"] and sink.paths[-1].endswith("4711.wav")
     assert per_request(interned, "req-47") == []
+
+
+def test_reading_the_sensors_interns_none_of_the_attribute_names_it_makes(tmp_path, interned):
+    fake = laptop(tmp_path)
+    fake.xe(card=2, tile=0, gt=0, throttle={"prochot"})
+    fake.set_i915_throttle(1, 0, {"thermal"})
+    interned.clear()  # what building the fake tree interned
+    first, second = read_sensors(tmp_path), read_sensors(tmp_path)
+    assert first == second and second.coretemp and second.zones[1].trips
+    assert {"thermal"} < set(second.gpus[0].throttle_reasons) and "prochot" in second.gpus[1].throttle_reasons
+    made = re.compile(r"trip_point_\d+_|temp\d+_|(throttle_)?reason_")  # names built at each read
+    assert [name for name in interned if made.match(name)] == []
