@@ -160,7 +160,7 @@ class PhraseCache:
     def _remove(self, key: str) -> None:
         self._bytes -= self._index.pop(key, 0)
         try:
-            os.unlink(os.path.join(self._dir, f"{key}{SUFFIX}"))
+            os.unlink(self._path(key))
         except FileNotFoundError:
             pass
         except OSError as exc:
