@@ -45,7 +45,7 @@ MEASURED_FASTER: dict[str, frozenset[str]] = {}
 # fused frame by batch size"). Why a limit: the frame's int16 activations (vpdpwssd) halve the multiply-adds
 # per instruction of the plugin's int8 ones, so once a frame stops being bound by the weights' read (batch 3
 # on a 2-vCPU Zen 4) the plugin wins. Why the vendor: the frame blocks its weight rows differently on AMD
-# (native/src/predictor_frame.cpp), and an Intel AVX-512 VNNI CPU was measured apart.
+# (native/src/predictor_frame.cpp), so an Intel AVX-512 VNNI CPU has its own entry, from its own runs.
 # A CPU class without an entry keeps the graph under `auto`. AMD with AVX2 only (a 2-vCPU Zen 3, two runs):
 # x0.65-0.71 of the plugin's time at batch 1, x0.73-0.78 at 4 and 8, x0.96 at 16. AMD with AVX-512 VNNI (a
 # 2-vCPU Zen 4, two runs against the plugin compiled as the daemon compiles it, bench.native_frame's
