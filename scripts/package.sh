@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Debian package of this checkout for one Debian release: dist/qwen3tts_<version>_amd64.deb.
 #
-#   sudo scripts/package.sh [--suite SUITE] [--version V] [--out DIR] [--base ROOT] [--work DIR]
+#   sudo scripts/package.sh [--suite SUITE] [--out DIR] [--base ROOT] [--work DIR]
 #
 # SUITE is the release the package is for (default: this machine's, e.g. bookworm; trixie for
 # Debian 13). The venv must run on that release's python3, not on whatever python built it (a pyenv
@@ -21,8 +21,7 @@
 #      and glibc (the Depends say which): build on a release no newer than SUITE.
 # The changelog's version is the package for the changelog's release (bookworm); a package for
 # another release gets +deb<release> appended (0.1.0-1+deb13 for trixie: newer than bookworm's
-# 0.1.0-1, so a box upgraded to Debian 13 takes it as an upgrade). --version V builds an otherwise
-# identical package of Debian version V (the upgrade test uses it). --work DIR (default
+# 0.1.0-1, so a box upgraded to Debian 13 takes it as an upgrade). --work DIR (default
 # var/package) keeps the base roots, the wheels and the last venv between builds. Run as root
 # (chroot). Needs debootstrap and debhelper: scripts/setup.sh installs them.
 set -euo pipefail
@@ -35,7 +34,6 @@ work="$repo/var/package"
 suite="$(. /etc/os-release && echo "$VERSION_CODENAME")"
 while [ $# -gt 0 ]; do
     case "$1" in
-        --version) version="$2"; shift 2 ;;
         --out) out="$(realpath -m "$2")"; shift 2 ;;
         --base) base="$(realpath -m "$2")"; shift 2 ;;
         --suite) suite="$2"; shift 2 ;;
@@ -114,7 +112,7 @@ fi
 
 # The package's version: the changelog's for the changelog's release, +deb<N> for another one.
 distribution="$(dpkg-parsechangelog -l packaging/debian/changelog -S Distribution)"
-if [ -z "$version" ] && [ "$suite" != "$distribution" ]; then
+if [ "$suite" != "$distribution" ]; then
     release="$(. "$base/etc/os-release" && echo "${VERSION_ID:-}")"
     [ -n "$release" ] || { echo "package.sh: $base/etc/os-release has no VERSION_ID" >&2; exit 1; }
     version="$changelog_version+deb$release"
@@ -154,8 +152,7 @@ platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --pl
 rm -rf "$built"
 
 # The venv depends only on the wheels, the target release and build_venv itself: one built the same
-# way from the same wheels is reused (a second package of another version, as the upgrade test makes,
-# skips 1-2 minutes).
+# way from the same wheels is reused (a package built again from an unchanged venv skips 1-2 minutes).
 key="$suite-$( (cat "$wheels"/*.whl; declare -f build_venv) | sha256sum | cut -c1-16)"
 cache="$work/venv-cache/$key"
 if [ -d "$cache/venv" ]; then
