@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from announcer_rig import start_subscribed
+
 from qwen3tts.service.service import Service
 from qwen3tts.settings_loader import load_settings
 
@@ -13,7 +15,8 @@ def start_daemon(
     tmp_path: Path, bundle: Path, mosquitto, site: str, servers: dict, sections: dict | None = None
 ) -> Service:
     """A started Service speaking into tmp_path/wav with the `servers` section given and any other
-    `sections` (whole top-level sections, replacing these defaults); stop it yourself."""
+    `sections` (whole top-level sections, replacing these defaults), returned once the broker routes its
+    topics to it (announcer_rig.start_subscribed); stop it yourself."""
     config = tmp_path / "qwen3tts.yaml"
     config.write_text(json.dumps({
         "model": {"bundle": str(bundle)},
@@ -25,5 +28,5 @@ def start_daemon(
         "servers": servers,
     } | (sections or {})))  # fmt: skip
     service = Service(load_settings(config), config_path=config)
-    service.start()
+    start_subscribed(service)
     return service
