@@ -47,7 +47,7 @@ RUNS = {
         ["--count", "2", "--repeat", "1", "--members", "2", "--bundle", "{bundle}"],
         ["2 member(s):", "announcements/s"],
     ),
-    "measure_shared_subscriptions.py": ([], ["1. ", "7. every member unsubscribed"]),
+    "measure_shared_subscriptions.py": (["--settle-s", "0.2"], ["1. ", "7. every member unsubscribed"]),
     "measure_snapcast.py": (["--runs", "1", "--source", "pipe"], ["pipe"]),
     "measure_voice_ttfa.py": (["{base_bundle}", "--runs", "2"], ["prefix_caching=off", "prefix_caching=on"]),
     "measure_native_heap.py": (
