@@ -1,4 +1,5 @@
-"""One minimal Debian root per release, its package and that package one version up, and a booted box to install them in.
+"""One minimal Debian root per release, its package and that package one version up, and a booted box
+to install them in.
 
 Everything here is real: debootstrap from the mirror this machine's apt uses, scripts/package.sh,
 apt and dpkg inside the root, and the root's own systemd as PID 1 in a systemd-nspawn container
