@@ -39,6 +39,7 @@ from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.engine.stats import EngineStats
 from qwen3tts.errors import RequestError
 from qwen3tts.synthesis import SpeechDefaults, TextOptions, read_text
+from qwen3tts.text.languages import MODEL_LANGUAGES
 from qwen3tts.voices.catalog import VoiceCatalog
 
 BLOCK = 960  # 40 ms at 24 kHz: one audio block, as rig_settings plays
@@ -335,7 +336,9 @@ class TurnRig:
         """Each zone's audio thread, played by the test (`run()` plays one block in every zone)."""
         self.playback = self.playbacks[zones[0]]
         self.recorder = Recorder()
-        self.catalog = VoiceCatalog(("ryan", "anna"), ())
+        # the languages the text front end speaks, as a daemon's catalog has its bundle's: without them
+        # the spool's check would let through a language tag the look-ahead then refuses
+        self.catalog = VoiceCatalog(("ryan", "anna"), MODEL_LANGUAGES)
         self.defaults = SpeechDefaults("ryan", "english", None)
         self.lookahead = LookAhead(
             self.engine, self.settings, self.defaults, TextOptions(), self.catalog, replay
