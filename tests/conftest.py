@@ -1,5 +1,6 @@
 """Shared fixtures for the whole suite."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,8 +28,6 @@ settings.load_profile("qwen3tts")
 def _state_and_cache_in_tmp(tmp_path_factory) -> Iterator[None]:
     """Default paths (qwen3tts.paths) point into the session's tmp dir: no test writes into $HOME, nor
     into a developer's $XDG_RUNTIME_DIR (the ledger of ended spool files lives in the runtime directory)."""
-    import os
-
     names = ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "STATE_DIRECTORY", "CACHE_DIRECTORY")
     saved = {k: os.environ.get(k) for k in (*names, "RUNTIME_DIRECTORY")}
     root = tmp_path_factory.mktemp("xdg")
@@ -63,8 +62,14 @@ def _root_logging_restored() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
-    """Tiny release-layout checkpoints and their bundles, each written once per session."""
-    return TinyModels(tmp_path_factory.mktemp("tiny-models"))
+    """Tiny release-layout checkpoints and their bundles, each written once per session: under
+    pytest-xdist in the session's folder that holds every worker's own (popen-gw0, ...), so the
+    workers share them rather than each building the same bundles again."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "tiny-models"
+    root.mkdir(exist_ok=True)
+    return TinyModels(root)
 
 
 # ---- a real mosquitto on 127.0.0.1 (fails loudly when the binary is missing) ----

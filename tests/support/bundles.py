@@ -1,11 +1,17 @@
 """Tiny checkpoints and bundles for tests, written once per test session and shared.
 
 Checkpoints come from our own `write_checkpoint` (the exact release layout), bundles from the real
-`build_bundle`: tests exercise the same loading code a user runs on a real download.
+`build_bundle`: tests exercise the same loading code a user runs on a real download. Under pytest-xdist
+the workers of one session share them (the folder is the session's, above each worker's own): the first
+worker to ask for one writes it while holding its lock file, the others wait and read it; a test never
+modifies one (it copies it first).
 """
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from qwen3tts.model.build import build_bundle
@@ -15,30 +21,40 @@ from qwen3tts.model.tiny import write_checkpoint
 PARITY_OVERRIDES = ("devices.inference_precision=f32", "engine.kv_cache_precision=f32")
 
 
+def made_once(path: Path, make: Callable[[Path], object]) -> Path:
+    """`path`, made by `make(path)` unless this or another process of the session made it already.
+
+    `<path>.done` says it is complete (a process that died while making one leaves none, and the next
+    one asking makes it again); `<path>.lock` lets one process make it while the others wait."""
+    done = path.with_name(f"{path.name}.done")
+    if done.exists():
+        return path
+    with path.with_name(f"{path.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            make(path)
+            done.touch()
+    return path
+
+
 class TinyModels:
     """Session cache: (variant, shape, seed) -> checkpoint dir; (+ weights) -> bundle dir."""
 
     def __init__(self, root: Path):
         self.root = root
-        self._checkpoints: dict[tuple, Path] = {}
-        self._bundles: dict[tuple, Path] = {}
 
     def checkpoint(self, variant: str = "custom_voice", shape: str = "tiny", seed: int = 0) -> Path:
-        key = (variant, shape, seed)
-        if key not in self._checkpoints:
-            path = self.root / f"ckpt-{variant}-{shape}-{seed}"
-            write_checkpoint(path, variant=variant, shape=shape, seed=seed)
-            self._checkpoints[key] = path
-        return self._checkpoints[key]
+        return made_once(
+            self.root / f"ckpt-{variant}-{shape}-{seed}",
+            lambda path: write_checkpoint(path, variant=variant, shape=shape, seed=seed),
+        )
 
     def bundle(
         self, variant: str = "custom_voice", shape: str = "tiny", weights: str = "f32", seed: int = 0
     ) -> Path:
-        key = (variant, shape, weights, seed)
-        if key not in self._bundles:
-            path = self.root / f"bundle-{variant}-{shape}-{weights}-{seed}"
-            build_bundle(
-                self.checkpoint(variant, shape, seed), path, weights=weights, report=lambda line: None
-            )
-            self._bundles[key] = path
-        return self._bundles[key]
+        checkpoint = self.checkpoint(variant, shape, seed)
+        return made_once(
+            self.root / f"bundle-{variant}-{shape}-{weights}-{seed}",
+            lambda path: build_bundle(checkpoint, path, weights=weights, report=lambda line: None),
+        )
