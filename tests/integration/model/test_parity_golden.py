@@ -85,6 +85,35 @@ def core(compile_cache):
     return core
 
 
+@pytest.fixture(scope="module")
+def prompt_builders(bundles, overrides):
+    """The prompt builder of a runtime loaded once per bundle and text track for the module: it holds no
+    state of a request (each test sets the golden voice it uses), and a load compiles every graph of the
+    bundle, which these tests never run (1.8 s per case)."""
+    loaded = {}
+
+    def builder_for(case: dict, *extra: str):
+        key = (bundles(case), extra)
+        if key not in loaded:
+            loaded[key] = load_runtime(key[0], load_settings(None, [*overrides, *extra])).prompt_builder
+        return loaded[key]
+
+    return builder_for
+
+
+@pytest.fixture(scope="module")
+def compiled(core):
+    """A graph of a bundle compiled once for the module, in f32 (the stateless ones: the code predictor)."""
+    models = {}
+
+    def compiled_for(xml: Path) -> ov.CompiledModel:
+        if xml not in models:
+            models[xml] = core.compile_model(core.read_model(xml), "CPU", F32)
+        return models[xml]
+
+    return compiled_for
+
+
 def use_golden_voice(builder, case: dict, golden: dict) -> str | None:
     """Base cases: the official x-vector (and, for ICL, reference codes and transcript ids) as the
     voice; returns the request's ref_audio key. The derivation of these inputs has its own tests."""
@@ -127,10 +156,9 @@ def test_tokenizer_ids_equal_the_official_processor(case, tiny_models):
 
 
 @pytest.mark.parametrize("case", cases("talker"), ids=lambda c: c["name"])
-def test_prompt_embeddings_equal_the_official_prompt(case, bundles, overrides):
+def test_prompt_embeddings_equal_the_official_prompt(case, prompt_builders):
     golden = arrays(case)
-    runtime = load_runtime(bundles(case), load_settings(None, overrides))
-    builder = runtime.prompt_builder
+    builder = prompt_builders(case)
     ref_audio = use_golden_voice(builder, case, golden)
     prompt = builder(talker_request(case, case["num_frames"], ref_audio))
     report(f"{case['name']} prompt", prompt.embeddings, golden["prompt_embeds"], 1e-5)
@@ -149,11 +177,10 @@ TRACK_CASES = ("cv-tiny-preset-english-streaming", "base-tiny-xvector")  # each 
 @pytest.mark.parametrize(
     "case", [c for c in cases("talker") if c["name"] in TRACK_CASES], ids=lambda c: c["name"]
 )
-def test_engine_text_track_gives_the_official_layout_against_the_variants_default(case, bundles, overrides):
+def test_engine_text_track_gives_the_official_layout_against_the_variants_default(case, prompt_builders):
     golden = arrays(case)
     track = "whole" if case["non_streaming"] else "streamed"
-    settings = load_settings(None, [*overrides, f"engine.text_track={track}"])
-    builder = load_runtime(bundles(case), settings).prompt_builder
+    builder = prompt_builders(case, f"engine.text_track={track}")
     use_golden_voice(builder, case, golden)
     request = replace(talker_request(case, case["num_frames"]), non_streaming=None)  # the setting decides
     prompt = builder(request)
@@ -228,9 +255,9 @@ def test_the_paged_talker_equals_the_stateful_one_with_an_f32_cache(case, bundle
 
 
 @pytest.mark.parametrize("case", cases("talker"), ids=lambda c: c["name"])
-def test_code_predictor_logits_and_greedy_codes_match_the_official_predictor(case, bundles, core):
+def test_code_predictor_logits_and_greedy_codes_match_the_official_predictor(case, bundles, compiled):
     golden = arrays(case)
-    model = core.compile_model(core.read_model(bundles(case) / layout.CODE_PREDICTOR_XML), "CPU", F32)
+    model = compiled(bundles(case) / layout.CODE_PREDICTOR_XML)
     frames = golden["predictor_codes"]
     batch = frames.shape[0]
     out = model(
