@@ -133,11 +133,19 @@ read -r target_python _ target_glibc <"$target"  # e.g. "3.13 glibc 2.41"
 step "wheels of qwen3tts $upstream and its dependencies for Python $target_python, glibc $target_glibc"
 built="$work/wheels-built"
 wheels="$work/wheels"
-rm -rf "$built" "$wheels"
+sources="$work/sources"
+rm -rf "$built" "$wheels" "$sources"
+# The project's wheel is built from a copy of what goes into it: setuptools builds in the source tree
+# (build/, daemon/*.egg-info), so two builds of one checkout at once (one per release) would share those,
+# and a build/ left in the checkout from an older one could leak into the wheel.
+mkdir -p "$sources"
+tar -C "$repo" --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md daemon \
+    | tar -C "$sources" -xf -
 # the changelog's time stamp makes the project's own wheel the same bytes from the same checkout
 SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)" \
-    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$built" . pip >"$work/wheels.log" 2>&1 \
-    || { tail -20 "$work/wheels.log" >&2; exit 1; }
+    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$built" "$sources" pip \
+    >"$work/wheels.log" 2>&1 || { tail -20 "$work/wheels.log" >&2; exit 1; }
+rm -rf "$sources"
 # The same set resolved for the target: the pure wheels just built are taken as they are, every
 # binary one is the release's (cp313 for trixie), for each manylinux level its glibc runs.
 platforms=()
