@@ -1,9 +1,9 @@
 """The OCI image from the same package: built by podman from the debootstrap base, Wyoming spoken to it.
 
 No image registry is reachable: the base is the session's debootstrap root, imported with `podman
-import`. Podman keeps its images and containers in the test's own directory (--root/--runroot),
-so nothing is left in /var/lib/containers. Three settings this machine needs, and why (also in
-docs/operations.md, "Container image"):
+import`. Podman keeps its images and containers in the test's own directories (--root, and a short
+--runroot in /tmp), so nothing is left in /var/lib/containers. Three settings this machine needs, and
+why (also in docs/operations.md, "Container image"):
 - `--runtime runc`: Debian's crun 1.8 refuses a hybrid cgroup layout ("cgroups in hybrid mode not
   supported, drop all controllers from cgroupv2");
 - `--ulimit nofile=N:N --ulimit nproc=N:N` at the current limits: without CAP_SYS_RESOURCE the
@@ -18,6 +18,7 @@ import resource
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,9 +53,11 @@ def podman(tmp_path_factory):
         "podman/runc missing: scripts/setup.sh installs them"
     )
     store = tmp_path_factory.mktemp("podman")
+    # podman refuses a runroot of over 50 characters, which a pytest-xdist worker's tmp path is
+    runroot = Path(tempfile.mkdtemp(prefix="qwen3tts-podman-"))
 
     def command(*args: str) -> list[str]:
-        return ["podman", "--root", str(store / "root"), "--runroot", str(store / "run"),
+        return ["podman", "--root", str(store / "root"), "--runroot", str(runroot),
                 "--runtime", "runc", "--cgroup-manager", "cgroupfs", *args]  # fmt: skip
 
     def run(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
@@ -66,18 +69,20 @@ def podman(tmp_path_factory):
     run.command = command
     yield run
     run("system", "reset", "--force", check=False)  # unmounts the overlay layers before tmp cleanup
+    shutil.rmtree(runroot, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def image(podman, suite, debian_base, packages, tmp_path_factory) -> str:
     tar = subprocess.Popen(["tar", "-C", str(debian_base), "-c", "."], stdout=subprocess.PIPE)
-    subprocess.run(
+    imported = subprocess.run(
         podman.command("import", "-", f"localhost/qwen3tts-base:{suite}"),
         stdin=tar.stdout,
-        check=True,
         capture_output=True,
+        text=True,
         timeout=600,
     )
+    assert imported.returncode == 0, f"podman import: {imported.stderr[-3000:]}"
     assert tar.wait() == 0
     context = tmp_path_factory.mktemp("image-context")
     shutil.copy(REPO / "packaging" / "image" / "Containerfile", context / "Containerfile")
