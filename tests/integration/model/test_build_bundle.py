@@ -19,6 +19,7 @@ VARIANTS_AND_STYLES = [
 ]
 
 
+@pytest.mark.slow  # an int8 build with its verification: about 10 s each
 @pytest.mark.parametrize(("variant", "shape"), VARIANTS_AND_STYLES)
 def test_every_variant_and_size_style_builds_a_verified_int8_bundle(tiny_models, tmp_path, variant, shape):
     checkpoint = tiny_models.checkpoint(variant, shape)

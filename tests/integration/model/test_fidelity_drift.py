@@ -15,7 +15,7 @@ import pytest
 from qwen3tts.bench.fidelity import markdown, measure_case
 from qwen3tts.runtime.native import load_library
 
-pytestmark = pytest.mark.reference
+pytestmark = [pytest.mark.reference, pytest.mark.slow]
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
 
