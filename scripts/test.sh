@@ -8,8 +8,8 @@
 # brokers, browsers and timeouts, not on the CPU. The packaging folder runs beside them in one process
 # of its own: its Debian roots, packages and container store are made once for the session and shared
 # by its modules, which workers would each make again, and most of its time is spent waiting on
-# debootstrap, apt and dpkg. It runs at the lowest CPU priority: it ends minutes before the workers, so
-# what it computes (compression, lintian, compiling) can wait while their tests take the cores. Its
+# debootstrap, apt and dpkg; its batch work (building roots and packages, lintian) runs at the lowest CPU
+# priority (tests/integration/packaging/conftest.py, BATCH), so it takes the cores the workers leave. Its
 # output is kept in var/ and printed once both parts have ended, so the two reports do not interleave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ if [ $# -gt 0 ]; then
 fi
 mkdir -p var
 packaging_log=var/test-packaging.log
-nice -n 19 .venv/bin/python -m pytest tests/integration/packaging >"$packaging_log" 2>&1 &
+.venv/bin/python -m pytest tests/integration/packaging >"$packaging_log" 2>&1 &
 packaging=$!
 # stopping this script (Ctrl-C, a CI timeout) stops the packaging part too
 trap 'kill "$packaging" 2>/dev/null || true' INT TERM

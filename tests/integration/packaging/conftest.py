@@ -36,6 +36,11 @@ UPGRADE_VERSIONS = {"bookworm": "0.1.0-1.1", "trixie": "0.1.0-1+deb13.1"}
 PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
 ROOT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 BOX_BUNDLE = "var/lib/private/qwen3tts/bundle"  # the bundle test_fresh_root builds (DynamicUser's path)
+# Making roots and packages and running lintian is batch work with no deadline (compression, compiling,
+# indexing: most of this folder's CPU), done while the suite's workers run their tests (scripts/test.sh):
+# at the lowest priority it takes the cores they leave. The boxes' services, whose start and watchdog
+# have deadlines, keep the normal priority.
+BATCH = ("nice", "-n", "19")
 
 
 def _need_root_and_tools() -> None:
@@ -65,7 +70,7 @@ class Releases:
         if suite not in self._bases:
             base = self._tmp.mktemp("debian") / f"base-{suite}"
             subprocess.run(
-                [str(REPO / "packaging" / "make-root.sh"), suite, str(base)], check=True, timeout=900
+                [*BATCH, str(REPO / "packaging" / "make-root.sh"), suite, str(base)], check=True, timeout=900
             )
             self._bases[suite] = base
         return self._bases[suite]
@@ -77,7 +82,7 @@ class Releases:
             work = self._tmp.mktemp(f"package-work-{suite}")
             out = self._tmp.mktemp(f"packages-{suite}")
             base = str(self.base(suite))
-            command = [str(REPO / "scripts" / "package.sh"), "--suite", suite, "--base", base]
+            command = [*BATCH, str(REPO / "scripts" / "package.sh"), "--suite", suite, "--base", base]
             command += ["--work", str(work), "--out", str(out)]
             subprocess.run(command, check=True, timeout=1800)
             shutil.rmtree(work)  # the venv cache and the wheels: 700 MB
@@ -136,7 +141,7 @@ def lintian(packages, suite) -> Iterator[subprocess.Popen | None]:
         yield None
         return
     process = subprocess.Popen(
-        ["lintian", "--display-info", "--fail-on", "error,warning", str(packages.first)],
+        [*BATCH, "lintian", "--display-info", "--fail-on", "error,warning", str(packages.first)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
