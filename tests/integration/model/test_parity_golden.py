@@ -8,6 +8,7 @@ codes must be identical.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -90,28 +91,18 @@ def prompt_builders(bundles, overrides):
     """The prompt builder of a runtime loaded once per bundle and text track for the module: it holds no
     state of a request (each test sets the golden voice it uses), and a load compiles every graph of the
     bundle, which these tests never run (1.8 s per case)."""
-    loaded = {}
 
-    def builder_for(case: dict, *extra: str):
-        key = (bundles(case), extra)
-        if key not in loaded:
-            loaded[key] = load_runtime(key[0], load_settings(None, [*overrides, *extra])).prompt_builder
-        return loaded[key]
+    @functools.cache
+    def loaded(bundle: Path, extra: tuple[str, ...]):
+        return load_runtime(bundle, load_settings(None, [*overrides, *extra])).prompt_builder
 
-    return builder_for
+    return lambda case, *extra: loaded(bundles(case), extra)
 
 
 @pytest.fixture(scope="module")
 def compiled(core):
     """A graph of a bundle compiled once for the module, in f32 (the stateless ones: the code predictor)."""
-    models = {}
-
-    def compiled_for(xml: Path) -> ov.CompiledModel:
-        if xml not in models:
-            models[xml] = core.compile_model(core.read_model(xml), "CPU", F32)
-        return models[xml]
-
-    return compiled_for
+    return functools.cache(lambda xml: core.compile_model(core.read_model(xml), "CPU", F32))
 
 
 def use_golden_voice(builder, case: dict, golden: dict) -> str | None:
