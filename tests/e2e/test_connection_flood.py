@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 from mosquitto_broker import free_port
+from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
-from wyoming_client import ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -75,10 +75,29 @@ def room_for_the_flood():
 
 
 def described(port: int) -> bool:
+    """True once a Describe is answered with info. While the daemon is still closing the flood's
+    connections a newcomer is refused: closed (file reserve) or told `too_many_connections` (caps)."""
     try:
-        return asyncio.run(ask(port, [Describe().event()], "info", deadline_s=10))[-1].type == "info"
-    except ConnectionError:  # still refused: the daemon is closing the flood's connections
+        events = asyncio.run(until_eof_or_info(port))
+    except ConnectionError:
         return False
+    if events and events[-1].type == "info":
+        return True
+    refused = [(e.type, (e.data or {}).get("code")) for e in events]
+    assert refused == [("error", "too_many_connections")], events
+    return False
+
+
+async def until_eof_or_info(port: int) -> list:
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Describe().event())
+        received = []
+        async with asyncio.timeout(10):
+            while (event := await client.read_event()) is not None:
+                received.append(event)
+                if event.type == "info":
+                    break
+        return received
 
 
 def wait_until(predicate, timeout: float, what: str) -> None:
