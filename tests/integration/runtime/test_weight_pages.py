@@ -70,6 +70,7 @@ def test_only_the_named_file_and_read_only_lines_of_a_maps_text_are_picked(tmp_p
             f"7f0000400000-7f0000500000 r--s 00000000 08:01 43 {target}.other",
             "7f0000600000-7f0000700000 rw-p 00000000 00:00 0 [heap]",
             "7f0000800000-7f0000900000 rw-p 00000000 00:00 0",
+            f"7f0000a00000-7f0000b00000 r--s 00000000 08:01 44 {tmp_path}-sibling/talker.bin",
         ]
     )
     assert read_only_mappings(target, maps_text) == [(0x7F0000000000, 0x100000)]
