@@ -95,7 +95,9 @@ class Service:
         engine, spec = self.runtime.engine, self.runtime.spec
         if not self.sinks:
             self.sinks = open_sinks(settings, self.outputs, self.outbox.publish, self.satellites, self._beat)
-        self.text, self.front_end = text_front_end(settings.text, spec.languages)
+        self.text, self.front_end = text_front_end(
+            settings.text, spec.languages, streams_here=settings.servers.wyoming.enabled
+        )
         self.catalog = VoiceCatalog(spec.speakers, spec.languages)
         self._load_voices(settings)
         chimes = ChimeSet.from_settings(settings.audio)
