@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from mosquitto_broker import free_port
+from runtime_shelf import RuntimeShelf
 from server_rig import FakeRunning, Running, start_fake_servers
 
 from qwen3tts.runtime.loader import load_runtime
@@ -23,7 +24,13 @@ def tiny_bundle(tiny_models):
     return tiny_models.bundle("custom_voice", "tiny", "f32")
 
 
-def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
+@pytest.fixture(scope="module")
+def shelf() -> RuntimeShelf:
+    """The module's loaded runtimes: a test's servers get one with an engine of their own."""
+    return RuntimeShelf()
+
+
+def _starter(tiny_bundle, shelf: RuntimeShelf, started: list[Running]) -> Callable[..., Running]:
     def start(*overrides: str, metrics_source=None, environ=None, console=None) -> Running:
         settings = load_settings(
             None,
@@ -36,7 +43,7 @@ def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
                 *overrides,
             ],
         )
-        runtime = load_runtime(tiny_bundle, settings)
+        runtime = shelf.lend(tiny_bundle, settings)
         runtime.engine.start()
         offer = Offer.from_spec(tiny_bundle.name, runtime.spec, settings.voice)
         try:
@@ -44,6 +51,7 @@ def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
                                     console=console)  # fmt: skip
         except BaseException:
             runtime.engine.stop()
+            shelf.give_back(tiny_bundle, settings, runtime)
             raise
         started.append(Running(runtime, servers, settings))
         return started[-1]
@@ -51,27 +59,28 @@ def _starter(tiny_bundle, started: list[Running]) -> Callable[..., Running]:
     return start
 
 
-def _stop(started: list[Running]) -> None:
+def _stop(tiny_bundle, shelf: RuntimeShelf, started: list[Running]) -> None:
     for running in started:
         running.servers.stop()
         running.engine.stop()
+        shelf.give_back(tiny_bundle, running.settings, running.runtime)
 
 
 @pytest.fixture
-def serve(tiny_bundle) -> Iterator[Callable[..., Running]]:
+def serve(tiny_bundle, shelf) -> Iterator[Callable[..., Running]]:
     """serve(*overrides, metrics_source=None, environ=None, console=None) -> Running, with both servers
     on free ports."""
     started: list[Running] = []
-    yield _starter(tiny_bundle, started)
-    _stop(started)
+    yield _starter(tiny_bundle, shelf, started)
+    _stop(tiny_bundle, shelf, started)
 
 
 @pytest.fixture(scope="module")
-def serve_module(tiny_bundle) -> Iterator[Callable[..., Running]]:
+def serve_module(tiny_bundle, shelf) -> Iterator[Callable[..., Running]]:
     """serve() for servers a whole module shares."""
     started: list[Running] = []
-    yield _starter(tiny_bundle, started)
-    _stop(started)
+    yield _starter(tiny_bundle, shelf, started)
+    _stop(tiny_bundle, shelf, started)
 
 
 @pytest.fixture(scope="module")
