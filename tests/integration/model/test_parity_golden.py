@@ -17,6 +17,7 @@ import numpy as np
 import openvino as ov
 import pytest
 from bundles import PARITY_OVERRIDES
+from runtime_shelf import RuntimeShelf
 
 from qwen3tts.engine.sequence import Request
 from qwen3tts.model import bundle as layout
@@ -26,7 +27,6 @@ from qwen3tts.model.graphs.codec import AUDIO, CODES, build_codec_full
 from qwen3tts.model.graphs.talker import to_paged
 from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.codec import CodecChunkModels, StreamingCodec
-from qwen3tts.runtime.loader import load_runtime
 from qwen3tts.runtime.paged_talker import PagedTalker
 from qwen3tts.settings_loader import load_settings
 
@@ -87,16 +87,26 @@ def core(compile_cache):
 
 
 @pytest.fixture(scope="module")
-def prompt_builders(bundles, overrides):
-    """The prompt builder of a runtime loaded once per bundle and text track for the module: it holds no
-    state of a request (each test sets the golden voice it uses), and a load compiles every graph of the
-    bundle, which these tests never run (1.8 s per case)."""
+def prompt_builders(bundles, overrides, shelf):
+    """The prompt builder of a runtime loaded once per bundle and text track for the module (the shelf's,
+    which the greedy cases lend): it holds no state of a request (each test sets the golden voice it
+    uses), and a load compiles every graph of the bundle, which these tests never run (1.8 s per case)."""
 
     @functools.cache
     def loaded(bundle: Path, extra: tuple[str, ...]):
-        return load_runtime(bundle, load_settings(None, [*overrides, *extra])).prompt_builder
+        settings = load_settings(None, [*overrides, *extra])
+        runtime = shelf.lend(bundle, settings)
+        shelf.give_back(bundle, settings, runtime)
+        return runtime.prompt_builder
 
     return lambda case, *extra: loaded(bundles(case), extra)
+
+
+@pytest.fixture(scope="module")
+def shelf() -> RuntimeShelf:
+    """The greedy cases' runtimes, one per bundle, each case with an engine of its own (no prefix cache
+    or queue carried over; the golden voice is set by each case)."""
+    return RuntimeShelf()
 
 
 @pytest.fixture(scope="module")
@@ -266,15 +276,19 @@ def test_code_predictor_logits_and_greedy_codes_match_the_official_predictor(cas
 
 
 @pytest.mark.parametrize("case", cases("talker"), ids=lambda c: c["name"])
-def test_greedy_codes_end_to_end_through_the_engine_equal_the_official_generate(case, bundles, overrides):
+def test_greedy_codes_end_to_end_through_the_engine_equal_the_official_generate(
+    case, bundles, overrides, shelf
+):
     golden = arrays(case)
-    runtime = load_runtime(bundles(case), load_settings(None, overrides))
+    bundle, settings = bundles(case), load_settings(None, overrides)
+    runtime = shelf.lend(bundle, settings)
     ref_audio = use_golden_voice(runtime.prompt_builder, case, golden)
     engine = runtime.engine
     frames = 32 if not case["stopped_by_eos"] else case["num_frames"] + 8
     handle = engine.submit(talker_request(case, frames, ref_audio))
     while engine.step():
         pass
+    shelf.give_back(bundle, settings, runtime)
     expected = golden["greedy_codes"]
     assert expected.shape[0] >= (30 if not case["stopped_by_eos"] else 1)
     np.testing.assert_array_equal(handle.frames, expected)
