@@ -8,6 +8,7 @@ import numpy as np
 import openvino as ov
 import pytest
 from bundles import PARITY_OVERRIDES
+from runtime_shelf import RuntimeShelf
 
 from qwen3tts.engine.sequence import Request, SequenceStatus
 from qwen3tts.errors import RequestError
@@ -26,8 +27,30 @@ TEXTS = [
 FRAMES = [9, 17, 13, 21]  # max_frames per request: they finish at different steps
 
 
-def runtime_for(bundle, *overrides):
+def loaded(bundle, *overrides):
+    """A runtime of its own, for a test that changes the runner."""
     return load_runtime(bundle, load_settings(None, [*PARITY_OVERRIDES, *overrides]))
+
+
+@pytest.fixture(scope="module")
+def shelf() -> RuntimeShelf:
+    return RuntimeShelf()
+
+
+@pytest.fixture
+def runtime_for(shelf):
+    """runtime_for(bundle, *overrides): a runtime of the module's shelf with an engine of the test's own,
+    given back after the test."""
+    lent = []
+
+    def lend(bundle, *overrides):
+        settings = load_settings(None, [*PARITY_OVERRIDES, *overrides])
+        lent.append((bundle, settings, shelf.lend(bundle, settings)))
+        return lent[-1][2]
+
+    yield lend
+    for bundle, settings, runtime in lent:
+        shelf.give_back(bundle, settings, runtime)
 
 
 def request(i, **kw):
@@ -59,13 +82,16 @@ def bundle(tiny_models):
 
 
 @pytest.fixture(scope="module")
-def alone_codes(bundle):
+def alone_codes(bundle, shelf):
     """Each request's codes when it runs alone."""
-    engine = runtime_for(bundle).engine
+    settings = load_settings(None, list(PARITY_OVERRIDES))
+    runtime = shelf.lend(bundle, settings)
+    engine = runtime.engine
     codes = {}
     for i in range(len(TEXTS)):  # one after the other: never two in the same step
         handles = drive(engine, {}, {0: [request(i)]})
         codes[f"r{i}"] = handles[f"r{i}"].frames
+    shelf.give_back(bundle, settings, runtime)
     return codes
 
 
@@ -74,7 +100,9 @@ def test_each_request_alone_produces_max_frames_minus_one_frames(alone_codes):
         assert alone_codes[f"r{i}"].shape == (FRAMES[i] - 1, 16)
 
 
-def test_requests_admitted_at_different_steps_produce_exactly_their_codes_alone(bundle, alone_codes):
+def test_requests_admitted_at_different_steps_produce_exactly_their_codes_alone(
+    bundle, alone_codes, runtime_for
+):
     engine = runtime_for(bundle).engine
     handles = drive(engine, {}, {0: [request(0)], 2: [request(1), request(2)], 5: [request(3)]})
     for rid, handle in handles.items():
@@ -84,7 +112,7 @@ def test_requests_admitted_at_different_steps_produce_exactly_their_codes_alone(
 
 
 def test_a_pool_too_small_for_all_requests_preempts_and_still_completes_every_request_identically(
-    bundle, alone_codes
+    bundle, alone_codes, runtime_for
 ):
     engine = runtime_for(bundle, "engine.num_kv_blocks=3").engine
     handles = drive(engine, {}, {0: [request(i) for i in range(4)]})
@@ -94,7 +122,7 @@ def test_a_pool_too_small_for_all_requests_preempts_and_still_completes_every_re
     assert engine.stats().num_kv_blocks_used == 0
 
 
-def test_cancel_takes_effect_within_one_frame_and_frees_its_blocks(bundle):
+def test_cancel_takes_effect_within_one_frame_and_frees_its_blocks(bundle, runtime_for):
     engine = runtime_for(bundle).engine
     handle = engine.submit(Request(id="long", text=TEXTS[3], speaker="vivian", greedy=True, max_frames=200))
     for _ in range(6):
@@ -109,7 +137,7 @@ def test_cancel_takes_effect_within_one_frame_and_frees_its_blocks(bundle):
 
 
 def test_an_exception_in_one_sequence_leaves_the_others_outputs_unchanged(bundle, alone_codes):
-    runtime = runtime_for(bundle)
+    runtime = loaded(bundle)
     engine, runner = runtime.engine, runtime.runner
     real_talker = runner.talker
     victim = {}
@@ -134,7 +162,9 @@ def test_an_exception_in_one_sequence_leaves_the_others_outputs_unchanged(bundle
     assert engine.stats().num_kv_blocks_used == 0
 
 
-def test_streamed_pcm_chunks_concatenate_to_the_full_decode_of_the_same_codes(bundle, tiny_models):
+def test_streamed_pcm_chunks_concatenate_to_the_full_decode_of_the_same_codes(
+    bundle, tiny_models, runtime_for
+):
     runtime = runtime_for(bundle)
     handle = drive(runtime.engine, {}, {0: [request(3)]})["r3"]
     streamed = handle.result(timeout=1)
@@ -149,7 +179,7 @@ def test_streamed_pcm_chunks_concatenate_to_the_full_decode_of_the_same_codes(bu
     assert np.abs(streamed - full).max() < 1e-4
 
 
-def test_bad_input_is_rejected_at_submit_with_a_clear_message(bundle):
+def test_bad_input_is_rejected_at_submit_with_a_clear_message(bundle, runtime_for):
     engine = runtime_for(bundle).engine
     with pytest.raises(RequestError, match="non-empty"):
         engine.submit(Request(id="e", text="  "))
@@ -161,7 +191,7 @@ def test_bad_input_is_rejected_at_submit_with_a_clear_message(bundle):
         engine.submit(Request(id="i", text="hi", speaker="vivian", instruct="whisper"))
 
 
-def test_the_same_seed_gives_the_same_sampled_audio_and_another_seed_does_not(bundle):
+def test_the_same_seed_gives_the_same_sampled_audio_and_another_seed_does_not(bundle, runtime_for):
     engine = runtime_for(bundle).engine
 
     def sampled(rid, seed):
@@ -176,7 +206,7 @@ def test_the_same_seed_gives_the_same_sampled_audio_and_another_seed_does_not(bu
 
 
 def test_the_runner_keeps_the_codec_start_of_the_most_recent_contexts_only(bundle, monkeypatch):
-    runner = runtime_for(bundle).runner
+    runner = loaded(bundle).runner
     models = runner.codec_models
     runs = []
     run = models.run
