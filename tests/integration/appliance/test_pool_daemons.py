@@ -40,7 +40,7 @@ class Daemon:
             "announcements": {"spool_dir": str(self.dir / "spool")},
             "audio": {"sink": "wav", "wav_dir": str(self.dir / "wav"), "lead_in_ms": 0, "tail_ms": 0},
             "thermal": {"enabled": False}, "cache": {"enabled": False},
-            "engine": {"max_frames": 24, "temperature": 0},
+            "engine": {"max_frames": 12, "temperature": 0},  # short: the count, not the length, is tested
         }))  # fmt: skip
         self.process: subprocess.Popen | None = None
 
