@@ -55,6 +55,10 @@ RUNS = {
         ["10 requests, RSS"],
     ),
     "measure_tie_fallback_memory.py": (["topk"], ["tie, k 50:", "tie, batch 8:"]),
+    "measure_tiny_threads.py": (
+        ["{bundle}", "--rounds", "1", "--requests", "2"],
+        ["| threads | CPU s |", "| 1 |"],
+    ),
     "measure_tbb_task_pool.py": (
         ["--infers", "20"],
         ["20 infers (7 batch sizes)", "the inferring thread's pool holds"],

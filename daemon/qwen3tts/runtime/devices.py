@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qwen3tts.errors import DeviceError
@@ -122,6 +122,17 @@ def inference_precision(
         declined = _BF16_DECLINED.get(component or "", "bf16 is not measured for it")
         return "f32", f"the CPU offers bf16, but {declined}"
     return "f32", "the CPU has no bf16"
+
+
+def threads_for(random_weights: bool, settings: DeviceSettings) -> DeviceSettings:
+    """One CPU inference thread for a `qwen3tts tiny` bundle (`random_weights`) unless num_threads names a
+    number. Its graphs (a few MB) are too small to split: on two threads the second one only waits for
+    the first, and took twice the CPU at the same speed (docs/benchmarks.md, "One thread for a tiny
+    bundle"). A release bundle keeps 0: every core."""
+    if not random_weights or settings.num_threads:
+        return settings
+    log.info("inference threads: 1 (a tiny bundle; devices.num_threads 0 is every core for a release one)")
+    return replace(settings, num_threads=1)
 
 
 def compile_properties(

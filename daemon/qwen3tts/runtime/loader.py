@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from qwen3tts.model.tokenizer import TextTokenizer
 from qwen3tts.runtime.cloning import VoiceEncoder, read_audio
 from qwen3tts.runtime.codec import CodecChunkModels
 from qwen3tts.runtime.codec_variants import pick_for_load
-from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists
+from qwen3tts.runtime.devices import DevicePlan, base_device, preference_lists, threads_for
 from qwen3tts.runtime.kv_pool import kv_pool_blocks
 from qwen3tts.runtime.native_decode.talker import NativeTalker
 from qwen3tts.runtime.native_paths import fused_code_predictor_or_none, native_kernels, native_talker_or_none
@@ -88,10 +88,10 @@ def load_runtime(
     """Verify, compile and wire; `heartbeat` is called by the engine loop at least twice a second."""
     bundle_dir = Path(bundle_dir)
     manifest = layout.read_manifest(bundle_dir)
+    settings = replace(settings, devices=threads_for(manifest.random_weights, settings.devices))
     spec = manifest.spec
     compiler = compiler or PartCompiler(settings.devices, settings.model.cache_dir)
-    prefs = preference_lists(settings.devices)
-    plan = DevicePlan()
+    prefs, plan = preference_lists(settings.devices), DevicePlan()
 
     native, library = native_kernels(compiler, prefs, plan)
     released = {}

@@ -113,3 +113,12 @@ def test_auto_precision_leaves_accelerators_at_their_default_and_an_explicit_set
         "bf16",
         "set in devices.inference_precision",
     )
+
+
+def test_a_tiny_bundle_runs_on_one_thread_unless_the_configuration_names_a_number():
+    from qwen3tts.runtime.devices import threads_for
+
+    assert threads_for(True, DeviceSettings()).num_threads == 1
+    assert threads_for(True, DeviceSettings(num_threads=3)).num_threads == 3
+    assert threads_for(False, DeviceSettings()).num_threads == 0  # a release bundle: every core
+    assert threads_for(False, DeviceSettings(num_threads=2)).num_threads == 2
