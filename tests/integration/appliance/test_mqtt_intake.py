@@ -139,9 +139,11 @@ def test_priority_order_is_emergency_then_priority_then_normal_fifo(runner, reco
 
 def test_ttl_expiry_drops_the_waiting_announcement_and_past_deadlines_are_expired_at_once(runner, recorder):
     say(recorder, runner, text="blocker", id="playing")
-    say(recorder, runner, text="soon stale", id="t1", ttl=0.3)
+    # a TTL far longer than the door takes to queue it (0.3 s once ran out before the queue on a loaded
+    # machine), and nothing synthesised here ends "playing": t1 waits until its time runs out
+    say(recorder, runner, text="soon stale", id="t1", ttl=3)
     say(recorder, runner, text="too late", id="t2", expires_at=1000.0)
-    got = wait_events(recorder, runner, 4)
+    got = wait_events(recorder, runner, 4, timeout=60)
     assert [(e["event"], e["id"]) for e in got[:2]] == [("queued", "playing"), ("queued", "t1")]
     assert {(e["event"], e["id"], e["reason"]) for e in got[2:]} == {
         ("expired", "t2", "expired before it was queued"),
