@@ -270,3 +270,11 @@ def _value_from_plain(hint: Any, value: Any, path: str) -> Any:
             return tuple(_from_plain(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
         return tuple(value)
     return value
+
+
+def decode_weight_bytes(bundle_dir: Path) -> int:
+    """The bytes of the talker's and code predictor's weight files: how much a decode step reads."""
+    return sum(
+        (Path(bundle_dir) / xml).with_suffix(".bin").stat().st_size
+        for xml in (TALKER_XML, CODE_PREDICTOR_XML)
+    )

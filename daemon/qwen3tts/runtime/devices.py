@@ -124,14 +124,19 @@ def inference_precision(
     return "f32", "the CPU has no bf16"
 
 
-def threads_for(random_weights: bool, settings: DeviceSettings) -> DeviceSettings:
-    """One CPU inference thread for a `qwen3tts tiny` bundle (`random_weights`) unless num_threads names a
-    number. Its graphs (a few MB) are too small to split: on two threads the second one only waits for
-    the first, and took twice the CPU at the same speed (docs/benchmarks.md, "One thread for a tiny
-    bundle"). A release bundle keeps 0: every core."""
-    if not random_weights or settings.num_threads:
+SMALL_DECODE_BYTES = 64 * 2**20
+"""Talker and code predictor weights below this run on one CPU thread by default: a `qwen3tts tiny` bundle
+has about 9 MB, a release (or a random checkpoint of release shapes) 600 MB and more."""
+
+
+def threads_for(decode_weight_bytes: int, settings: DeviceSettings) -> DeviceSettings:
+    """One CPU inference thread for a bundle whose talker and code predictor weights are small (a `qwen3tts
+    tiny` one) unless num_threads names a number. Its graphs are too small to split: on two threads the
+    second one only waits for the first, and took twice the CPU at the same speed (docs/benchmarks.md,
+    "One thread for a tiny bundle"). Larger bundles keep 0: every core."""
+    if decode_weight_bytes >= SMALL_DECODE_BYTES or settings.num_threads:
         return settings
-    log.info("inference threads: 1 (a tiny bundle; devices.num_threads 0 is every core for a release one)")
+    log.info("inference threads: 1 (a tiny bundle; devices.num_threads 0 is every core for a larger one)")
     return replace(settings, num_threads=1)
 
 

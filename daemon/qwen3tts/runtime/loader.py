@@ -86,10 +86,9 @@ def load_runtime(
     heartbeat: Callable[[], None] | None = None,
 ) -> Runtime:
     """Verify, compile and wire; `heartbeat` is called by the engine loop at least twice a second."""
-    bundle_dir = Path(bundle_dir)
-    manifest = layout.read_manifest(bundle_dir)
-    settings = replace(settings, devices=threads_for(manifest.random_weights, settings.devices))
-    spec = manifest.spec
+    bundle_dir, manifest = Path(bundle_dir), layout.read_manifest(bundle_dir)
+    devices = threads_for(layout.decode_weight_bytes(bundle_dir), settings.devices)
+    settings, spec = replace(settings, devices=devices), manifest.spec
     compiler = compiler or PartCompiler(settings.devices, settings.model.cache_dir)
     prefs, plan = preference_lists(settings.devices), DevicePlan()
 

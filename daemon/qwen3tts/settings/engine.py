@@ -46,8 +46,8 @@ class DeviceSettings:
     else the exact f32 graphs; f32 always loads the exact graphs, and so does devices.inference_precision
     f32. Default auto."""
     num_threads: int = field(default=0, metadata={"min": 0})
-    """CPU inference threads; 0 lets OpenVINO use every core (one thread for a `qwen3tts tiny` bundle, whose
-    graphs are too small to split). Default 0."""
+    """CPU inference threads; 0 lets OpenVINO use every core (one thread for a bundle whose talker and code
+    predictor weights are under 64 MiB, such as a `qwen3tts tiny` one: too small to split). Default 0."""
     cpu_pinning: bool = True
     """Pin CPU inference threads to cores. Default true."""
     native_kernels: Literal["auto", "always", "never"] = "auto"

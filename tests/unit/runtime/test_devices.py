@@ -116,9 +116,11 @@ def test_auto_precision_leaves_accelerators_at_their_default_and_an_explicit_set
 
 
 def test_a_tiny_bundle_runs_on_one_thread_unless_the_configuration_names_a_number():
-    from qwen3tts.runtime.devices import threads_for
+    from qwen3tts.runtime.devices import SMALL_DECODE_BYTES, threads_for
 
-    assert threads_for(True, DeviceSettings()).num_threads == 1
-    assert threads_for(True, DeviceSettings(num_threads=3)).num_threads == 3
-    assert threads_for(False, DeviceSettings()).num_threads == 0  # a release bundle: every core
-    assert threads_for(False, DeviceSettings(num_threads=2)).num_threads == 2
+    tiny, release = 9 * 2**20, 600 * 2**20  # a `qwen3tts tiny` bundle's decode weights; release shapes
+    assert threads_for(tiny, DeviceSettings()).num_threads == 1
+    assert threads_for(tiny, DeviceSettings(num_threads=3)).num_threads == 3
+    assert threads_for(release, DeviceSettings()).num_threads == 0  # every core, random weights or not
+    assert threads_for(SMALL_DECODE_BYTES, DeviceSettings()).num_threads == 0
+    assert threads_for(release, DeviceSettings(num_threads=2)).num_threads == 2
