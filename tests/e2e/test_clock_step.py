@@ -6,7 +6,7 @@ clock, sleeps and waits are untouched. Announcements wait behind a long one (a W
 loudspeaker) while the clock steps:
 
 - forwards: a `ttl` of 60 s and an `expires_at` 60 s ahead still play (before, both were `expired` at once);
-- back: a repeat plays after its `repeat_interval` (before, it waited the hour), and a `ttl` of 6 s that
+- back: a repeat plays after its `repeat_interval` (before, it waited the hour), and a `ttl` of 3 s that
   ran out while it waited is `expired` (before, the step gave it an hour more).
 """
 
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SITE = "clock"
 SHIM = Path(__file__).resolve().parents[1] / "support" / "wall_clock_step.c"
-LONG = " ".join(f"This is part {n} of a long notice." for n in range(1, 6))  # about 10 s at the frame cap
+LONG = " ".join(f"This is part {n} of a long notice." for n in range(1, 6))  # about 5 s at the frame cap
 HOUR = 3600
 
 
@@ -48,7 +48,7 @@ def daemon_config(tmp_path: Path, bundle: Path, broker) -> Path:
         "announcements": {"spool_dir": str(tmp_path / "spool")},
         "audio": {"sink": "wav", "wav_dir": str(tmp_path / "wav"), "wav_realtime": True, "lead_in_ms": 0,
                   "tail_ms": 0, "chime_normal": "none", "jitter_buffer_ms": 0},
-        "engine": {"max_frames": 24, "temperature": 0},
+        "engine": {"max_frames": 12, "temperature": 0},  # 1 s a sentence, played in real time
         "thermal": {"enabled": False}, "cache": {"enabled": False},
     }  # fmt: skip
     path = tmp_path / "qwen3tts.yaml"
@@ -111,17 +111,17 @@ def test_ttl_expires_at_and_repeats_keep_their_time_when_the_wall_clock_steps(
         assert kinds("ttl-60")[-1] == "finished" and kinds("at-60")[-1] == "finished"
 
         # back: a repeat keeps its interval, and a ttl that ran out while it waited is not extended
-        say("bell", "Ding.", repeat=2, repeat_interval=5)
+        say("bell", "Ding.", repeat=2, repeat_interval=2)
         wait(lambda: "finished" in kinds("bell"), 120, "the bell did not play once")
         say("long-2", LONG)
-        say("ttl-6", "Only for six seconds.", ttl=6)
-        wait(lambda: "queued" in kinds("ttl-6"), 60, "ttl-6 not queued")
+        say("ttl-3", "Only for three seconds.", ttl=3)  # behind the 5 s of long-2
+        wait(lambda: "queued" in kinds("ttl-3"), 60, "ttl-3 not queued")
         step_file.write_text("0")
-        assert "started" not in kinds("ttl-6")
+        assert "started" not in kinds("ttl-3")
         wait(lambda: kinds("bell").count("finished") == 2, 120, "the repeat did not come after its interval")
         wait(lambda: "finished" in kinds("long-2"), 180, "long-2 did not finish")
-        assert kinds("ttl-6")[-1] == "expired", events("ttl-6")
-        assert "started" not in kinds("ttl-6")
+        assert kinds("ttl-3")[-1] == "expired", events("ttl-3")
+        assert "started" not in kinds("ttl-3")
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(60) == 0, log.read_text(errors="replace")[-3000:]
     finally:
