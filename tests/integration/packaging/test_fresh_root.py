@@ -67,6 +67,18 @@ def unit_property(box, name: str) -> str:
     return box.run(["systemctl", "show", "--value", "-p", name, "qwen3tts"]).stdout.strip()
 
 
+def unit_journal(box, after: str = "") -> str:
+    """The unit's journal (its last 200 lines), or what came after `after`, a cursor of `journal_cursor`."""
+    since = ["--after-cursor", after] if after else ["-n", "200"]
+    return box.run(["journalctl", "-u", "qwen3tts", "--no-pager", "-o", "cat", *since]).stdout
+
+
+def journal_cursor(box) -> str:
+    shown = box.run(["journalctl", "-u", "qwen3tts", "--no-pager", "-n", "1", "--show-cursor"]).stdout
+    cursor = re.search(r"^-- cursor: (\S+)$", shown, re.M)
+    return cursor.group(1) if cursor else ""
+
+
 def doctor(box) -> tuple[int, dict]:
     """As README.Debian says: root's command without --config finds the conffile; the unit's paths."""
     result = box.run(["qwen3tts", "doctor", "--json", "--timeout", "1"], check=False, env=AS_THE_SERVICE)
@@ -248,12 +260,16 @@ def test_the_installed_unit_keeps_the_agreed_security_exposure(box):
 
 
 def test_the_service_starts_on_the_bundle_under_systemd(box):
+    before = journal_cursor(box)
     started = box.run(["systemctl", "restart", "qwen3tts"], check=False, timeout=300)  # returns at READY=1
-    journal = box.run(["journalctl", "-u", "qwen3tts", "--no-pager", "-o", "cat", "-n", "200"]).stdout
-    assert started.returncode == 0, journal[-3000:]
+    assert started.returncode == 0, unit_journal(box)[-3000:]
     assert unit_property(box, "ActiveState") == "active"
     assert unit_property(box, "NRestarts") == "0"
-    assert "random (qwen3tts tiny)" in journal, journal[-3000:]
+    # this start's "ready:" line follows its READY=1, and journald takes it from the stream in its own time
+    deadline = time.monotonic() + 60
+    while "ready: " not in (lines := unit_journal(box, before)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "random (qwen3tts tiny)" in lines, lines[-3000:]
     owner = (box.root / "var/lib/private/qwen3tts").stat().st_uid
     assert owner >= 61184, owner  # DynamicUser=yes: the state belongs to the unit's dynamic user
     box.run(["systemctl", "reload", "qwen3tts"])  # ExecReload= runs /bin/kill: the package needs procps
