@@ -161,8 +161,9 @@ def test_more_concurrent_requests_than_allowed_get_429(serve):
 
 
 def test_http_and_announcement_requests_batch_in_one_engine(serve):
-    running = serve("engine.max_frames=40")
-    body = {"input": "Welcome to the store, have a nice day.", "voice": "vivian", "response_format": "pcm"}
+    running = serve("engine.max_frames=2048")
+    running.without_end = True  # the network request runs on while the announcement is spoken, on any machine
+    body = {"input": LONG, "voice": "vivian", "response_format": "pcm"}
     with httpx.stream("POST", f"{running.http_url}/v1/audio/speech", json=body, timeout=60) as response:
         chunks = response.iter_raw()
         first = next(chunks)  # the network request is running: the announcement joins it
@@ -170,10 +171,12 @@ def test_http_and_announcement_requests_batch_in_one_engine(serve):
             Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
                     speaker="serena", rank=Priority.NORMAL.rank, max_frames=40)
         )  # fmt: skip
-        pcm = first + b"".join(chunks)
-    announcement.result(60)
-    stats = running.engine.stats()
-    assert pcm and stats.num_frames > stats.num_steps  # mean batch > 1: some steps ran both
+        assert announcement.wait(60) and announcement.status is SequenceStatus.FINISHED_LENGTH
+        network = running.handles[0]
+        assert not network.wait(0), "the network request ended before the announcement: nothing to batch"
+        stats = running.engine.stats()
+    assert first and stats.num_frames > stats.num_steps  # mean batch > 1: some steps ran both
+    assert network.wait(30) and network.status is SequenceStatus.FINISHED_CANCELLED  # the client hung up
 
 
 def test_an_emergency_preempts_network_synthesis(serve):
