@@ -124,11 +124,11 @@ class Service:
             self.supervisor.start(audio_worker(zone), playback.run)
         settle_interned_strings()  # a one-time 3.7 MB step taken now, not requests later
         plans = f"plan={self.runtime.plan.summary()}; decode={self.runtime.plan.decode_paths()}"
-        self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; {plans}")
         weights, plan = weights_kind(self.runtime.manifest), self.runtime.plan.summary()
         log.info("ready: %s %s bundle with %s weights, devices %s, decode %s, sink %s", spec.size,
                  spec.variant, weights, plan, self.runtime.plan.decode_paths(),
                  ", ".join(f"{zone}={sink.name}" for zone, sink in self.sinks.items()))  # fmt: skip
+        self.notifier.ready(f"ready; bundle={settings.model.bundle.name}; {plans}")
         self.mqtt = self._mqtt_door()  # before the announcer replays the spool: its events are queued
         self.mqtt.drop_rescued(self.announcer.queue.spool)  # what a pool rescuer took is not replayed
         # checked as the door does, texts read here; what ended before the stop is not replayed
