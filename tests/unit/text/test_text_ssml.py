@@ -1,15 +1,14 @@
 """SSML: each element's effect on what the model gets, the marks for the audio side, hostile documents."""
 
 import json
-import time
 
 import pytest
 
 from qwen3tts.cli import main
 from qwen3tts.errors import RequestError
 from qwen3tts.text import Lexicon, prepare
-from qwen3tts.text.ssml import SSMLError
-from qwen3tts.text.ssml.limits import MAX_BREAKS, MAX_DEPTH
+from qwen3tts.text.ssml import SSMLError, parser
+from qwen3tts.text.ssml.limits import MAX_BREAKS, MAX_DEPTH, MAX_ELEMENTS
 
 
 def said(document: str, language: str = "en", **options) -> list[str]:
@@ -236,39 +235,58 @@ BILLION_LAUGHS = (
     )
     + "]><speak>&lol9;</speak>"
 )
+# document, the refusal's reason, the most start tags the parser may read before it refuses (bounded by our
+# limits, not by the document: a size, a DTD or entities are refused before the first one)
 HOSTILE = {
-    "billion laughs": (BILLION_LAUGHS, "DOCTYPE is not allowed"),
+    "billion laughs": (BILLION_LAUGHS, "DOCTYPE is not allowed", 0),
     "external entity": (
         '<!DOCTYPE speak [<!ENTITY x SYSTEM "file:///etc/passwd">]><speak>&x;</speak>',
         "DOCTYPE",
+        0,
     ),
     "10,000 nested elements": (
         "<speak>" + "<s>" * 10_000 + "x" + "</s>" * 10_000 + "</speak>",
         "at most 20000",
+        0,
     ),
-    "2,000 breaks": ("<speak>" + '<break time="1ms"/>' * 2000 + "</speak>", "at most 20000"),
-    "10,000 elements": ("<speak>" + "<mark/>" * 10_000 + "</speak>", "at most 20000"),
+    "2,000 breaks": ("<speak>" + '<break time="1ms"/>' * 2000 + "</speak>", "at most 20000", 0),
+    "10,000 elements": ("<speak>" + "<mark/>" * 10_000 + "</speak>", "at most 20000", 0),
     # the same within the size bound: the element bounds refuse them at the first element past
     "100 nested elements": (
         "<speak>" + "<s>" * 100 + "x" + "</s>" * 100 + "</speak>",
         f"deeper than {MAX_DEPTH}",
+        1 + MAX_DEPTH,
     ),
-    "200 breaks": ("<speak>" + "<break/>" * 200 + "</speak>", f"more than {MAX_BREAKS} breaks"),
-    "1,500 elements": ("<speak>" + "<mark/>" * 1500 + "</speak>", "more than 1000 elements"),
+    "200 breaks": (
+        "<speak>" + "<break/>" * 200 + "</speak>",
+        f"more than {MAX_BREAKS} breaks",
+        2 + MAX_BREAKS,
+    ),
+    "1,500 elements": (
+        "<speak>" + "<mark/>" * 1500 + "</speak>",
+        "more than 1000 elements",
+        1 + MAX_ELEMENTS,
+    ),
     "a minute of silence": (
         "<speak>" + '<break time="10s"/>a ' * 7 + "</speak>",
         "of breaks in one document",
+        8,
     ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_a_hostile_document_is_refused_quickly(name):
-    document, reason = HOSTILE[name]
-    started = time.perf_counter()
+def test_a_hostile_document_is_refused_before_the_parser_reads_past_a_bound(name, monkeypatch):
+    """Work bounded by the limits, whatever the document holds (counted in start tags, not timed: a
+    loaded machine's clock says nothing about how far the parser read)."""
+    document, reason, most = HOSTILE[name]
+    read = []
+    start_element = parser._Handler.startElement
+    monkeypatch.setattr(parser._Handler, "startElement", lambda self, tag, attrs: (
+        read.append(tag), start_element(self, tag, attrs))[1])  # fmt: skip
     with pytest.raises(SSMLError, match=reason):
         prepare(document, "en")
-    assert time.perf_counter() - started < 0.5
+    assert len(read) <= most, f"read {len(read)} start tags of a document refused at {most}"
 
 
 def test_the_text_command_shows_what_ssml_becomes(capsys):
