@@ -11,11 +11,12 @@ from qwen3tts.text.lexicon import MAX_ENTRY_CHARS, MAX_PATTERNS, MAX_WORDS
 
 
 def test_the_reported_pattern_loads_and_answers_the_reported_input_at_once():
-    # Python's re takes ~1.4 s on 22 'a' with this pattern and 4x longer per two more; 40 is days.
+    # Python's re takes ~1.4 s on 22 'a' with this pattern and 4x longer per two more; 40 is days. RE2 reads
+    # it in microseconds: a bound of 30 s tells the two apart on any machine, however loaded.
     lexicon = Lexicon.from_dict({"patterns": {r"(\w+\s?)+$": "x"}})
     started = time.perf_counter()
     said = lexicon.apply("a" * 40 + "!")
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 30
     assert said == "a" * 40 + "!"  # `$` comes after '!', which \w does not match: no replacement
     assert lexicon.apply("some words") == "x"
 
@@ -24,7 +25,7 @@ def test_the_reported_input_through_prepare_with_the_pattern_loaded_is_quick():
     lexicon = Lexicon.from_dict({"patterns": {r"(\w+\s?)+$": "x", r"(a|aa)+$": "y"}})
     started = time.perf_counter()
     prepared = prepare("a" * 1999 + "!", "en", lexicon=lexicon)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 30  # backtracking on 1999 'a' would never end
     assert prepared.pieces
 
 
