@@ -162,21 +162,40 @@ def test_more_concurrent_requests_than_allowed_get_429(serve):
 
 def test_http_and_announcement_requests_batch_in_one_engine(serve):
     running = serve("engine.max_frames=2048")
-    running.without_end = True  # the network request runs on while the announcement is spoken, on any machine
+    running.without_end = True  # each runs to its frame budget: the network one's ~250 frames, then 40
+    started, joined = held_until_the_announcement_joins(running)
     body = {"input": LONG, "voice": "vivian", "response_format": "pcm"}
-    with httpx.stream("POST", f"{running.http_url}/v1/audio/speech", json=body, timeout=60) as response:
-        chunks = response.iter_raw()
-        first = next(chunks)  # the network request is running: the announcement joins it
-        announcement = running.engine.submit(
-            Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
-                    speaker="serena", rank=Priority.NORMAL.rank, max_frames=40)
-        )  # fmt: skip
-        assert announcement.wait(60) and announcement.status is SequenceStatus.FINISHED_LENGTH
-        network = running.handles[0]
-        assert not network.wait(0), "the network request ended before the announcement: nothing to batch"
-        stats = running.engine.stats()
-    assert first and stats.num_frames > stats.num_steps  # mean batch > 1: some steps ran both
-    assert network.wait(30) and network.status is SequenceStatus.FINISHED_CANCELLED  # the client hung up
+    pcm = []
+    http = threading.Thread(target=lambda: pcm.append(
+        httpx.post(f"{running.http_url}/v1/audio/speech", json=body, timeout=120).content))  # fmt: skip
+    http.start()
+    assert started.wait(60), "the network request never reached the engine"
+    announcement = running.engine.submit(
+        Request(id="ann-1", text="Attention please, the store closes soon.", language="english",
+                speaker="serena", rank=Priority.NORMAL.rank, max_frames=40)
+    )  # fmt: skip
+    joined.set()
+    announcement.result(60)
+    http.join(120)
+    stats = running.engine.stats()
+    assert pcm and pcm[0] and stats.num_frames > stats.num_steps  # mean batch > 1: some steps ran both
+
+
+def held_until_the_announcement_joins(running) -> tuple[threading.Event, threading.Event]:
+    """The engine's steps wait, once the network request was submitted, until the test sets `joined`: the
+    announcement is then in the engine beside it, however slow the machine (before, a loaded one ran the
+    whole network request before the test had submitted the announcement: issue 35)."""
+    started, joined = threading.Event(), threading.Event()
+    step = running.engine.step
+
+    def held_step() -> bool:
+        if running.handles and not joined.is_set():
+            started.set()
+            joined.wait(60)
+        return step()
+
+    running.engine.step = held_step  # the engine's loop calls self.step()
+    return started, joined
 
 
 def test_an_emergency_preempts_network_synthesis(serve):
