@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from types import SimpleNamespace
 
 from announcer_rig import LoudRunner, fake_engine
+from endless import without_end
 from mosquitto_broker import free_port
 
 from qwen3tts.servers import Offer, Servers, start_servers
@@ -32,8 +32,7 @@ class Running:
 
         def recording_submit(request):
             if self.without_end:
-                sampling = {**request.sampling, "min_new_tokens": 1 << 20}
-                request = dataclasses.replace(request, sampling=sampling)
+                request = without_end(request)
             handle = submit(request)
             self.requests.append(request)
             self.handles.append(handle)

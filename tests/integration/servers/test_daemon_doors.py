@@ -11,6 +11,7 @@ import threading
 import httpx
 import pytest
 from announcer_rig import start_subscribed
+from endless import without_end
 from mosquitto_broker import free_port
 
 from qwen3tts.engine.sequence import SequenceStatus
@@ -87,8 +88,7 @@ def http_runs_until_hung_up(engine) -> tuple[list, threading.Event]:
 
     def recording_submit(request):
         if request.id.startswith("http"):
-            sampling = {**request.sampling, "min_new_tokens": 1 << 20}
-            request = dataclasses.replace(request, sampling=sampling, max_frames=2048)
+            request = dataclasses.replace(without_end(request), max_frames=2048)
         handle = submit(request)
         handles.append((request.id, handle))
         if len(handles) == 2:

@@ -13,6 +13,7 @@ import signal
 import httpx
 import pytest
 from daemon_config import start_daemon
+from endless import without_end
 from mosquitto_broker import free_port
 
 pytestmark = pytest.mark.slow
@@ -57,6 +58,8 @@ def test_a_stalled_text_front_end_fails_one_announcement_and_one_request_and_the
     # the daemon's MQTT client connects on its own thread: a `say` published before it subscribed is lost
     recorder.wait_for(lambda msgs: any(m.payload == b"online" for m in msgs), 120)
 
+    submit = service.runtime.engine.submit
+    service.runtime.engine.submit = lambda request: submit(without_end(request))  # every sentence to its cap
     frozen = freeze_the_worker(service)
     recorder.publish(say, json.dumps({"id": "stalled", "text": "Mind the gap."}), qos=1)
     failed = ended(recorder, "stalled")
@@ -65,8 +68,8 @@ def test_a_stalled_text_front_end_fails_one_announcement_and_one_request_and_the
     recorder.publish(say, json.dumps({"id": "next", "text": "The shop is open."}), qos=1)
     finished = ended(recorder, "next")
     assert finished["event"] == "finished"
-    # the tiny model's greedy talker never samples its end token: the sentence ran to its frame cap,
-    # which the finished event says over MQTT (issue 24 item 5) and /metrics counts
+    # the sentence ran to its frame cap, which the finished event says over MQTT (issue 24 item 5) and
+    # /metrics counts (the tiny model's greedy talker sampled its end token on some runs: it has none here)
     assert [w.split(" was")[0] for w in finished["warnings"]] == ["sentence 1"]
     assert service.runtime.engine.stats().num_frame_capped == 1
 
