@@ -80,8 +80,9 @@ class _ForwardFile:
 
     def write(self, data) -> int:
         data = bytes(data)
+        size = len(data)
         start = self._pos - self._sent
-        self._pos += len(data)
+        self._pos += size
         if start < 0:
             data, start = data[-start:], 0
         if data:
@@ -89,7 +90,9 @@ class _ForwardFile:
             if end > len(self._pending):
                 self._pending.extend(bytes(end - len(self._pending)))
             self._pending[start:end] = data
-        return len(data)
+        # All of it counts as written, the dropped part too: a writer told "fewer bytes" retries them
+        # or fails (PyAV 18.1.1 raises "write() accepted no bytes" on FFmpeg FLAC's header patch).
+        return size
 
     def seek(self, offset: int, whence: int = 0) -> int:
         size = self._sent + len(self._pending)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from audio_decode import decode
 
-from qwen3tts.servers.encoding import FORMATS, EncoderError, SoundFileEncoder, _ForwardFile
+from qwen3tts.servers.encoding import FORMATS, EncoderError, PyAvEncoder, SoundFileEncoder, _ForwardFile
 
 RATE, CHUNK = 24000, 1920
 
@@ -54,10 +54,22 @@ def test_the_forward_file_patches_what_it_still_holds_and_drops_what_went_out():
     assert out.take() == b"headER__"
     out.write(b"data")
     out.seek(0)
-    out.write(b"HEAD")  # already sent: dropped
+    assert out.write(b"HEAD") == 4  # already sent: dropped, yet accepted (a writer would retry or fail)
+    out.seek(6)
+    assert out.write(b"xxDA") == 4  # half sent, half held: the held half is patched
     out.seek(0, 2)
     out.write(b"tail")
-    assert out.take() == b"datatail" and out.tell() == 16
+    assert out.take() == b"DAtatail" and out.tell() == 16
+
+
+def test_an_encoder_that_patches_a_header_already_sent_still_finishes():
+    # FFmpeg's FLAC muxer rewrites STREAMINFO at byte 8 when it closes; those bytes went out with the
+    # first chunk. PyAV 18.1.1 fails the close if the file says it took none of them.
+    encoder = PyAvEncoder(RATE, "flac", "flac")
+    x = tone()
+    data = b"".join(encoder.encode(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)) + encoder.finish()
+    y, rate = decode("flac", data)
+    assert rate == RATE and len(y) == len(x)
 
 
 def test_an_encoder_that_cannot_start_or_write_raises_encoder_error():
