@@ -11,7 +11,8 @@
 #      says which Python (3.11 on bookworm, 3.13 on trixie) and which glibc the wheels are for;
 #   2. wheels: the project and its pure-Python dependencies built with this checkout's pip (.venv),
 #      then the whole set resolved by that pip for the target's Python and glibc (binary wheels
-#      only, so nothing is compiled for the wrong interpreter);
+#      only, so nothing is compiled for the wrong interpreter), at the versions constraints.txt pins
+#      (the ones the tests ran on);
 #   3. the venv: created at its final path /opt/qwen3tts/venv inside the build root with the root's
 #      python3, the wheels installed offline (pip --no-index), byte-compiled hash-based (the .pyc
 #      stay valid whatever mtimes dpkg gives the files);
@@ -143,7 +144,8 @@ tar -C "$repo" --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml
     | tar -C "$sources" -xf -
 # the changelog's time stamp makes the project's own wheel the same bytes from the same checkout
 SOURCE_DATE_EPOCH="$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)" \
-    "$pip_python" -m pip wheel -q --disable-pip-version-check --wheel-dir "$built" "$sources" pip \
+    "$pip_python" -m pip wheel -q --disable-pip-version-check --constraint "$repo/constraints.txt" \
+    --wheel-dir "$built" "$sources" pip \
     >"$work/wheels.log" 2>&1 || { tail -20 "$work/wheels.log" >&2; exit 1; }
 rm -rf "$sources"
 # The same set resolved for the target: the pure wheels just built are taken as they are, every
@@ -154,6 +156,7 @@ for (( minor = ${target_glibc#2.}; minor >= 5; minor-- )); do
 done
 platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
 "$pip_python" -m pip download -q --disable-pip-version-check --only-binary=:all: \
+    --constraint "$repo/constraints.txt" \
     --python-version "$target_python" --implementation cp --abi "cp${target_python/./}" "${platforms[@]}" \
     --find-links "$built" --dest "$wheels" "$built"/qwen3tts-*.whl "$built"/pip-*.whl >>"$work/wheels.log" 2>&1 \
     || { tail -20 "$work/wheels.log" >&2; exit 1; }

@@ -28,7 +28,8 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[dev]"
+# at the versions constraints.txt pins: a release published upstream does not change what the tests run on
+.venv/bin/python -m pip install -q -e ".[dev]" --constraint constraints.txt
 
 # native/: libqwen3tts_native.so against the headers and CMake config of the openvino wheel just installed
 # (every instruction-set path is compiled on any x86-64; which one runs is chosen at run time).
