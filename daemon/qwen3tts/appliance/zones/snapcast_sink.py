@@ -42,8 +42,13 @@ log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 """Waits between attempts to reach a lost snapserver; the last one repeats."""
-LEAD_S = 0.05
-"""How far ahead of real time writes may run (the source's own buffering absorbs it)."""
+LEAD_S = 0.25
+"""How far ahead of real time writes may run; the source's buffer holds it (a socket's, or a FIFO's 64 KiB:
+0.29 s with a 40 ms block at 48 kHz stereo). snapserver reads a source at its own pace and, when a read
+comes late, restarts the stream's timeline: the clients hear a gap. So the lead is what a stall of the
+audio thread may take on a loaded box without a gap; it was 50 ms, and a 120 ms stall in the test suite
+cut an announcement. It delays nothing: the clients' buffer (1 s) comes after it, and a cut closes the
+source and switches the groups back at once."""
 
 
 class SnapcastSink:
