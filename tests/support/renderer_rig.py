@@ -148,7 +148,6 @@ def renderer_settings(*overrides: str):
             "servers.renderer.name=qwen3tts test renderer",
             "servers.renderer.max_media_s=2",
             "servers.renderer.max_media_bytes=200000",
-            "servers.renderer.fetch_timeout_s=2",
             *overrides,
         ],
     )
