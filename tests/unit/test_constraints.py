@@ -10,12 +10,9 @@ import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name as canonical
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def pins() -> dict[str, str]:
