@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,38 +58,69 @@ class Packages:
 
 
 class Releases:
-    """Each release's minimal root and packages, made on first use and kept for the session."""
+    """Each release's minimal root and packages, made on first use and kept for the session.
 
-    def __init__(self, tmp_path_factory) -> None:
+    They are made one release at a time, in SUITES order, on one thread of their own: asking for a
+    release also queues the releases after it that the session's tests use, so the next release's root
+    and packages are made while this one's box is tested (its tests mostly wait on the box's services
+    and lintian; the batch work takes the cores they leave). Two releases made at the same time cost
+    more CPU than one after the other (docs/benchmarks.md), so there is never more than one."""
+
+    def __init__(self, tmp_path_factory, wanted: tuple[str, ...] = SUITES) -> None:
         self._tmp = tmp_path_factory
-        self._bases: dict[str, Path] = {}
-        self._packages: dict[str, Packages] = {}
+        self._wanted = wanted
+        self._made: dict[str, Future[tuple[Path, Packages]]] = {}
+        self._maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release")
+        self._running: subprocess.Popen | None = None
+        self._closed = False
         self.bundles: dict[str, Path] = {}  # the tiny bundle each release's box built, kept after it
 
     def base(self, suite: str) -> Path:
         """A minimal root of `suite` (debootstrap --variant=minbase), made once, copied for every use."""
-        if suite not in self._bases:
-            base = self._tmp.mktemp("debian") / f"base-{suite}"
-            subprocess.run(
-                [*BATCH, str(REPO / "packaging" / "make-root.sh"), suite, str(base)], check=True, timeout=900
-            )
-            self._bases[suite] = base
-        return self._bases[suite]
+        return self._release(suite).result()[0]
 
     def packages(self, suite: str) -> Packages:
         """The package of this checkout for `suite`, built by scripts/package.sh as released, and the
         same package one version up (`one_version_up`)."""
-        if suite not in self._packages:
-            work = self._tmp.mktemp(f"package-work-{suite}")
-            out = self._tmp.mktemp(f"packages-{suite}")
-            base = str(self.base(suite))
-            command = [*BATCH, str(REPO / "scripts" / "package.sh"), "--suite", suite, "--base", base]
-            command += ["--work", str(work), "--out", str(out)]
-            subprocess.run(command, check=True, timeout=1800)
-            shutil.rmtree(work)  # the venv cache and the wheels: 700 MB
-            (first,) = out.glob(f"qwen3tts_{FIRST_VERSIONS[suite]}_amd64.deb")
-            self._packages[suite] = Packages(first, one_version_up(first, UPGRADE_VERSIONS[suite], out))
-        return self._packages[suite]
+        return self._release(suite).result()[1]
+
+    def close(self) -> None:
+        """Stop what is being made (a session that ends early does not wait minutes for it)."""
+        self._closed = True
+        if self._running is not None and self._running.poll() is None:
+            self._running.kill()
+        self._maker.shutdown(wait=True, cancel_futures=True)
+
+    def _release(self, suite: str) -> Future[tuple[Path, Packages]]:
+        queue = [suite] + [s for s in SUITES[SUITES.index(suite) + 1 :] if s in self._wanted]
+        for name in queue:
+            if name not in self._made:
+                self._made[name] = self._maker.submit(self._make, name)
+        return self._made[suite]
+
+    def _make(self, suite: str) -> tuple[Path, Packages]:
+        base = self._tmp.mktemp("debian") / f"base-{suite}"
+        self._batch([str(REPO / "packaging" / "make-root.sh"), suite, str(base)], timeout=900)
+        work = self._tmp.mktemp(f"package-work-{suite}")
+        out = self._tmp.mktemp(f"packages-{suite}")
+        command = [str(REPO / "scripts" / "package.sh"), "--suite", suite, "--base", str(base)]
+        self._batch([*command, "--work", str(work), "--out", str(out)], timeout=1800)
+        shutil.rmtree(work)  # the venv cache and the wheels: 700 MB
+        (first,) = out.glob(f"qwen3tts_{FIRST_VERSIONS[suite]}_amd64.deb")
+        return base, Packages(first, one_version_up(first, UPGRADE_VERSIONS[suite], out))
+
+    def _batch(self, command: list[str], timeout: float) -> None:
+        if self._closed:
+            raise RuntimeError(f"the session ended before {command[0]} ran")
+        self._running = subprocess.Popen([*BATCH, *command])
+        try:
+            returncode = self._running.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._running.kill()
+            self._running.wait()
+            raise
+        if returncode != 0:
+            raise subprocess.CalledProcessError(returncode, command)
 
 
 def one_version_up(deb: Path, version: str, out: Path) -> Path:
@@ -111,9 +143,13 @@ def one_version_up(deb: Path, version: str, out: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def releases(tmp_path_factory) -> Releases:
+def releases(request, tmp_path_factory) -> Iterator[Releases]:
     _need_root_and_tools()
-    return Releases(tmp_path_factory)
+    # the releases this session's tests are parametrised with (a run of `-k bookworm` makes no trixie)
+    used = {item.callspec.params.get("suite") for item in request.session.items if hasattr(item, "callspec")}
+    made = Releases(tmp_path_factory, tuple(suite for suite in SUITES if suite in used))
+    yield made
+    made.close()
 
 
 @pytest.fixture(scope="module", params=SUITES)
