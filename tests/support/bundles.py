@@ -55,6 +55,21 @@ class TinyModels:
     ) -> Path:
         checkpoint = self.checkpoint(variant, shape, seed)
         return made_once(
-            self.root / f"bundle-{variant}-{shape}-{weights}-{seed}",
-            lambda path: build_bundle(checkpoint, path, weights=weights, report=lambda line: None),
+            self.root / f"bundle-{variant}-{shape}-{weights}-{seed}", self._build(checkpoint, weights)
         )
+
+    def build_report(
+        self, variant: str = "custom_voice", shape: str = "tiny", weights: str = "f32", seed: int = 0
+    ) -> list[str]:
+        """The progress lines `build_bundle` reported while it made that bundle (made now if it is not)."""
+        bundle = self.bundle(variant, shape, weights, seed)
+        return bundle.with_name(f"{bundle.name}.report").read_text(encoding="utf-8").splitlines()
+
+    @staticmethod
+    def _build(checkpoint: Path, weights: str) -> Callable[[Path], None]:
+        def build(path: Path) -> None:
+            lines: list[str] = []
+            build_bundle(checkpoint, path, weights=weights, report=lines.append)
+            path.with_name(f"{path.name}.report").write_text("\n".join(lines), encoding="utf-8")
+
+        return build
