@@ -10,6 +10,7 @@ import argparse
 import importlib
 import logging
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from qwen3tts import __version__
@@ -43,7 +44,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(declared: Iterable[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The command line, with the options of the `declared` subcommands (the others are listed, with
+    their help line, but their modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="qwen3tts",
         description="Voice-appliance daemon: text published on MQTT is spoken by Qwen3-TTS on OpenVINO.",
@@ -68,8 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, _, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
-        _add_arguments(module_name, command_parser)
+        if name in declared:
+            _add_arguments(module_name, command_parser)
     return parser
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The subcommand `argv` names, found without parsing it: the first word that is not an option or
+    the value of one (`--config FILE`, `--set KEY=VALUE`). None when there is none: the whole parser
+    then says what is missing."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--config", "--set"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def _add_arguments(module_name: str, parser: argparse.ArgumentParser) -> None:
@@ -79,7 +96,11 @@ def _add_arguments(module_name: str, parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Only the subcommand's own module is imported to parse its options: importing them all (the text
+    # front end, OpenVINO) cost every command half a second before it began.
+    argv = sys.argv[1:] if argv is None else argv
+    command = command_in(argv)
+    args = build_parser([command] if command else []).parse_args(argv)
     setup_logging(logging.DEBUG if args.debug else logging.INFO)
     try:
         from qwen3tts.paths import default_config

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from qwen3tts import __version__
-from qwen3tts.cli import COMMANDS, EXIT_ERROR, main
+from qwen3tts.cli import COMMANDS, EXIT_ERROR, command_in, main
 
 
 def run_cli(*args):
@@ -43,3 +43,29 @@ def test_a_bad_override_is_reported_with_its_key_path(capsys):
 def test_config_prints_the_effective_settings(capsys):
     assert main(["--set", "engine.max_num_seqs=3", "config"]) == 0
     assert "max_num_seqs: 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["run"], "run"),
+        (["--debug", "say", "hello"], "say"),
+        (["--config", "run", "doctor"], "doctor"),  # a configuration file that happens to be called "run"
+        (["--config=run", "--set", "engine.max_frames=4", "tiny", "out"], "tiny"),
+        (["--version"], None),
+        (["speak", "hello"], None),  # argparse names the unknown command
+    ],
+)
+def test_the_subcommand_is_found_before_parsing(argv, command):
+    assert command_in(argv) == command
+
+
+@pytest.mark.parametrize(("argv", "imported"), [(["--version"], []), (["doctor", "--help"], ["doctor"])])
+def test_only_the_named_subcommands_module_is_imported_to_parse_the_line(argv, imported):
+    script = (
+        "import sys\nfrom qwen3tts.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m.split('.')[-1] for m in sys.modules if m.startswith('qwen3tts.commands.')))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == repr(imported), result.stderr
