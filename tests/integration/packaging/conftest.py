@@ -6,10 +6,10 @@ apt and dpkg inside the root, and the root's own systemd as PID 1 in a systemd-n
 (so the postinst really enables and starts the unit, and `systemctl` answers). Needs root.
 
 The releases are Debian 12 (bookworm, Python 3.11) and Debian 13 (trixie, Python 3.13). Roots and
-packages are made the first time a test asks for them and kept for the session (test_image.py
-reuses bookworm's); the booted box is one per release, module-scoped through the parametrised
-`suite` fixture, so test_fresh_root.py runs whole on bookworm, then whole on trixie, with one box
-(1.3 GB) at a time.
+packages are made when a test first asks for them, trixie's right after bookworm's, while bookworm's
+box is tested (`Releases`), and kept for the session (test_image.py reuses bookworm's); the booted box
+is one per release, module-scoped through the parametrised `suite` fixture, so test_fresh_root.py
+runs whole on bookworm, then whole on trixie, with one box (1.3 GB) at a time.
 """
 
 from __future__ import annotations
