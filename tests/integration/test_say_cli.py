@@ -174,4 +174,6 @@ def test_without_out_say_plays_through_the_configured_sink(tiny_models, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     assert "played on wav" in result.stdout
     [played] = list(tmp_path.glob("*.wav"))
-    assert read(played).size == FRAMES * 1920
+    # every frame `say` made reached the sink (a random model may sample EOS early: 4 of 12 frames seen)
+    frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
+    assert 0 < frames <= FRAMES and read(played).size == frames * 1920
