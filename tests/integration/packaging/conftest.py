@@ -297,6 +297,20 @@ def _nspawn_run(root: Path, argv: list[str]) -> None:
     )
 
 
+def mask_timers(root: Path) -> list[str]:
+    """Mask every timer unit of `root` (what `systemctl mask` does: a link to /dev/null in /etc): the box's
+    own housekeeping fires by the wall clock — dpkg's daily database backup wrote /var/backups/*.0 into a
+    purge test that ran across midnight — and would change the files the tests compare. Returns them."""
+    units = root / "usr" / "lib" / "systemd" / "system"  # /lib is /usr/lib on both releases
+    timers = sorted(path.name for path in units.glob("*.timer"))
+    masks = root / "etc" / "systemd" / "system"
+    masks.mkdir(parents=True, exist_ok=True)
+    for name in timers:
+        (masks / name).unlink(missing_ok=True)
+        (masks / name).symlink_to("/dev/null")
+    return timers
+
+
 def package_depends(deb: Path) -> list[str]:
     """The Debian packages `deb` depends on, as names apt takes (versions and alternatives dropped)."""
     field = subprocess.run(
@@ -327,9 +341,12 @@ def box(releases, suite, debian_base, packages, tmp_path_factory) -> Iterator[Bo
     )
     for deb in (packages.first, packages.upgrade):
         shutil.copy(deb, root / "root" / deb.name)
+    mask_timers(root)
     machine = Box(root)
     try:
         machine.boot(root.parent / "nspawn.log")
+        timers = machine.run(["systemctl", "list-timers", "--no-legend"]).stdout  # the active ones
+        assert not timers.strip(), f"a timer still runs in the box: {timers}"
         yield machine
     finally:
         machine.shutdown()
