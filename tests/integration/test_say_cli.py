@@ -35,6 +35,11 @@ def say(bundle, out, *extra):
     )
 
 
+def reported_frames(stdout: str) -> int:
+    """The frame count `say` prints ("... (N frames) in ...")."""
+    return int(re.search(r"\((\d+) frames\)", stdout).group(1))
+
+
 def read(path):
     with wave.open(str(path)) as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (24000, 1, 2)
@@ -56,7 +61,7 @@ def test_say_writes_a_wav_and_reports_latency_and_real_time_factor(
     result = say(bundle, tmp_path / "out.wav", *extra)
     assert result.returncode == 0, result.stderr[-2000:]
     samples = read(tmp_path / "out.wav")
-    frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
+    frames = reported_frames(result.stdout)
     assert 0 < frames <= FRAMES and samples.size == frames * 1920  # a random model may sample EOS early
     assert np.abs(samples).max() > 100  # not silence
     assert "first audio after" in result.stdout and "real-time factor" in result.stdout
@@ -175,5 +180,5 @@ def test_without_out_say_plays_through_the_configured_sink(tiny_models, tmp_path
     assert "played on wav" in result.stdout
     [played] = list(tmp_path.glob("*.wav"))
     # every frame `say` made reached the sink (a random model may sample EOS early: 4 of 12 frames seen)
-    frames = int(re.search(r"\((\d+) frames\)", result.stdout).group(1))
+    frames = reported_frames(result.stdout)
     assert 0 < frames <= FRAMES and read(played).size == frames * 1920

@@ -297,18 +297,16 @@ def _nspawn_run(root: Path, argv: list[str]) -> None:
     )
 
 
-def mask_timers(root: Path) -> list[str]:
+def mask_timers(root: Path) -> None:
     """Mask every timer unit of `root` (what `systemctl mask` does: a link to /dev/null in /etc): the box's
     own housekeeping fires by the wall clock — dpkg's daily database backup wrote /var/backups/*.0 into a
-    purge test that ran across midnight — and would change the files the tests compare. Returns them."""
+    purge test that ran across midnight — and would change the files the tests compare."""
     units = root / "usr" / "lib" / "systemd" / "system"  # /lib is /usr/lib on both releases
     timers = sorted(path.name for path in units.glob("*.timer"))
     masks = root / "etc" / "systemd" / "system"
     masks.mkdir(parents=True, exist_ok=True)
-    for name in timers:
-        (masks / name).unlink(missing_ok=True)
+    for name in timers:  # the root is a fresh copy of the base: nothing is masked yet
         (masks / name).symlink_to("/dev/null")
-    return timers
 
 
 def package_depends(deb: Path) -> list[str]:
