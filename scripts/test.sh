@@ -17,6 +17,11 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/qwen3tts ] || [ ! -f native/build/libqwen3tts_native.so ]; then
     scripts/setup.sh
 fi
+# Some images set PYTHONDONTWRITEBYTECODE: then each of the suite's ~130 Python processes (the workers,
+# the daemons and commands they start) compiles every source it imports again, and each worker rewrites
+# the asserts of every test module again (7 s more of CPU per worker to collect). Here bytecode is kept
+# (__pycache__/, ignored by git).
+unset PYTHONDONTWRITEBYTECODE
 # pytest exits 5 when it collects no test: that is a failure here, never a silent pass.
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"

@@ -13,6 +13,7 @@ sys.path.insert(0, str(REPO / "tests" / "support"))
 
 from collections.abc import Callable, Iterator  # noqa: E402
 
+import compile_cache  # noqa: E402
 from bundles import TinyModels  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from mosquitto_broker import Mosquitto, Recorder  # noqa: E402
@@ -60,16 +61,25 @@ def _root_logging_restored() -> Iterator[None]:
     root.setLevel(saved[1])
 
 
+def _shared_by_workers(tmp_path_factory) -> Path:
+    """The session's folder: under pytest-xdist the one that holds every worker's own (popen-gw0, ...)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
-    """Tiny release-layout checkpoints and their bundles, each written once per session: under
-    pytest-xdist in the session's folder that holds every worker's own (popen-gw0, ...), so the
-    workers share them rather than each building the same bundles again."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    root = shared / "tiny-models"
+    """Tiny release-layout checkpoints and their bundles, each written once per session, in the folder
+    the xdist workers share, so they do not each build the same bundles again."""
+    root = _shared_by_workers(tmp_path_factory) / "tiny-models"
     root.mkdir(exist_ok=True)
     return TinyModels(root)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _daemons_compile_once(tmp_path_factory) -> None:
+    """The daemons the tests start begin with the compile cache earlier daemons wrote (compile_cache.py)."""
+    compile_cache.keep_in(_shared_by_workers(tmp_path_factory) / "compile-cache")
 
 
 # ---- a real mosquitto on 127.0.0.1 (fails loudly when the binary is missing) ----

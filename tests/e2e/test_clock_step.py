@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import compile_cache
 import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -65,7 +66,7 @@ def test_ttl_expires_at_and_repeats_keep_their_time_when_the_wall_clock_steps(
     step_file.write_text("0")
     log = tmp_path / "daemon.log"
     env = {**os.environ, "LD_PRELOAD": str(shim), "QWEN3TTS_WALL_STEP_FILE": str(step_file),
-           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path)}  # fmt: skip
+           "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
     command = [
         sys.executable,
         "-m",
@@ -75,7 +76,7 @@ def test_ttl_expires_at_and_repeats_keep_their_time_when_the_wall_clock_steps(
         "run",
     ]
     with open(log, "wb") as out:
-        daemon = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        daemon = compile_cache.popen(command, tmp_path, env, stdout=out, stderr=subprocess.STDOUT)
 
     def events(ann_id: str) -> list[dict]:
         found = [json.loads(m.payload) for m in recorder.on(f"qwen3tts/{SITE}/event")]

@@ -19,6 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import compile_cache
 import pytest
 from mosquitto_broker import free_port
 from wyoming.client import AsyncTcpClient
@@ -128,8 +129,8 @@ def test_a_thousand_idle_wyoming_connections_leave_mqtt_playing_and_http_answeri
     log_path = tmp_path / "daemon.log"
     command = [sys.executable, "-m", "qwen3tts", "--config", str(config), "run"]
     with open(log_path, "wb") as log:
-        daemon = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=held_to_file_limit
+        daemon = compile_cache.popen(
+            command, tmp_path / "cache", stdout=log, stderr=subprocess.STDOUT, preexec_fn=held_to_file_limit
         )
     flood: list[socket.socket] = []
     availability = f"qwen3tts/{SITE}/availability"

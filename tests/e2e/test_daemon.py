@@ -17,6 +17,7 @@ import time
 import wave
 from pathlib import Path
 
+import compile_cache
 import numpy as np
 import pytest
 
@@ -60,11 +61,12 @@ class Daemon:
     def __init__(self, config: Path, env: dict[str, str] | None = None):
         self.log = config.with_suffix(".log")
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
+            self.process = compile_cache.popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(config), "run"],
+                config.with_suffix(".cache"),  # its own compile cache (the phrase cache is in the config)
+                {**os.environ, **(env or {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
             )
 
     def terminate(self, timeout: float = 60) -> int:

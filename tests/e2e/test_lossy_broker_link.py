@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import compile_cache
 import pytest
 from lossy_link import LossyLink, Netns, NetnsMosquitto
 
@@ -73,11 +74,11 @@ def test_every_say_over_a_lossy_link_is_spoken_exactly_once(tmp_path, tiny_model
     recorder = recorder_factory(broker, [f"qwen3tts/{SITE}/#"])
     link = LossyLink(netns, broker.port)
     log = tmp_path / "daemon.log"
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path)}
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     command = [*netns.prefix(), sys.executable, "-m", "qwen3tts", "--config",
                str(daemon_config(tmp_path, bundle, broker)), "run"]  # fmt: skip
     with open(log, "wb") as out:
-        daemon = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        daemon = compile_cache.popen(command, tmp_path, env, stdout=out, stderr=subprocess.STDOUT)
 
     def distinct(kind_filter) -> dict[str, Counter]:
         """{id: Counter of event kinds}, each distinct event payload counted once."""

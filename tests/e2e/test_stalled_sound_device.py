@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+import compile_cache
 import pytest
 from fifo_speaker import FifoSpeaker, asound_conf
 
@@ -101,9 +102,9 @@ def test_a_device_that_stops_taking_samples_fails_the_play_reopens_and_the_next_
     env = {**os.environ, "ALSA_CONFIG_PATH": str(asound_conf(tmp_path, speaker.fifo)),
            "NOTIFY_SOCKET": str(notify.path), "WATCHDOG_USEC": str(WATCHDOG_USEC)}  # fmt: skip
     with open(log, "wb") as out:
-        daemon = subprocess.Popen([sys.executable, "-m", "qwen3tts", "--config",
-                                   str(daemon_config(tmp_path, bundle, mosquitto)), "run"],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+        config = daemon_config(tmp_path, bundle, mosquitto)
+        command = [sys.executable, "-m", "qwen3tts", "--config", str(config), "run"]
+        daemon = compile_cache.popen(command, tmp_path / "cache", env, stdout=out, stderr=subprocess.STDOUT)
 
     def events(ann_id: str) -> list[dict]:
         found = [json.loads(m.payload) for m in recorder.on(f"qwen3tts/{SITE}/event")]

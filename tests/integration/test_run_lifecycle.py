@@ -9,11 +9,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import compile_cache
 import pytest
 
 pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
@@ -26,18 +26,13 @@ class Run:
 
     def __init__(self, tmp_path: Path, args: list[str], env: dict[str, str] | None = None, journal=False):
         self.out, self.err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-        env = {
-            **os.environ,
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            **(env or {}),
-        }
+        env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), **(env or {})}
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
             if journal:  # what systemd does: JOURNAL_STREAM names the stream stderr is connected to
                 stat = os.fstat(err.fileno())
                 env["JOURNAL_STREAM"] = f"{stat.st_dev}:{stat.st_ino}"
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "qwen3tts", *args], stdout=out, stderr=err, env=env
+            self.process = compile_cache.popen(
+                [sys.executable, "-m", "qwen3tts", *args], tmp_path / "cache", env, stdout=out, stderr=err
             )
 
     def wait_for_log(self, text: str, timeout: float = 120) -> None:

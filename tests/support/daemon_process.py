@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import compile_cache
+
 
 class DaemonProcess:
     def __init__(self, directory: Path, sections: dict, env: dict[str, str] | None = None) -> None:
@@ -18,12 +20,11 @@ class DaemonProcess:
         self.dir = directory
         self.config = directory / "qwen3tts.yaml"
         self.config.write_text(json.dumps(sections))
-        env = {**os.environ, "XDG_STATE_HOME": str(directory / "state"), "XDG_CACHE_HOME": str(directory),
-               **(env or {})}  # fmt: skip
+        env = {**os.environ, "XDG_STATE_HOME": str(directory / "state"), **(env or {})}
         with open(directory / "daemon.log", "wb") as log:
-            self.process = subprocess.Popen(
+            self.process = compile_cache.popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(self.config), "run"],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
+                Path(env.get("XDG_CACHE_HOME", directory)), env, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
 
     def running(self) -> bool:

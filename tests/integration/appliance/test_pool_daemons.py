@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import compile_cache
 import pytest
 
 pytestmark = pytest.mark.slow  # a test here takes more than a few seconds (real daemons, brokers)
@@ -45,11 +46,11 @@ class Daemon:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Daemon:
-        env = {**os.environ, "XDG_STATE_HOME": str(self.dir / "state"), "XDG_CACHE_HOME": str(self.dir)}
+        env = {**os.environ, "XDG_STATE_HOME": str(self.dir / "state")}
         with open(self.dir / "stderr.txt", "ab") as err:
-            self.process = subprocess.Popen(
+            self.process = compile_cache.popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(self.config), "run"],
-                stdout=subprocess.DEVNULL, stderr=err, env=env,
+                self.dir, env, stdout=subprocess.DEVNULL, stderr=err,
             )  # fmt: skip
         return self
 
