@@ -1,6 +1,6 @@
 """Which way of levelling streamed speech keeps first audio fast and the level within +-1 LU?
 
-    .venv/bin/python scripts/compare_loudness.py [WAV ...]
+    .venv/bin/python scripts/compare_loudness.py [WAV ...] [--runs N]
 
 Plays (announcements of three pieces, streamed in the engine's chunks: 160 ms first, then 960 ms) of
 generated speech-like signals at levels from -42 to -6 dBFS, with the level changing inside a play, a
@@ -8,7 +8,7 @@ quiet start, full-scale (0 dBFS) input and a quiet play with full-scale clicks; 
 (the tiny model's output: each file is cut into plays of three 3 s pieces). Each candidate levels every
 play to -18 LUFS under -1 dBTP; the table gives the output's integrated loudness error (median, worst,
 share within 1 LU), the highest true peak, the delay it adds before the first audio, and its CPU time per
-second of audio (median of 3 runs). Candidates:
+second of audio (median of 3 runs; --runs). Candidates:
 
 - sentence-gain: one gain per piece, from the loudness of its first chunk
 - running-6s: the gated estimate of the last 6 s, each chunk's blocks included, the gain moving over
@@ -22,7 +22,7 @@ and are left out of the error columns.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -138,10 +138,10 @@ def capped(play) -> bool:
     return integrated_lufs(np.concatenate(play)) < TARGET.lufs - TARGET.max_gain_db
 
 
-def evaluate(name: str, plays) -> dict[str, float]:
+def evaluate(name: str, plays, runs: int) -> dict[str, float]:
     method = CANDIDATES[name]
     errors, peaks, costs, delay = [], [], [], 0
-    for _ in range(3):
+    for _ in range(runs):
         cpu, seconds = 0.0, 0.0
         errors, peaks = [], []
         for _, play in plays:
@@ -165,10 +165,14 @@ COLUMNS = ("median error LU", "worst LU", "within 1 LU", "highest true peak dBTP
            "CPU ms per s")  # fmt: skip
 
 
-def main(argv: list[str]) -> int:
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("wavs", nargs="*", help="WAV files of the model's speech, cut into plays")
+    parser.add_argument("--runs", type=int, default=3, help="runs per candidate (CPU: their median)")
+    args = parser.parse_args()
     sets = {"generated": generated_plays()}
-    if argv:
-        sets["tiny model"] = wav_plays(argv)
+    if args.wavs:
+        sets["tiny model"] = wav_plays(args.wavs)
     for label, plays in sets.items():
         left_out = [name for name, play in plays if capped(play)]
         print(
@@ -178,7 +182,7 @@ def main(argv: list[str]) -> int:
         print(f"| candidate | {' | '.join(COLUMNS)} |")
         print("|---" * (len(COLUMNS) + 1) + "|")
         for name in CANDIDATES:
-            r = evaluate(name, plays)
+            r = evaluate(name, plays, args.runs)
             cells = [f"{r['median']:.2f}", f"{r['worst']:.2f}", f"{100 * r['within']:.0f} %",
                      f"{r['peak']:.2f}", f"{r['delay']:.1f}", f"{r['cost']:.1f}"]  # fmt: skip
             print(f"| {name} | {' | '.join(cells)} |")
@@ -186,4 +190,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

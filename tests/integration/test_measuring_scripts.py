@@ -36,7 +36,7 @@ RUNS = {
         ["--bundle", "{bundle}", "--rounds", "1", "--set", "engine.max_frames=6"],
         ["wyoming   1 client(s): first audio median", "http pcm  4 client(s): first audio median"],
     ),
-    "compare_loudness.py": ([], ["| running-1s |"]),
+    "compare_loudness.py": (["--runs", "1"], ["| running-1s |"]),
     "compare_tsm.py": (["{wav}"], ["input: tone HNR", "audiostretchy-tdhs"]),
     "measure_cut_click.py": ([], ["| abrupt cut", "| daemon defaults"]),
     "measure_front_end_hop.py": (

@@ -14,6 +14,7 @@ run counts, so a scheduler hiccup is not a failure.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -33,7 +34,13 @@ SECONDS_PER_1000_CHARS = 0.010  # swept once: linear patterns take well under 1 
 # punctuation) takes up to 13 ms per 1,000 characters of 'www.www.…'; the old percent rule took 135.
 RULE_SECONDS_PER_1000_CHARS = 0.050
 PREPARE_SECONDS_PER_1000_CHARS = 0.25  # prepare() as a whole: 12 ms per 1,000 for prose, 75 for digits
-TEXTS = hostile_texts(10_000)
+
+
+@functools.cache
+def texts() -> list[str]:
+    """The 10,000 hostile texts, made when a test here first runs (1.4 s of CPU), not when a worker
+    that runs none of these tests collects the module."""
+    return hostile_texts(10_000)
 
 
 def front_end_patterns() -> dict[str, tuple[re.Pattern[str], bool]]:
@@ -113,7 +120,7 @@ def test_a_front_end_pattern_takes_linear_time_on_hostile_text(name):
     pattern, is_rule = PATTERNS[name]
     per_1000 = RULE_SECONDS_PER_1000_CHARS if is_rule else SECONDS_PER_1000_CHARS
     slow = []
-    for text in TEXTS:
+    for text in texts():
         bound = per_1000 * max(len(text), 100) / 1000
         if (
             _sweep(pattern, text, is_rule) > bound
@@ -132,7 +139,7 @@ def test_prepare_takes_time_in_proportion_to_the_text(language):
         }
     )
     slow = []
-    for text in TEXTS[:: len(TEXTS) // 150]:  # 150 of them through everything, third-party code too
+    for text in texts()[:: len(texts()) // 150]:  # 150 of them through everything, third-party code too
         bound = PREPARE_SECONDS_PER_1000_CHARS * max(len(text), 200) / 1000
 
         def run(t=text):
