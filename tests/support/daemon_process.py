@@ -20,11 +20,12 @@ class DaemonProcess:
         self.dir = directory
         self.config = directory / "qwen3tts.yaml"
         self.config.write_text(json.dumps(sections))
+        cache_home = Path((env or {}).get("XDG_CACHE_HOME", directory))  # not the session's: its own
         env = {**os.environ, "XDG_STATE_HOME": str(directory / "state"), **(env or {})}
         with open(directory / "daemon.log", "wb") as log:
             self.process = compile_cache.popen(
                 [sys.executable, "-m", "qwen3tts", "--config", str(self.config), "run"],
-                Path(env.get("XDG_CACHE_HOME", directory)), env, stdout=log, stderr=subprocess.STDOUT,
+                cache_home, env, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
 
     def running(self) -> bool:
