@@ -170,6 +170,8 @@ def main() -> int:
     parser.add_argument("wavs", nargs="*", help="WAV files of the model's speech, cut into plays")
     parser.add_argument("--runs", type=int, default=3, help="runs per candidate (CPU: their median)")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
     sets = {"generated": generated_plays()}
     if args.wavs:
         sets["tiny model"] = wav_plays(args.wavs)

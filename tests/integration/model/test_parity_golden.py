@@ -66,7 +66,7 @@ def bundles(tiny_models):
 
 
 @pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory) -> Path:
+def module_compile_cache(tmp_path_factory) -> Path:
     """OpenVINO's compile cache for this module's process, as a daemon has one: the 16 cases share 5
     bundles, and the f32 code predictor (its 15 steps unrolled) compiles in 1.5 s of CPU, 0.3 s cached.
     A cached blob is the same compiled graph, so every comparison is the one made without it."""
@@ -74,15 +74,15 @@ def compile_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def overrides(compile_cache) -> list[str]:
+def overrides(module_compile_cache) -> list[str]:
     """PARITY_OVERRIDES for load_runtime, with the module's compile cache."""
-    return [*PARITY_OVERRIDES, f"model.cache_dir={compile_cache}"]
+    return [*PARITY_OVERRIDES, f"model.cache_dir={module_compile_cache}"]
 
 
 @pytest.fixture(scope="module")
-def core(compile_cache):
+def core(module_compile_cache):
     core = ov.Core()
-    core.set_property({"CACHE_DIR": str(compile_cache)})
+    core.set_property({"CACHE_DIR": str(module_compile_cache)})
     return core
 
 
